@@ -1,0 +1,62 @@
+"""profwin: profile an exact window of generation steps on any engine.
+
+The public API lives here; submodules hold one concern each (``window``, ``spec``, ``config``,
+``plugins``, ``session``, ``torch_driver``, ``cli``).
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+
+from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin.errors import ConfigError, PluginError
+from profwin.plugin_api import (
+    BACKENDS_GROUP,
+    PLUGIN_API,
+    PROFILERS_GROUP,
+    Artifact,
+    Backend,
+    Driver,
+    PluginSpec,
+    Profiler,
+    RemoteResult,
+)
+from profwin.plugins import PluginInfo, backend, plugins, profiler
+from profwin.session import Session, current_rank
+from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
+from profwin.window import Window, check_bounds
+
+try:
+    __version__ = version("profwin-core")
+except PackageNotFoundError:  # running from a source tree without metadata
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "ACTIVITIES",
+    "BACKENDS_GROUP",
+    "PLUGIN_API",
+    "PROFILERS_GROUP",
+    "RECORD_OPTIONS",
+    "Artifact",
+    "Backend",
+    "ConfigError",
+    "Driver",
+    "PluginError",
+    "PluginInfo",
+    "PluginSpec",
+    "ProfileSpec",
+    "Profiler",
+    "RemoteResult",
+    "Session",
+    "Window",
+    "__version__",
+    "backend",
+    "check_bounds",
+    "current_rank",
+    "load_spec",
+    "plugins",
+    "profiler",
+    "spec_from_mapping",
+    "spec_from_verl",
+    "spec_from_yaml",
+]

@@ -1,0 +1,5 @@
+"""The profwin command (being written)."""
+
+
+def main() -> int:
+    return 0

@@ -1,0 +1,40 @@
+"""The exceptions profwin raises for bad input and unavailable plugins."""
+
+from __future__ import annotations
+
+import difflib
+
+
+class ConfigError(ValueError):
+    """A profiling configuration is invalid.
+
+    The message always names the field (as a path such as
+    ``profiler.tool_config.torch.contents[2]``), the offending value and the rule it breaks.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        self.path = path
+        self.reason = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+    def at(self, prefix: str) -> ConfigError:
+        """Return the same error located under ``prefix`` (used while descending a config)."""
+        if not prefix:
+            return self
+        path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else f"{prefix}{self.path}"
+        return ConfigError(self.reason, path=path)
+
+
+class PluginError(RuntimeError):
+    """A plugin is unknown, failed to import, or lacks the library it drives."""
+
+
+def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = "") -> ConfigError:
+    """The error for a key outside ``valid``, suggesting the closest valid one."""
+    close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return ConfigError(f"unknown key {key!r} (valid keys: {', '.join(valid)}){hint}", path=path)
+
+
+class WindowWarning(UserWarning):
+    """A session ended without recording all of its window (or any of it)."""

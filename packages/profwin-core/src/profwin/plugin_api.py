@@ -1,0 +1,193 @@
+"""What a plugin provides: the entry-point object, the two plugin protocols, and their results.
+
+A distribution registers a :class:`PluginSpec` under one of two entry-point groups::
+
+    [project.entry-points."profwin.backends"]      # engines that take the window as arguments
+    vllm = "profwin_vllm._plugin:PLUGIN"
+
+    [project.entry-points."profwin.profilers"]     # in-process drivers opened by profwin.Session
+    npu = "profwin_npu._plugin:PLUGIN"
+
+The module named by the entry point must import nothing heavy: listing plugins loads it.
+``PluginSpec.target`` names the object that does the work and is imported only on use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from attrs import field, frozen
+
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = [
+    "BACKENDS_GROUP",
+    "PLUGIN_API",
+    "PROFILERS_GROUP",
+    "Artifact",
+    "Backend",
+    "Driver",
+    "PluginSpec",
+    "Profiler",
+    "RemoteResult",
+]
+
+PLUGIN_API = 1
+"""Version of the protocols below; a plugin built for another version is reported ``incompatible``."""
+
+BACKENDS_GROUP = "profwin.backends"
+PROFILERS_GROUP = "profwin.profilers"
+
+
+@frozen(kw_only=True)
+class PluginSpec:
+    """The cheap, import-free description an entry point points at.
+
+    Attributes:
+        name: the key users type (``vllm``, ``npu``); must equal the entry-point name.
+        kind: ``backend`` or ``profiler``.
+        target: ``"module:attribute"`` of the implementation, imported on first use.
+        requires: import names the implementation needs at run time (``("torch_npu",)``);
+            checked with ``importlib.util.find_spec``, so nothing is imported to list plugins.
+        install_hint: what to install when a requirement is missing.
+        summary: one line for ``profwin plugins``.
+        api: the :data:`PLUGIN_API` the plugin was written for.
+    """
+
+    name: str
+    kind: Literal["backend", "profiler"]
+    target: str
+    requires: tuple[str, ...] = ()
+    install_hint: str = ""
+    summary: str = ""
+    api: int = PLUGIN_API
+
+
+@frozen(kw_only=True)
+class Artifact:
+    """A file a profiling session wrote.
+
+    Attributes:
+        path: absolute path of the file (or directory, for NPU ``*_ascend_pt`` output).
+        steps: the session steps it covers (``None`` when the producer cannot tell).
+        bytes: its size on disk.
+        rank: the rank that wrote it.
+        kind: ``trace``, ``memory-snapshot``, ``memory-timeline``, ``memory-summary``, ...
+        producer: the plugin (and, for remote engines, the server) that wrote it.
+    """
+
+    path: Path
+    steps: Window | None
+    bytes: int
+    rank: int = 0
+    kind: str = "trace"
+    producer: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form, for logs and ``--json`` output."""
+        return {
+            "path": str(self.path),
+            "steps": None if self.steps is None else str(self.steps),
+            "bytes": self.bytes,
+            "rank": self.rank,
+            "kind": self.kind,
+            "producer": self.producer,
+        }
+
+
+@frozen(kw_only=True)
+class RemoteResult:
+    """The outcome of one start/stop call on one live engine (a server URL or an object)."""
+
+    target: str
+    ok: bool
+    message: str = ""
+    artifacts: tuple[Artifact, ...] = ()
+    details: Mapping[str, Any] = field(factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "ok": self.ok,
+            "message": self.message,
+            "artifacts": [a.to_dict() for a in self.artifacts],
+            "details": dict(self.details),
+        }
+
+
+@runtime_checkable
+class Driver(Protocol):
+    """One open profiler recording one window, created by :meth:`Profiler.open`.
+
+    The session calls :meth:`advance` at every step boundary while the driver is open and
+    :meth:`close` exactly once, when the window ends or the session closes early.
+    """
+
+    def advance(self, step: int) -> None:
+        """Step ``step - 1`` has ended and step ``step`` begins."""
+
+    def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
+        """Stop, write what was recorded and return the files.
+
+        ``steps`` is the part of the window that actually ran (``None``: the window was never
+        reached, e.g. the session closed during warm-up; write nothing). ``failed`` is true when
+        the session closes because of an exception raised inside step ``steps.end - 1``.
+        """
+
+
+@runtime_checkable
+class Profiler(Protocol):
+    """An in-process profiler that :class:`profwin.Session` opens and closes on window edges."""
+
+    name: str
+    lead_steps: int
+    """Steps before ``window.start`` the driver must be opened for warm-up (0 or 1)."""
+
+    def check(self, spec: ProfileSpec) -> ProfileSpec:
+        """Validate the spec for this machine; return it, possibly with activities dropped.
+
+        Raise :class:`profwin.ConfigError` before any profiling starts.
+        """
+
+    def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
+        """Open a driver at the start of step ``first_step`` (``window.start - lead_steps`` or 0)."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An engine that owns its profiler and takes the window as arguments (vLLM, SGLang)."""
+
+    name: str
+    forms: tuple[str, ...]
+    """What :meth:`render_args` can print, e.g. ``("serve", "llm", "env")``; the first is the default."""
+
+    def describe(self, window: Window, *, version: str | None = None) -> Mapping[str, Any]:
+        """The numbers this engine is sent for ``window`` (for ``profwin window``)."""
+
+    def render_args(self, spec: ProfileSpec, *, form: str | None = None, version: str | None = None) -> str:
+        """Text to paste into a launch command, a Python call or a shell (``profwin args``)."""
+
+    def start(
+        self,
+        targets: Sequence[str],
+        spec: ProfileSpec,
+        *,
+        version: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+    ) -> list[RemoteResult]:
+        """Start a session with ``spec``'s window on each server URL, concurrently."""
+
+    def stop(
+        self,
+        targets: Sequence[str],
+        spec: ProfileSpec,
+        *,
+        version: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+    ) -> list[RemoteResult]:
+        """Stop the session on each server URL and collect the files it wrote."""

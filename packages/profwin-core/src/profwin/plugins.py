@@ -1,0 +1,137 @@
+"""Plugin discovery through entry points, without importing the libraries plugins drive.
+
+Listing loads only each entry point's small module (a :class:`~profwin.plugin_api.PluginSpec`)
+and checks the plugin's run-time requirements with ``importlib.util.find_spec``. A plugin that
+fails to load is reported with its error and never hides the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+from typing import Any, Literal, cast
+
+from attrs import frozen
+
+from profwin.errors import PluginError
+from profwin.plugin_api import BACKENDS_GROUP, PLUGIN_API, PROFILERS_GROUP, Backend, PluginSpec, Profiler
+
+__all__ = ["PluginInfo", "backend", "plugins", "profiler"]
+
+Status = Literal["ok", "missing dependency", "incompatible", "failed"]
+_GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
+
+
+@frozen(kw_only=True)
+class PluginInfo:
+    """One installed plugin as ``profwin plugins`` shows it."""
+
+    name: str
+    group: str
+    distribution: str
+    version: str
+    status: Status
+    detail: str = ""
+    spec: PluginSpec | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "group": self.group,
+            "distribution": self.distribution,
+            "version": self.version,
+            "status": self.status,
+            "detail": self.detail,
+            "summary": self.spec.summary if self.spec else "",
+        }
+
+
+def _missing(requires: tuple[str, ...]) -> list[str]:
+    missing = []
+    for module in requires:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(module)
+    return missing
+
+
+def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
+    dist = ep.dist
+    base = {
+        "name": ep.name,
+        "group": group,
+        "distribution": dist.name if dist is not None else "?",
+        "version": dist.version if dist is not None else "?",
+    }
+    try:
+        spec = ep.load()
+    except Exception as exc:  # a broken plugin must not hide the others
+        return PluginInfo(**base, status="failed", detail=f"{type(exc).__name__}: {exc}")
+    if not isinstance(spec, PluginSpec):
+        return PluginInfo(
+            **base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec"
+        )
+    if spec.api != PLUGIN_API:
+        return PluginInfo(
+            **base, status="incompatible", detail=f"written for plugin API {spec.api}, core has {PLUGIN_API}", spec=spec
+        )
+    missing = _missing(spec.requires)
+    if missing:
+        hint = f"; install {spec.install_hint}" if spec.install_hint else ""
+        return PluginInfo(**base, status="missing dependency", detail=f"needs {', '.join(missing)}{hint}", spec=spec)
+    return PluginInfo(**base, status="ok", spec=spec)
+
+
+def plugins(group: str | None = None) -> list[PluginInfo]:
+    """Every installed plugin (of one group, if given), sorted by group and name."""
+    groups = _GROUPS if group is None else (group,)
+    found = []
+    for grp in groups:
+        seen: set[str] = set()
+        for ep in importlib.metadata.entry_points(group=grp):
+            # The same distribution can be visible twice (e.g. an editable install plus a
+            # sys.path entry); report each name once, first one wins as importlib would load.
+            if ep.name in seen:
+                continue
+            seen.add(ep.name)
+            found.append(_inspect(ep, grp))
+    return sorted(found, key=lambda p: (p.group, p.name))
+
+
+_loaded: dict[tuple[str, str], object] = {}
+
+
+def _load(group: str, name: str) -> object:
+    key = (group, name)
+    if key in _loaded:
+        return _loaded[key]
+    infos = {p.name: p for p in plugins(group)}
+    kind = "backend" if group == BACKENDS_GROUP else "profiler"
+    if name not in infos:
+        installed = ", ".join(sorted(infos)) or "none"
+        raise PluginError(f"unknown {kind} {name!r}; installed {kind}s: {installed}")
+    info = infos[name]
+    if info.status != "ok" or info.spec is None:
+        raise PluginError(f"{kind} {name!r} from {info.distribution} {info.version} is not usable: {info.status} ({info.detail})")
+    module_name, _, attr = info.spec.target.partition(":")
+    try:
+        obj: object = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:
+        raise PluginError(f"{kind} {name!r} failed to load {info.spec.target}: {type(exc).__name__}: {exc}") from exc
+    instance = obj() if isinstance(obj, type) else obj
+    _loaded[key] = instance
+    return instance
+
+
+def backend(name: str) -> Backend:
+    """Load the backend plugin ``name`` (``vllm``, ``sglang``); an unknown name lists the installed ones."""
+    return cast(Backend, _load(BACKENDS_GROUP, name))
+
+
+def profiler(name: str) -> Profiler:
+    """Load the profiler plugin ``name`` (``torch``, ``npu``, ``memory``)."""
+    return cast(Profiler, _load(PROFILERS_GROUP, name))

@@ -1,0 +1,178 @@
+"""The in-process session: counts steps and opens/closes a profiler driver on the window's edges."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import warnings
+from types import TracebackType
+
+from profwin.errors import ConfigError, WindowWarning
+from profwin.plugin_api import Artifact, Driver, Profiler
+from profwin.plugins import profiler as load_profiler
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = ["Session", "current_rank"]
+
+_NEVER = math.inf
+
+
+def current_rank(explicit: int | None = None) -> int:
+    """This process's rank: ``explicit``, else ``torch.distributed``'s if it is initialised,
+    else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch."""
+    if explicit is not None:
+        return explicit
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank())
+    for var in ("RANK", "LOCAL_RANK"):
+        value = os.environ.get(var, "").strip()
+        if value:
+            if not value.isdigit():
+                raise ConfigError(f"environment variable {var} must be a non-negative integer (got {value!r})")
+            return int(value)
+    return 0
+
+
+class Session:
+    """Profile steps ``[start, end)`` of a loop with an in-process profiler.
+
+    ::
+
+        with profwin.Session(spec, profiler="torch") as s:
+            for token in range(n):
+                decode_one_token()
+                s.step()            # step `s.steps` has ended
+        s.artifacts                 # files written, with the steps they cover
+
+    Step 0 begins when the session is entered; each :meth:`step` call ends the current step.
+    The driver opens when step ``window.start`` begins (``lead_steps`` earlier if the profiler
+    warms up), and closes — writing its file — when step ``window.end`` would begin. Closing the
+    session early (loop end, exception, ``KeyboardInterrupt``) writes the part of the window that
+    ran; a loop that ends before the window starts writes nothing and warns.
+
+    A rank that the spec does not select only counts steps.
+    """
+
+    __slots__ = ("_driver", "_first", "_opened", "_plugin", "_state", "_wake", "artifacts", "rank", "spec", "steps")
+
+    def __init__(
+        self,
+        spec: ProfileSpec | Window | str | None = None,
+        *,
+        profiler: str | Profiler = "torch",
+        rank: int | None = None,
+    ) -> None:
+        if spec is None or isinstance(spec, str):
+            spec = ProfileSpec(window=Window.parse(spec) if spec else Window())
+        elif isinstance(spec, Window):
+            spec = ProfileSpec(window=spec)
+        elif not isinstance(spec, ProfileSpec):
+            raise ConfigError(f"spec must be a ProfileSpec, a Window or text like '20:80' (got {spec!r})")
+        self.spec: ProfileSpec = spec
+        self.rank: int = current_rank(rank)
+        self.steps: int = 0
+        """Index of the step in progress: the number of :meth:`step` calls so far."""
+        self.artifacts: list[Artifact] = []
+        self._plugin: str | Profiler = profiler
+        self._driver: Driver | None = None
+        self._wake: float = _NEVER
+        self._first = 0
+        self._opened = False
+        self._state = "new"
+
+    @property
+    def active(self) -> bool:
+        """Whether this rank records anything."""
+        return self.spec.profiles_rank(self.rank)
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> Session:
+        """Check the spec and the output directory, then begin step 0. Called by ``with``."""
+        if self._state != "new":
+            raise RuntimeError(f"a profwin.Session can be started once (this one is {self._state})")
+        self._state = "running"
+        if not self.active:
+            return self
+        if isinstance(self._plugin, str):
+            self._plugin = load_profiler(self._plugin)
+        self.spec = self._plugin.check(self.spec)
+        self.spec.prepare_output_dir()
+        self._first = max(self.spec.window.start - self._plugin.lead_steps, 0)
+        self._wake = self._first
+        if self._first == 0:
+            self._boundary()
+        return self
+
+    def step(self) -> None:
+        """End the current step. Outside the window this is one increment and one compare."""
+        self.steps += 1
+        if self.steps >= self._wake:
+            self._boundary()
+
+    def close(self, *, failed: bool = False) -> list[Artifact]:
+        """Stop profiling and write what was recorded; returns the files. Idempotent.
+
+        ``failed`` means the current step was interrupted by an exception: it ran in part and is
+        kept in the trace.
+        """
+        if self._state == "closed":
+            return self.artifacts
+        self._state = "closed"
+        self._wake = _NEVER
+        if not self.active:
+            return self.artifacts
+        window = self.spec.window
+        if self._driver is not None:
+            ran = window.clip(self.steps + 1 if failed else self.steps)
+            driver, self._driver = self._driver, None
+            self.artifacts.extend(driver.close(ran, failed=failed))
+        if self._opened and self.artifacts and window.end is not None and self.steps < window.end:
+            warnings.warn(
+                f"profwin: the session closed at step {self.steps}, inside window {window}; "
+                f"the trace holds steps {window.clip(self.steps + 1 if failed else self.steps)}",
+                WindowWarning,
+                stacklevel=3,
+            )
+        if not self._opened or not self.artifacts:
+            warnings.warn(
+                f"profwin: window {window} was never reached: the session ran {self.steps} step(s) "
+                f"and recording starts at step {window.start}; nothing was written",
+                WindowWarning,
+                stacklevel=3,
+            )
+        return self.artifacts
+
+    def __enter__(self) -> Session:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+            return
+        try:
+            self.close(failed=True)
+        except Exception as close_exc:  # never mask the user's exception with ours
+            warnings.warn(f"profwin: writing the trace failed after {exc_type.__name__}: {close_exc}", stacklevel=2)
+
+    # -- window edges -----------------------------------------------------------------------
+
+    def _boundary(self) -> None:
+        step, window = self.steps, self.spec.window
+        if self._driver is None:
+            assert not isinstance(self._plugin, str)
+            self._driver = self._plugin.open(self.spec, window=window, first_step=step, rank=self.rank)
+            self._opened = True
+            self._wake = step + 1
+        elif window.end is not None and step >= window.end:
+            driver, self._driver = self._driver, None
+            self._wake = _NEVER
+            self.artifacts.extend(driver.close(window, failed=False))
+        else:
+            self._driver.advance(step)
+            self._wake = step + 1

@@ -1,0 +1,173 @@
+"""The profile spec: which window, what to record, where to write it, and which ranks profile."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, Union
+
+from attrs import evolve, field, frozen
+
+from profwin.errors import ConfigError
+from profwin.window import Window
+
+__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "Ranks"]
+
+ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
+"""Activities a spec may ask for; ``None`` in a spec means "CPU plus the accelerator present"."""
+
+RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules")
+"""What a spec may record besides timings, each a bool field of :class:`ProfileSpec`."""
+
+Ranks = Union[Literal["all"], tuple[int, ...]]
+
+# vLLM's rule for profile_prefix, the strictest of the engines: every backend can use it as is.
+_PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def _to_activities(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    if value is None or isinstance(value, str):
+        return value  # type: ignore[return-value]  # a bare string is rejected by the validator
+    return tuple(sorted(set(value), key=lambda a: ACTIVITIES.index(a) if a in ACTIVITIES else len(ACTIVITIES)))
+
+
+def _check_activities(_: object, __: object, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, str) or not isinstance(value, tuple):
+        raise ConfigError(f"activities must be a list drawn from {list(ACTIVITIES)} or None (got {value!r})", path="activities")
+    if not value:
+        raise ConfigError("activities must not be empty; leave it unset for CPU plus the accelerator present", path="activities")
+    for i, item in enumerate(value):
+        if item not in ACTIVITIES:
+            raise ConfigError(f"must be one of {list(ACTIVITIES)} (got {item!r})", path=f"activities[{i}]")
+
+
+def _check_bool(instance: object, attribute: Any, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be true or false (got {value!r})", path=attribute.name)
+
+
+def _to_path(value: str | os.PathLike[str]) -> Path:
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise ConfigError(f"must be a non-empty path (got {value!r})", path="output_dir")
+    return Path(value).expanduser().absolute()
+
+
+def _check_prefix(_: object, __: object, value: object) -> None:
+    if not isinstance(value, str) or not _PREFIX.fullmatch(value):
+        raise ConfigError(
+            f"must be 1-128 characters of [A-Za-z0-9._-] starting with a letter or digit (got {value!r})",
+            path="prefix",
+        )
+
+
+def _to_ranks(value: object) -> object:
+    if isinstance(value, bool):
+        return value  # rejected by the validator with the value shown
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    return value
+
+
+def _check_ranks(_: object, __: object, value: object) -> None:
+    if value == "all":
+        return
+    if not isinstance(value, tuple) or not value:
+        raise ConfigError(f"must be 'all', a rank, or a non-empty list of ranks (got {value!r})", path="ranks")
+    for i, rank in enumerate(value):
+        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
+            raise ConfigError(f"must be a non-negative int (got {rank!r})", path=f"ranks[{i}]")
+
+
+def _to_options(value: object) -> object:
+    if not isinstance(value, Mapping):
+        return value
+    return MappingProxyType({k: MappingProxyType(dict(v)) if isinstance(v, Mapping) else v for k, v in value.items()})
+
+
+def _check_options(_: object, __: object, value: object) -> None:
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"must map a plugin name to its options (got {value!r})", path="options")
+    for name, opts in value.items():
+        if not isinstance(name, str) or not isinstance(opts, Mapping):
+            raise ConfigError(f"must be a mapping of options for plugin {name!r} (got {opts!r})", path=f"options.{name}")
+
+
+def _check_window(_: object, __: object, value: object) -> None:
+    if not isinstance(value, Window):
+        raise ConfigError(f"must be a profwin.Window (got {value!r}); use Window.parse('20:80')", path="window")
+
+
+def _check_unavailable(_: object, __: object, value: object) -> None:
+    if value not in ("error", "drop"):
+        raise ConfigError(f"must be 'error' or 'drop' (got {value!r})", path="on_unavailable")
+
+
+@frozen(kw_only=True)
+class ProfileSpec:
+    """Everything a backend or profiler needs to profile one window.
+
+    Attributes:
+        window: the steps to record, counted from the session start.
+        activities: ``cpu``/``cuda``/``npu``/``xpu``; ``None`` means CPU plus the accelerator
+            present at run time.
+        shapes, stack, memory, flops, modules: what to record besides timings.
+        output_dir: where traces go; made absolute at construction, created by
+            :meth:`prepare_output_dir` before profiling starts.
+        prefix: file-name prefix, 1-128 chars of ``[A-Za-z0-9._-]`` (vLLM's rule).
+        ranks: ``"all"``, or the ranks that profile (default rank 0 only).
+        options: per-plugin options (``{"npu": {"level": "level1"}}``), validated by each plugin.
+        on_unavailable: an activity the machine cannot record is an ``"error"`` (default) or is
+            dropped with a warning (``"drop"``).
+    """
+
+    window: Window = field(factory=Window, validator=_check_window)
+    activities: tuple[str, ...] | None = field(default=None, converter=_to_activities, validator=_check_activities)
+    shapes: bool = field(default=False, validator=_check_bool)
+    stack: bool = field(default=False, validator=_check_bool)
+    memory: bool = field(default=False, validator=_check_bool)
+    flops: bool = field(default=False, validator=_check_bool)
+    modules: bool = field(default=False, validator=_check_bool)
+    output_dir: Path = field(default="profwin-traces", converter=_to_path)
+    prefix: str = field(default="profwin", validator=_check_prefix)
+    ranks: Ranks = field(default=(0,), converter=_to_ranks, validator=_check_ranks)
+    options: Mapping[str, Mapping[str, Any]] = field(
+        factory=dict, converter=_to_options, validator=_check_options, hash=False
+    )
+    on_unavailable: Literal["error", "drop"] = field(default="error", validator=_check_unavailable)
+
+    def profiles_rank(self, rank: int) -> bool:
+        """Whether the process with this rank records anything."""
+        return self.ranks == "all" or rank in self.ranks
+
+    def records(self) -> tuple[str, ...]:
+        """The record options that are on, in :data:`RECORD_OPTIONS` order."""
+        return tuple(name for name in RECORD_OPTIONS if getattr(self, name))
+
+    def plugin_options(self, name: str) -> Mapping[str, Any]:
+        """The options given for plugin ``name`` (empty if none)."""
+        return self.options.get(name, MappingProxyType({}))
+
+    def replace(self, **changes: Any) -> ProfileSpec:
+        """A copy with some fields changed, validated like a new spec."""
+        return evolve(self, **changes)
+
+    def prepare_output_dir(self) -> Path:
+        """Create ``output_dir`` if needed and prove it writable, before any profiling starts."""
+        try:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.output_dir, prefix=".profwin-write-check-"):
+                pass
+        except OSError as exc:
+            raise ConfigError(
+                f"must be a writable directory (got {str(self.output_dir)!r}: {exc.strerror or exc})",
+                path="output_dir",
+            ) from None
+        return self.output_dir

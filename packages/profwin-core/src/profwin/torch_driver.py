@@ -1,0 +1,219 @@
+"""The built-in ``torch`` profiler: torch.profiler recording exactly the window's steps.
+
+Warm-up: the profiler is prepared (Kineto initialised, the expensive part) when step
+``start - 1`` begins and starts recording when step ``start`` begins, which is what
+torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. A window
+starting at step 0 has no step to warm up in, so its first step carries the start-up cost.
+
+Each recorded step ``k`` is wrapped in ``record_function("ProfilerStep#k")`` with ``k`` the
+session's step index, so the markers in the trace are the window's own numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from profwin.errors import ConfigError, PluginError, unknown_key
+from profwin.plugin_api import Artifact, PluginSpec
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "trace_path"]
+
+PLUGIN = PluginSpec(
+    name="torch",
+    kind="profiler",
+    target="profwin.torch_driver:TorchProfiler",
+    requires=("torch",),
+    install_hint="profwin-core[torch] (or any torch build)",
+    summary="torch.profiler over exactly the window's steps (Chrome/Perfetto trace)",
+)
+
+STEP_MARKER = "ProfilerStep#"
+_FORMATS = {"json.gz": ".pt.trace.json.gz", "json": ".pt.trace.json"}
+_OPTIONS = ("format",)
+
+
+def import_torch() -> Any:
+    """Import torch or fail with what to install."""
+    try:
+        import torch
+    except ImportError as exc:
+        raise PluginError(
+            f"the torch profiler needs torch, which is not importable ({exc}); "
+            "install it with: pip install 'profwin-core[torch]'"
+        ) from None
+    return torch
+
+
+def resolve_activities(spec: ProfileSpec, torch: Any) -> tuple[str, ...]:
+    """The activities to record: the spec's, or CPU plus the accelerator present.
+
+    An activity the machine cannot record is a :class:`ConfigError` naming what was checked,
+    or is dropped with a warning when ``spec.on_unavailable == "drop"``.
+    """
+    available = {
+        "cpu": True,
+        "cuda": bool(torch.cuda.is_available()),
+        "xpu": bool(hasattr(torch, "xpu") and torch.xpu.is_available()),
+        "npu": False,
+    }
+    if spec.activities is None:
+        return tuple(a for a in ("cpu", "cuda", "xpu") if available[a])
+    kept = []
+    for activity in spec.activities:
+        if activity == "npu":
+            raise ConfigError("'npu' is recorded by the 'npu' profiler (pip install profwin-npu), not 'torch'", path="activities")
+        if available[activity]:
+            kept.append(activity)
+            continue
+        why = f"torch {torch.__version__} reports torch.{activity}.is_available() == False on this machine"
+        if spec.on_unavailable == "error":
+            raise ConfigError(f"{activity!r} cannot be recorded: {why}; remove it or set on_unavailable: drop", path="activities")
+        warnings.warn(f"profwin: dropping activity {activity!r}: {why}", stacklevel=3)
+    if not kept:
+        raise ConfigError(f"none of {list(spec.activities)} can be recorded on this machine", path="activities")
+    return tuple(kept)
+
+
+def trace_path(spec: ProfileSpec, *, rank: int, steps: Window, suffix: str) -> Path:
+    """``{output_dir}/{prefix}_rank{rank}_w{start}-{end}.{time_ns}{suffix}``.
+
+    The shape ``name.<digits>.pt.trace.json[.gz]`` is what TensorBoard and Perfetto expect; the
+    timestamp keeps two sessions of one process apart.
+    """
+    return spec.output_dir / f"{spec.prefix}_rank{rank}_{steps.slug()}.{time.time_ns()}{suffix}"
+
+
+def _check_options(options: Mapping[str, Any]) -> str:
+    for key in options:
+        if key not in _OPTIONS:
+            raise unknown_key(key, _OPTIONS, path="options.torch")
+    fmt = options.get("format", "json.gz")
+    if fmt not in _FORMATS:
+        raise ConfigError(f"must be one of {list(_FORMATS)} (got {fmt!r})", path="options.torch.format")
+    return str(fmt)
+
+
+class TorchProfiler:
+    """The ``torch`` entry of ``profwin.profilers``."""
+
+    name = "torch"
+    lead_steps = 1
+
+    def check(self, spec: ProfileSpec) -> ProfileSpec:
+        _check_options(spec.plugin_options("torch"))
+        return spec.replace(activities=resolve_activities(spec, import_torch()))
+
+    def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> TorchDriver:
+        return TorchDriver(spec, window=window, first_step=first_step, rank=rank)
+
+
+class TorchDriver:
+    """One torch.profiler session over one window (see the module docstring for warm-up)."""
+
+    def __init__(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> None:
+        torch = import_torch()
+        from torch.profiler import ProfilerActivity, profile
+
+        kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA, "xpu": getattr(ProfilerActivity, "XPU", None)}
+        assert spec.activities is not None, "TorchProfiler.check resolves activities"
+        self._torch = torch
+        self._spec = spec
+        self._window = window
+        self._rank = rank
+        self._suffix = _FORMATS[_check_options(spec.plugin_options("torch"))]
+        self._marker: Any = None
+        self._step = first_step
+        self._recording = False
+        kwargs: dict[str, Any] = {
+            "activities": [kinds[a] for a in spec.activities],
+            "record_shapes": spec.shapes,
+            "profile_memory": spec.memory,
+            "with_stack": spec.stack,
+            "with_flops": spec.flops,
+        }
+        if spec.modules:
+            kwargs["with_modules"] = True
+        self._prof = profile(**kwargs)
+        self._prof.prepare_trace()
+        self._enter(first_step)
+
+    def _enter(self, step: int) -> None:
+        self._step = step
+        if step == self._window.start:
+            self._prof.start_trace()
+            self._recording = True
+        if self._recording:
+            self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
+            self._marker.__enter__()
+
+    def _exit_marker(self) -> None:
+        if self._marker is not None:
+            marker, self._marker = self._marker, None
+            marker.__exit__(None, None, None)
+
+    def advance(self, step: int) -> None:
+        self._exit_marker()
+        self._enter(step)
+
+    def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
+        self._exit_marker()
+        if not self._recording:
+            # Closed during warm-up: finish the prepared Kineto session and write nothing, as
+            # torch.profiler does when it exits in WARMUP.
+            self._prof.start_trace()
+            self._prof.stop_trace()
+            return []
+        self._prof.stop_trace()
+        assert steps is not None
+        final = trace_path(self._spec, rank=self._rank, steps=steps, suffix=self._suffix)
+        # After an early normal close, the marker of the step that would have followed was opened
+        # at the last boundary but none of the loop's work ran in it: drop it so the trace holds
+        # exactly `steps`.
+        drop_from = steps.end if self._step >= steps.end else None
+        size = _export_atomically(self._prof, final, drop_steps_from=drop_from)
+        return [Artifact(path=final, steps=steps, bytes=size, rank=self._rank, kind="trace", producer="torch")]
+
+
+def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -> int:
+    """Export to a hidden temporary name in the same directory, then rename: a crash during
+    export never leaves a truncated file under ``final``."""
+    gz = final.name.endswith(".gz")
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.partial{'.gz' if gz else ''}")
+    try:
+        prof.export_chrome_trace(str(tmp))
+        if drop_steps_from is not None:
+            _drop_step_markers(tmp, drop_steps_from, gz=gz)
+        os.replace(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return final.stat().st_size
+
+
+def _drop_step_markers(path: Path, first_dropped: int, *, gz: bool) -> None:
+    opener: Any = gzip.open if gz else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        trace = json.load(f)
+
+    def keep(event: Mapping[str, Any]) -> bool:
+        name = event.get("name", "")
+        if not (isinstance(name, str) and name.startswith(STEP_MARKER)):
+            return True
+        number = name[len(STEP_MARKER) :]
+        return not (number.isdigit() and int(number) >= first_dropped)
+
+    before = len(trace.get("traceEvents", []))
+    trace["traceEvents"] = [e for e in trace.get("traceEvents", []) if keep(e)]
+    if len(trace["traceEvents"]) == before:
+        return
+    with opener(path, "wt", encoding="utf-8") as f:
+        json.dump(trace, f)

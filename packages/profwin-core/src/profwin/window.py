@@ -1,0 +1,171 @@
+"""The window: a half-open range of steps counted from the start of a profiling session.
+
+::
+
+    session starts
+    |
+    step:  0   1   2  ...  start-1 | start  start+1 ... end-1 | end  end+1 ...
+           '----- skipped ---------' '------ recorded -------' '-- not recorded --'
+                 steps_to_skip = start    steps_to_record = end - start
+
+Step 0 is the first engine step (one scheduled batch, one forward) after the session starts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from attrs import field, frozen
+
+from profwin.errors import ConfigError, unknown_key
+
+__all__ = ["Window", "check_bounds"]
+
+_DIGITS = re.compile(r"[0-9]+")
+_KEY_STYLES: tuple[tuple[str, str], ...] = (
+    ("start", "end"),
+    ("profile_token_start", "profile_token_end"),
+)
+
+
+def _describe(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def check_bounds(
+    start: object,
+    end: object,
+    *,
+    names: tuple[str, str] = ("start", "end"),
+    path: str = "",
+) -> tuple[int, int | None]:
+    """Validate window bounds and return them normalised (``start=None`` becomes 0).
+
+    This is the one rule every window in profwin passes through: each bound is ``None`` or a
+    non-negative ``int`` (``bool`` is not accepted), and ``end > start`` when ``end`` is set.
+    ``names`` are the field names used in error messages, so a verl-style config reports
+    ``profile_token_end`` rather than ``end``.
+    """
+    for name, value in zip(names, (start, end)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{name} must be a non-negative int or None (got {_describe(value)})", path=path)
+        if value < 0:
+            raise ConfigError(f"{name} must be >= 0 (got {value})", path=path)
+    first = 0 if start is None else start
+    assert isinstance(first, int)  # narrowed above; kept for the type checker
+    if end is not None:
+        assert isinstance(end, int)
+        if end <= first:
+            raise ConfigError(
+                f"{names[1]} must be > {names[0]} (got {names[0]}={start}, {names[1]}={end})", path=path
+            )
+    return first, end  # type: ignore[return-value]
+
+
+@frozen(init=False)
+class Window:
+    """Steps ``[start, end)`` of a profiling session; ``end=None`` means until the session stops.
+
+    >>> Window(20, 80).steps_to_record
+    60
+    >>> str(Window.parse(" 20 : "))
+    '20:'
+    """
+
+    start: int = field()
+    end: int | None = field()
+
+    def __init__(self, start: int | None = None, end: int | None = None) -> None:
+        first, last = check_bounds(start, end)
+        self.__attrs_init__(first, last)  # type: ignore[attr-defined]
+
+    # -- construction from text and configs -------------------------------------------------
+
+    @classmethod
+    def parse(cls, text: str, *, field_name: str = "window") -> Window:
+        """Parse ``"20:80"``, ``"20:"``, ``":80"`` or ``":"``; spaces around parts are ignored."""
+        if not isinstance(text, str):
+            raise ConfigError(f"{field_name} must be text like '20:80' (got {_describe(text)})")
+        parts = text.split(":")
+        if len(parts) != 2:
+            raise ConfigError(
+                f"{field_name} must have exactly one ':' as in 'START:END', '20:', ':80' or ':' (got {text!r})"
+            )
+        bounds: list[int | None] = []
+        for label, part in zip(("start", "end"), parts):
+            part = part.strip()
+            if not part:
+                bounds.append(None)
+            elif _DIGITS.fullmatch(part):
+                bounds.append(int(part))
+            else:
+                raise ConfigError(f"{field_name} {label} must be a non-negative integer or empty (got {part!r} in {text!r})")
+        first, last = check_bounds(*bounds, names=(f"{field_name} start", f"{field_name} end"))
+        return cls(first, last)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], *, path: str = "") -> Window:
+        """Build a window from ``{start, end}`` or verl's ``{profile_token_start, profile_token_end}``.
+
+        Mixing both spellings or passing an unknown key is an error that names the closest valid key.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"window must be a mapping with start/end (got {_describe(data)})", path=path)
+        used = [style for style in _KEY_STYLES if any(key in data for key in style)]
+        if len(used) > 1:
+            raise ConfigError(
+                f"use either start/end or profile_token_start/profile_token_end, not both (got keys {sorted(data)})",
+                path=path,
+            )
+        names = used[0] if used else _KEY_STYLES[0]
+        valid = [key for style in _KEY_STYLES for key in style]
+        for key in data:
+            if key not in names:
+                raise unknown_key(key, valid, path=path)
+        first, last = check_bounds(data.get(names[0]), data.get(names[1]), names=names, path=path)
+        return cls(first, last)
+
+    # -- derived values ---------------------------------------------------------------------
+
+    @property
+    def length(self) -> int | None:
+        """Number of steps recorded, or ``None`` when the window is unbounded."""
+        return None if self.end is None else self.end - self.start
+
+    @property
+    def steps_to_skip(self) -> int:
+        """Steps run before recording begins: steps ``0..start-1`` (``start`` of them)."""
+        return self.start
+
+    @property
+    def steps_to_record(self) -> int | None:
+        """Steps recorded: ``start..end-1`` (``end - start`` of them), ``None`` if unbounded."""
+        return self.length
+
+    @property
+    def last(self) -> int | None:
+        """Index of the last recorded step (``end - 1``), ``None`` if unbounded."""
+        return None if self.end is None else self.end - 1
+
+    def contains(self, step: int) -> bool:
+        """Whether step ``step`` (0-based, from the session start) is recorded."""
+        return step >= self.start and (self.end is None or step < self.end)
+
+    def clip(self, steps_run: int) -> Window | None:
+        """The part of this window that ``steps_run`` steps actually reached, or ``None``."""
+        if steps_run <= self.start:
+            return None
+        end = steps_run if self.end is None else min(self.end, steps_run)
+        return Window(self.start, end)
+
+    def __str__(self) -> str:
+        return f"{self.start}:{'' if self.end is None else self.end}"
+
+    def slug(self) -> str:
+        """A file-name friendly form: ``w20-80`` or ``w20-end``."""
+        return f"w{self.start}-{'end' if self.end is None else self.end}"
+

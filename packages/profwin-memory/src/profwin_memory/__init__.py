@@ -1,0 +1,1 @@
+"""profwin plugin for memory (work in progress)."""

@@ -1,0 +1,1 @@
+"""profwin plugin for npu (work in progress)."""

@@ -1,0 +1,1 @@
+"""profwin plugin for sglang (work in progress)."""

