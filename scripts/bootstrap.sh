@@ -9,7 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 command -v uv >/dev/null 2>&1 || python3 -m pip install --quiet uv
-uv sync --locked --quiet
+# --inexact keeps the CPU torch installed below (uv itself never installs torch here).
+uv sync --locked --inexact --quiet
 
 if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     exit 0
