@@ -1,5 +1,297 @@
-"""The profwin command (being written)."""
+"""The ``profwin`` command: data on stdout, logs and errors on stderr, ``--json`` where it fits."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import version as dist_version
+from typing import Any
+
+from profwin.config import load_spec
+from profwin.errors import ConfigError, PluginError
+from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
+from profwin.plugins import backend as load_backend
+from profwin.plugins import plugins as list_plugins
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = ["build_parser", "main"]
 
 
-def main() -> int:
+def _print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _window_arg(text: str) -> Window:
+    try:
+        return Window.parse(text, field_name="--window")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
+    spec = load_spec(args.spec) if getattr(args, "spec", None) else ProfileSpec()
+    changes: dict[str, Any] = {}
+    if getattr(args, "window", None) is not None:
+        changes["window"] = args.window
+    if getattr(args, "out", None):
+        changes["output_dir"] = args.out
+    if getattr(args, "prefix", None):
+        changes["prefix"] = args.prefix
+    return spec.replace(**changes) if changes else spec
+
+
+def _engine_versions(pairs: Sequence[str]) -> dict[str, str]:
+    versions = {}
+    for pair in pairs:
+        name, sep, ver = pair.partition("=")
+        if not sep or not name or not ver:
+            raise ConfigError(f"--engine-version must look like ENGINE=VERSION, e.g. vllm=0.32.0 (got {pair!r})")
+        versions[name] = ver
+    return versions
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    infos = list_plugins()
+    if args.json:
+        _print_json([p.to_dict() for p in infos])
+        return 0
+    if not infos:
+        print("no plugins installed")
+        return 0
+    rows = [("NAME", "GROUP", "DISTRIBUTION", "VERSION", "STATUS")]
+    rows += [(p.name, p.group, p.distribution, p.version, p.status + (f" ({p.detail})" if p.detail else "")) for p in infos]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        print("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:4])) + "  " + row[4])
     return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    try:
+        spec = load_spec(args.file)
+    except ConfigError as exc:
+        errors = exc.errors or [exc]
+        if args.json:
+            _print_json({"file": args.file, "valid": False, "errors": [{"path": e.path, "message": e.reason} for e in errors]})
+        else:
+            print(f"{args.file}: {len(errors)} error(s)", file=sys.stderr)
+            for error in errors:
+                print(f"  {error}", file=sys.stderr)
+        return 1
+    summary = {
+        "file": args.file,
+        "valid": True,
+        "window": str(spec.window),
+        "activities": list(spec.activities) if spec.activities is not None else "auto",
+        "record": list(spec.records()),
+        "output_dir": str(spec.output_dir),
+        "prefix": spec.prefix,
+        "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
+        "options": {k: dict(v) for k, v in spec.options.items()},
+    }
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"{args.file}: valid")
+        for key, value in summary.items():
+            if key not in ("file", "valid"):
+                print(f"  {key}: {value}")
+    return 0
+
+
+def _cmd_window(args: argparse.Namespace) -> int:
+    window: Window = args.window_text
+    versions = _engine_versions(args.engine_version)
+    info: dict[str, Any] = {
+        "window": str(window),
+        "steps_to_skip": window.steps_to_skip,
+        "steps_to_record": window.steps_to_record,
+        "first_recorded_step": window.start,
+        "last_recorded_step": window.last,
+        "backends": {},
+    }
+    for plugin in list_plugins(BACKENDS_GROUP):
+        if plugin.status != "ok":
+            info["backends"][plugin.name] = {"status": plugin.status, "detail": plugin.detail}
+            continue
+        try:
+            info["backends"][plugin.name] = dict(load_backend(plugin.name).describe(window, version=versions.get(plugin.name)))
+        except (ConfigError, PluginError) as exc:
+            info["backends"][plugin.name] = {"error": str(exc)}
+    if args.json:
+        _print_json(info)
+        return 0
+    last = "the end of the session" if window.last is None else f"step {window.last}"
+    print(f"window {window}: steps [{window.start}, {'∞' if window.end is None else window.end}) of the session")
+    print(f"  skip {window.steps_to_skip} step(s) (0..{window.start - 1})" if window.start else "  skip nothing")
+    record = "until the session stops" if window.steps_to_record is None else f"{window.steps_to_record} step(s)"
+    print(f"  record {record}: step {window.start} to {last}")
+    for name, described in info["backends"].items():
+        print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+    return 0
+
+
+def _cmd_args(args: argparse.Namespace) -> int:
+    spec = _spec_from_args(args)
+    print(load_backend(args.engine).render_args(spec, form=args.form, version=args.engine_version))
+    return 0
+
+
+def _remote(args: argparse.Namespace, action: str) -> int:
+    spec = _spec_from_args(args)
+    engine = load_backend(args.engine)
+    call: Callable[..., list[RemoteResult]] = getattr(engine, action)
+    api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
+    results = call(args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
+    if args.json:
+        _print_json([r.to_dict() for r in results])
+    else:
+        for r in results:
+            print(f"{r.target}: {'ok' if r.ok else 'FAILED'}{' - ' + r.message if r.message else ''}")
+            for a in r.artifacts:
+                print(f"  {a.path} ({a.bytes} bytes, steps {a.steps if a.steps is not None else '?'})")
+    return 0 if all(r.ok for r in results) else 1
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from profwin.demo import run_demo, run_full_trace
+
+    spec = _spec_from_args(args)
+    if args.steps < 1:
+        raise ConfigError(f"--steps must be >= 1 (got {args.steps})")
+    windowed = run_demo(spec, steps=args.steps, progress=not args.quiet)
+    results = [windowed]
+    if args.compare_full:
+        results.append(run_full_trace(spec, steps=args.steps, progress=not args.quiet))
+    if args.json:
+        _print_json([r.to_dict() for r in results])
+        return 0
+    w = windowed
+    expected = spec.window.clip(args.steps)
+    print(f"steps run:       {w.steps_run}")
+    print(f"window:          {spec.window}")
+    print(
+        f"steps recorded:  {len(w.recorded_steps)} (expected {expected.length if expected else 0}; "
+        f"markers {w.recorded_steps[0] if w.recorded_steps else '-'}..{w.recorded_steps[-1] if w.recorded_steps else '-'})"
+    )
+    for a in w.artifacts:
+        print(f"trace:           {a.path} ({a.bytes:,} bytes)")
+    print(f"wall time:       {w.wall_s:.3f} s")
+    if args.compare_full:
+        full = results[1]
+        print()
+        print(f"{'':12}{'windowed':>14}{'full run':>14}{'windowed/full':>16}")
+        print(f"{'trace bytes':12}{w.trace_bytes:>14,}{full.trace_bytes:>14,}{w.trace_bytes / full.trace_bytes:>16.3f}")
+        print(f"{'wall s':12}{w.wall_s:>14.3f}{full.wall_s:>14.3f}{w.wall_s / full.wall_s:>16.3f}")
+        print(f"full-run trace:  {full.artifacts[0].path}")
+    ok = expected is None or len(w.recorded_steps) == expected.length
+    return 0 if ok else 1
+
+
+def _version_text() -> str:
+    lines = [f"profwin-core {dist_version('profwin-core')}"]
+    for p in list_plugins():
+        lines.append(f"{p.distribution} {p.version} ({p.group}: {p.name}, {p.status})")
+    return "\n".join(lines)
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="show core and plugin versions and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(_version_text())
+        parser.exit()
+
+
+def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None = None) -> None:
+    p.add_argument("--spec", metavar="FILE", help="profile spec (YAML/JSON, or a verl profiler block)")
+    p.add_argument(
+        "--window", type=_window_arg, default=_window_arg(window_default) if window_default else None,
+        help=f"steps to record, START:END half-open{f' (default {window_default})' if window_default else ''}",
+    )  # fmt: skip
+    p.add_argument("--out", metavar="DIR", help="output directory for traces")
+    p.add_argument("--prefix", help="file-name prefix for traces")
+
+
+def _add_remote_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", required=True, help="backend name (vllm, sglang)")
+    p.add_argument("--url", action="append", required=True, help="server URL; repeat for several servers")
+    p.add_argument("--engine-version", help="engine version, when it cannot be asked from the server")
+    p.add_argument("--api-key", help="bearer token (default: $PROFWIN_API_KEY)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    _add_spec_options(p)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``profwin`` argument parser (also used to generate docs/cli.md)."""
+    parser = argparse.ArgumentParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
+    parser.add_argument("--version", action=_VersionAction)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("plugins", help="list installed plugins and their status")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_plugins)
+
+    p = sub.add_parser("validate", help="check a profile spec file; exit 1 listing every error")
+    p.add_argument("file", help="YAML/JSON spec, or a verl profiler block")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_validate)
+
+    p = sub.add_parser("window", help="explain a window and what each installed backend is sent")
+    p.add_argument("window_text", metavar="WINDOW", type=_window_arg, help="START:END, e.g. 20:80")
+    p.add_argument(
+        "--engine-version", action="append", default=[], metavar="ENGINE=VERSION",
+        help="describe for this engine version (repeatable), e.g. vllm=0.31.0",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_window)
+
+    p = sub.add_parser("args", help="print the launch arguments an engine needs for a window")
+    p.add_argument("engine", help="backend name (vllm, sglang)")
+    p.add_argument("--for", dest="form", help="what to print (backend-specific, e.g. serve, llm, env)")
+    p.add_argument("--engine-version", help="target engine version (default: the installed one, else the newest)")
+    _add_spec_options(p)
+    p.set_defaults(func=_cmd_args)
+
+    for action in ("start", "stop"):
+        p = sub.add_parser(action, help=f"{action} a profiling session on live engine servers")
+        _add_remote_options(p)
+        p.set_defaults(func=lambda a, _action=action: _remote(a, _action))
+
+    p = sub.add_parser("demo", help="profile a window of a tiny CPU decoder (the main job; needs torch)")
+    p.add_argument("--steps", type=int, default=100, help="generation steps to run (default 100)")
+    p.add_argument("--compare-full", action="store_true", help="also profile the whole run and compare")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    _add_spec_options(p, window_default="20:80")
+    p.set_defaults(func=_cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ConfigError, PluginError) as exc:
+        print(f"profwin: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("profwin: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,26 @@ _SPEC_KEYS = (
 )
 
 # verl's contents entries: activities, and what to record (``module`` is verl's spelling).
-_VERL_CONTENTS = {"cpu": "cpu", "cuda": "cuda", "npu": "npu", "memory": "memory", "shapes": "shapes", "stack": "stack", "module": "modules"}
-_VERL_TOOL_KEYS = ("contents", "profile_token_start", "profile_token_end", "level", "analysis", "discrete", "name", "schedule", "_target_")
+_VERL_CONTENTS = {
+    "cpu": "cpu",
+    "cuda": "cuda",
+    "npu": "npu",
+    "memory": "memory",
+    "shapes": "shapes",
+    "stack": "stack",
+    "module": "modules",
+}
+_VERL_TOOL_KEYS = (
+    "contents",
+    "profile_token_start",
+    "profile_token_end",
+    "level",
+    "analysis",
+    "discrete",
+    "name",
+    "schedule",
+    "_target_",
+)
 _VERL_ROLE_KEYS = (
     "tool", "enable", "all_ranks", "ranks", "save_path", "tool_config", "global_tool_config", "relocate_results",
     "finish_hook_cmd", "finish_hook_all_ranks", "finish_hook_ranks", "_target_",
@@ -96,29 +114,43 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
     data = _plain(data)
     if not isinstance(data, Mapping):
         raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})", path=path)
-    for key in data:
-        if key not in _SPEC_KEYS:
-            raise unknown_key(key, _SPEC_KEYS, path=path)
-    kwargs: dict[str, Any] = {"window": _window_from(data, path)}
+    errors = [unknown_key(key, _SPEC_KEYS, path=path) for key in data if key not in _SPEC_KEYS]
+    kwargs: dict[str, Any] = {}
+
+    def field_from(key: str, build: Callable[[], Any]) -> None:
+        # Each field is checked on its own (against an otherwise default spec), so one run
+        # reports every bad key: that is what `profwin validate` prints.
+        try:
+            value = build()
+            ProfileSpec(**{key: value})
+            kwargs[key] = value
+        except ConfigError as exc:
+            errors.append(exc.at(path))
+
+    field_from("window", lambda: _window_from(data, ""))
     if "record" in data:
-        for name in _string_list(data["record"], _join(path, "record"), RECORD_OPTIONS):
-            kwargs[name] = True
-    if "activities" in data and data["activities"] is not None:
-        kwargs["activities"] = _string_list(data["activities"], _join(path, "activities"), ACTIVITIES)
+        try:
+            kwargs.update(dict.fromkeys(_string_list(data["record"], "record", RECORD_OPTIONS), True))
+        except ConfigError as exc:
+            errors.append(exc.at(path))
+    if data.get("activities") is not None:
+        field_from("activities", lambda: _string_list(data["activities"], "activities", ACTIVITIES))
     if "output_dir" in data:
-        out = data["output_dir"]
-        if isinstance(out, str) and base_dir is not None and out and not os.path.isabs(os.path.expanduser(out)):
-            out = os.path.join(base_dir, out)
-        kwargs["output_dir"] = out
+        field_from("output_dir", lambda: _resolve_dir(data["output_dir"], base_dir))
     for key in ("prefix", "ranks", "on_unavailable"):
         if key in data:
-            kwargs[key] = data[key]
+            field_from(key, lambda key=key: data[key])  # type: ignore[misc]
     if "options" in data:
-        kwargs["options"] = _plain(data["options"])
-    try:
-        return ProfileSpec(**kwargs)
-    except ConfigError as exc:
-        raise exc.at(path) from None
+        field_from("options", lambda: _plain(data["options"]))
+    if errors:
+        raise ConfigError.combine(errors)
+    return ProfileSpec(**kwargs)
+
+
+def _resolve_dir(out: Any, base_dir: str | os.PathLike[str] | None) -> Any:
+    if isinstance(out, str) and base_dir is not None and out and not os.path.isabs(os.path.expanduser(out)):
+        return os.path.join(base_dir, out)
+    return out
 
 
 def spec_from_yaml(text: str, *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:

@@ -15,12 +15,24 @@ class ConfigError(ValueError):
     def __init__(self, message: str, *, path: str = "") -> None:
         self.path = path
         self.reason = message
+        self.errors: list[ConfigError] = []
         super().__init__(f"{path}: {message}" if path else message)
+
+    @classmethod
+    def combine(cls, errors: list[ConfigError]) -> ConfigError:
+        """One error for several; ``errors`` keeps each (``profwin validate`` lists them all)."""
+        if len(errors) == 1:
+            return errors[0]
+        combined = cls(f"{len(errors)} errors:\n" + "\n".join(f"  {e}" for e in errors))
+        combined.errors = list(errors)
+        return combined
 
     def at(self, prefix: str) -> ConfigError:
         """Return the same error located under ``prefix`` (used while descending a config)."""
         if not prefix:
             return self
+        if self.errors:
+            return ConfigError.combine([e.at(prefix) for e in self.errors])
         path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else f"{prefix}{self.path}"
         return ConfigError(self.reason, path=path)
 

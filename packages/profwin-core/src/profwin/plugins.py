@@ -61,7 +61,7 @@ def _missing(requires: tuple[str, ...]) -> list[str]:
 
 def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
     dist = ep.dist
-    base = {
+    base: dict[str, Any] = {
         "name": ep.name,
         "group": group,
         "distribution": dist.name if dist is not None else "?",
@@ -72,9 +72,7 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
     except Exception as exc:  # a broken plugin must not hide the others
         return PluginInfo(**base, status="failed", detail=f"{type(exc).__name__}: {exc}")
     if not isinstance(spec, PluginSpec):
-        return PluginInfo(
-            **base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec"
-        )
+        return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != PLUGIN_API:
         return PluginInfo(
             **base, status="incompatible", detail=f"written for plugin API {spec.api}, core has {PLUGIN_API}", spec=spec

@@ -149,9 +149,7 @@ class Session:
     def __enter__(self) -> Session:
         return self.start()
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if exc_type is None:
             self.close()
             return

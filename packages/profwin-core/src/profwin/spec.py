@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from attrs import evolve, field, frozen
 
@@ -23,19 +23,21 @@ ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules")
 """What a spec may record besides timings, each a bool field of :class:`ProfileSpec`."""
 
-Ranks = Union[Literal["all"], tuple[int, ...]]
+Ranks = Literal["all"] | tuple[int, ...]
 
 # vLLM's rule for profile_prefix, the strictest of the engines: every backend can use it as is.
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
-def _to_activities(value: Iterable[str] | None) -> tuple[str, ...] | None:
+def _to_activities(value: Any) -> Any:
     if value is None or isinstance(value, str):
-        return value  # type: ignore[return-value]  # a bare string is rejected by the validator
+        return value  # a bare string is rejected by the validator
+    if not isinstance(value, Iterable):
+        return value  # rejected by the validator with the value shown
     return tuple(sorted(set(value), key=lambda a: ACTIVITIES.index(a) if a in ACTIVITIES else len(ACTIVITIES)))
 
 
-def _check_activities(_: object, __: object, value: object) -> None:
+def _check_activities(_: object, __: object, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, str) or not isinstance(value, tuple):
@@ -66,7 +68,7 @@ def _check_prefix(_: object, __: object, value: object) -> None:
         )
 
 
-def _to_ranks(value: object) -> object:
+def _to_ranks(value: object) -> Any:
     if isinstance(value, bool):
         return value  # rejected by the validator with the value shown
     if isinstance(value, int):
@@ -86,7 +88,7 @@ def _check_ranks(_: object, __: object, value: object) -> None:
             raise ConfigError(f"must be a non-negative int (got {rank!r})", path=f"ranks[{i}]")
 
 
-def _to_options(value: object) -> object:
+def _to_options(value: object) -> Any:
     if not isinstance(value, Mapping):
         return value
     return MappingProxyType({k: MappingProxyType(dict(v)) if isinstance(v, Mapping) else v for k, v in value.items()})
@@ -135,12 +137,10 @@ class ProfileSpec:
     memory: bool = field(default=False, validator=_check_bool)
     flops: bool = field(default=False, validator=_check_bool)
     modules: bool = field(default=False, validator=_check_bool)
-    output_dir: Path = field(default="profwin-traces", converter=_to_path)
+    output_dir: Path = field(default=Path("profwin-traces"), converter=_to_path)
     prefix: str = field(default="profwin", validator=_check_prefix)
     ranks: Ranks = field(default=(0,), converter=_to_ranks, validator=_check_ranks)
-    options: Mapping[str, Mapping[str, Any]] = field(
-        factory=dict, converter=_to_options, validator=_check_options, hash=False
-    )
+    options: Mapping[str, Mapping[str, Any]] = field(factory=dict, converter=_to_options, validator=_check_options, hash=False)
     on_unavailable: Literal["error", "drop"] = field(default="error", validator=_check_unavailable)
 
     def profiles_rank(self, rank: int) -> bool:

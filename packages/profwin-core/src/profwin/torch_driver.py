@@ -47,8 +47,7 @@ def import_torch() -> Any:
         import torch
     except ImportError as exc:
         raise PluginError(
-            f"the torch profiler needs torch, which is not importable ({exc}); "
-            "install it with: pip install 'profwin-core[torch]'"
+            f"the torch profiler needs torch, which is not importable ({exc}); install it with: pip install 'profwin-core[torch]'"
         ) from None
     return torch
 
@@ -123,7 +122,11 @@ class TorchDriver:
         torch = import_torch()
         from torch.profiler import ProfilerActivity, profile
 
-        kinds = {"cpu": ProfilerActivity.CPU, "cuda": ProfilerActivity.CUDA, "xpu": getattr(ProfilerActivity, "XPU", None)}
+        kinds = {
+            "cpu": ProfilerActivity.CPU,
+            "cuda": ProfilerActivity.CUDA,
+            "xpu": getattr(ProfilerActivity, "XPU", None),
+        }
         assert spec.activities is not None, "TorchProfiler.check resolves activities"
         self._torch = torch
         self._spec = spec
@@ -178,6 +181,7 @@ class TorchDriver:
         # After an early normal close, the marker of the step that would have followed was opened
         # at the last boundary but none of the loop's work ran in it: drop it so the trace holds
         # exactly `steps`.
+        assert steps.end is not None, "Session passes the part of the window that ran"
         drop_from = steps.end if self._step >= steps.end else None
         size = _export_atomically(self._prof, final, drop_steps_from=drop_from)
         return [Artifact(path=final, steps=steps, bytes=size, rank=self._rank, kind="trace", producer="torch")]

@@ -48,7 +48,7 @@ def check_bounds(
     ``names`` are the field names used in error messages, so a verl-style config reports
     ``profile_token_end`` rather than ``end``.
     """
-    for name, value in zip(names, (start, end)):
+    for name, value in zip(names, (start, end), strict=True):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
@@ -60,9 +60,7 @@ def check_bounds(
     if end is not None:
         assert isinstance(end, int)
         if end <= first:
-            raise ConfigError(
-                f"{names[1]} must be > {names[0]} (got {names[0]}={start}, {names[1]}={end})", path=path
-            )
+            raise ConfigError(f"{names[1]} must be > {names[0]} (got {names[0]}={start}, {names[1]}={end})", path=path)
     return first, end  # type: ignore[return-value]
 
 
@@ -92,11 +90,9 @@ class Window:
             raise ConfigError(f"{field_name} must be text like '20:80' (got {_describe(text)})")
         parts = text.split(":")
         if len(parts) != 2:
-            raise ConfigError(
-                f"{field_name} must have exactly one ':' as in 'START:END', '20:', ':80' or ':' (got {text!r})"
-            )
+            raise ConfigError(f"{field_name} must have exactly one ':' as in 'START:END', '20:', ':80' or ':' (got {text!r})")
         bounds: list[int | None] = []
-        for label, part in zip(("start", "end"), parts):
+        for label, part in zip(("start", "end"), parts, strict=True):
             part = part.strip()
             if not part:
                 bounds.append(None)
@@ -168,4 +164,3 @@ class Window:
     def slug(self) -> str:
         """A file-name friendly form: ``w20-80`` or ``w20-end``."""
         return f"w{self.start}-{'end' if self.end is None else self.end}"
-

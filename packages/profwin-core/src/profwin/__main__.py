@@ -1,0 +1,5 @@
+import sys
+
+from profwin.cli import main
+
+sys.exit(main())
