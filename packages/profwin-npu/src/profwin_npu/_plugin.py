@@ -7,6 +7,6 @@ PLUGIN = PluginSpec(
     kind="profiler",
     target="profwin_npu:NpuProfiler",
     requires=("torch", "torch_npu"),
-    install_hint="profwin-npu[engine]",
-    summary="(work in progress)",
+    install_hint="torch_npu matching your torch (pip install 'profwin-npu[engine]') and the Ascend CANN toolkit",
+    summary="torch_npu.profiler over exactly the window's steps on Ascend NPUs (*_ascend_pt folders)",
 )
