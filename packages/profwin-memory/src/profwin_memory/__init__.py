@@ -1,1 +1,37 @@
-"""profwin plugin for memory (work in progress)."""
+"""profwin-memory: memory over exactly a window of steps.
+
+On a CUDA machine, the caching allocator's history for the window as a snapshot that opens in
+pytorch.org/memory_viz; elsewhere, a compact CPU memory timeline of the window. Used through
+``profwin.Session(spec, profiler="memory")``.
+"""
+
+from __future__ import annotations
+
+from profwin_memory.cpu_timeline import TIMELINE_FORMAT, build_timeline
+from profwin_memory.cuda_snapshot import SNAPSHOT_SUFFIX, STEP_METADATA, history_kwargs
+from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, parse_options
+from profwin_memory.profiler import MemoryProfiler, resolve_device
+from profwin_memory.provenance import UntrustedSnapshotError, key_file, sidecar_path, verify
+from profwin_memory.reader import load_snapshot, load_timeline, summarize, summarize_snapshot, summarize_timeline
+
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "SNAPSHOT_SUFFIX",
+    "STEP_METADATA",
+    "TIMELINE_FORMAT",
+    "MemoryOptions",
+    "MemoryProfiler",
+    "UntrustedSnapshotError",
+    "build_timeline",
+    "history_kwargs",
+    "key_file",
+    "load_snapshot",
+    "load_timeline",
+    "parse_options",
+    "resolve_device",
+    "sidecar_path",
+    "summarize",
+    "summarize_snapshot",
+    "summarize_timeline",
+    "verify",
+]

@@ -5,8 +5,8 @@ from profwin import PluginSpec
 PLUGIN = PluginSpec(
     name="memory",
     kind="profiler",
-    target="profwin_memory:MemoryProfiler",
+    target="profwin_memory.profiler:MemoryProfiler",
     requires=("torch",),
-    install_hint="profwin-memory[engine]",
-    summary="(work in progress)",
+    install_hint="profwin-memory[engine] (or any torch build)",
+    summary="memory over exactly the window: CUDA allocator snapshot (memory_viz) or a CPU memory timeline",
 )

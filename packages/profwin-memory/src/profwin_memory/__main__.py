@@ -1,0 +1,5 @@
+import sys
+
+from profwin_memory.cli import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""``profwin-memory summarize FILE... [--trust] [--json]`` (also ``python -m profwin_memory``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from profwin_memory.provenance import UntrustedSnapshotError
+from profwin_memory.reader import summarize
+
+__all__ = ["main"]
+
+
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / 2**20:.2f} MiB"
+
+
+def _render(summary: dict[str, Any]) -> str:
+    lines = [summary["path"]]
+    if summary["kind"] == "memory-timeline":
+        totals = summary["totals"]
+        lines.append(
+            f"  CPU timeline, steps {summary['steps']}: allocated {_mib(totals['alloc_bytes'])} in "
+            f"{totals['alloc_count']} blocks, freed {_mib(totals['free_bytes'])}; peak live "
+            f"{_mib(totals['peak_live_bytes'])} at step {totals['peak_step']}, {_mib(totals['end_live_bytes'])} at the end"
+        )
+        lines.extend(f"    {op['alloc_bytes']:>14,d} B  {op['alloc_count']:>7,d}x  {op['op']}" for op in summary["top_ops"])
+        return "\n".join(lines)
+    lines.append(
+        f"  CUDA snapshot: {summary['segments']} segments, reserved {_mib(summary['reserved_bytes'])}, "
+        f"allocated {_mib(summary['allocated_bytes'])} at dump time"
+    )
+    for dev in summary["devices"]:
+        lines.append(
+            f"  device {dev['device']}: {dev['events']} events {dev['actions']}; allocated {_mib(dev['alloc_bytes'])}, "
+            f"peak growth {_mib(dev['peak_growth_bytes'])}, end growth {_mib(dev['end_growth_bytes'])}"
+        )
+        lines.extend(f"    {s['alloc_bytes']:>14,d} B  {s['alloc_count']:>7,d}x  {s['site']}" for s in dev["top_sites"])
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="profwin-memory", description="read what the profwin memory profiler wrote")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    p = sub.add_parser("summarize", help="peak, per-step and top allocators of snapshots and timelines")
+    p.add_argument("files", nargs="+", metavar="FILE", help="*.memory_snapshot.pickle or *.memory_timeline.json[.gz]")
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        help="read snapshots that profwin on this machine did not sign (unpickling runs code chosen by their author)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    args = parser.parse_args(argv)
+    status = 0
+    for path in args.files:
+        try:
+            summary = summarize(path, trust=args.trust)
+        except UntrustedSnapshotError as exc:
+            print(f"profwin-memory: refusing {path}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        except (OSError, ValueError) as exc:
+            print(f"profwin-memory: cannot read {path}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        print(json.dumps(summary) if args.json else _render(summary))
+    return status
