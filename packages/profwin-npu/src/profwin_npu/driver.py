@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -223,8 +224,13 @@ class NpuDriver:
 
     def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
         if steps is None:
-            # Closed during warm-up: torch_npu finalises and deletes its folder itself.
+            # No window step ran. Closed in warm-up, torch_npu deletes its folder itself; a
+            # window starting at step 0 was already recording the session's set-up, which is
+            # not a window step either: drop that folder too, as the session reports "nothing
+            # written".
             self._prof.stop()
+            for path in self._new_dirs():
+                shutil.rmtree(path, ignore_errors=True)
             return []
         if self._window.end is not None and self._step == self._window.end - 1:
             # The last window step is in RECORD_AND_SAVE: one more step() saves without the
@@ -233,8 +239,11 @@ class NpuDriver:
         self._prof.stop()
         return self._collect(steps)
 
+    def _new_dirs(self) -> list[Path]:
+        return [p for p in ascend_dirs(self._spec.output_dir, self._worker) if p not in self._existing]
+
     def _collect(self, steps: Window) -> list[Artifact]:
-        written = [p for p in ascend_dirs(self._spec.output_dir, self._worker) if p not in self._existing]
+        written = self._new_dirs()
         if not written:
             busy = [var for var in MSPROF_ENV_VARS if os.environ.get(var)]
             if busy:
