@@ -200,5 +200,11 @@ def _version_key(version: str) -> tuple[Any, ...]:
     release, pre, pre_n, post, dev = match.groups()
     numbers = tuple(int(p) for p in release.split("."))
     numbers += (0,) * (4 - len(numbers))
-    pre_key = (_PRE_RANK[pre], int(pre_n)) if pre else (3, 0)
-    return (numbers, pre_key, int(post or -1), dev is None, int(dev or 0))
+    if pre:
+        pre_key = (_PRE_RANK[pre], int(pre_n))
+    elif dev is not None and post is None:
+        pre_key = (-1, 0)  # 1.0.dev1 comes before 1.0a1
+    else:
+        pre_key = (9, 0)  # a final release
+    dev_key = (0, int(dev)) if dev is not None else (1, 0)
+    return (numbers, pre_key, int(post) if post is not None else -1, dev_key)
