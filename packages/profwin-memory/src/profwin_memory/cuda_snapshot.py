@@ -68,7 +68,9 @@ class CudaSnapshotDriver:
     def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
         if not self._recording:
             return []
-        assert steps is not None
+        if steps is None:  # recording began with the step the session closed in: nothing ran
+            self._stop_recording()
+            return []
         final = artifact_path(self._spec, rank=self._rank, steps=steps, suffix=SNAPSHOT_SUFFIX)
         tmp = partial_path(final)
         try:
