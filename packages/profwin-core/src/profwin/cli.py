@@ -162,15 +162,18 @@ def _remote(args: argparse.Namespace, action: str) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from profwin.demo import run_demo, run_full_trace
+    from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
     spec = _spec_from_args(args)
     if args.steps < 1:
         raise ConfigError(f"--steps must be >= 1 (got {args.steps})")
-    windowed = run_demo(spec, steps=args.steps, progress=not args.quiet)
+    model = TinyDecoder()
+    if args.compare_full:
+        warm_up_profiler()
+    windowed = run_demo(spec, steps=args.steps, progress=not args.quiet, model=model)
     results = [windowed]
     if args.compare_full:
-        results.append(run_full_trace(spec, steps=args.steps, progress=not args.quiet))
+        results.append(run_full_trace(spec, steps=args.steps, progress=not args.quiet, model=model))
     if args.json:
         _print_json([r.to_dict() for r in results])
         return 0

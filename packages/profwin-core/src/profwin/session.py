@@ -56,7 +56,7 @@ class Session:
     A rank that the spec does not select only counts steps.
     """
 
-    __slots__ = ("_driver", "_first", "_opened", "_plugin", "_state", "_wake", "artifacts", "rank", "spec", "steps")
+    __slots__ = ("_driver", "_first", "_plugin", "_state", "_wake", "artifacts", "rank", "spec", "steps")
 
     def __init__(
         self,
@@ -80,7 +80,6 @@ class Session:
         self._driver: Driver | None = None
         self._wake: float = _NEVER
         self._first = 0
-        self._opened = False
         self._state = "new"
 
     @property
@@ -126,21 +125,20 @@ class Session:
         if not self.active:
             return self.artifacts
         window = self.spec.window
+        ran = window.clip(self.steps + 1 if failed else self.steps)
         if self._driver is not None:
-            ran = window.clip(self.steps + 1 if failed else self.steps)
             driver, self._driver = self._driver, None
             self.artifacts.extend(driver.close(ran, failed=failed))
-        if self._opened and self.artifacts and window.end is not None and self.steps < window.end:
-            warnings.warn(
-                f"profwin: the session closed at step {self.steps}, inside window {window}; "
-                f"the trace holds steps {window.clip(self.steps + 1 if failed else self.steps)}",
-                WindowWarning,
-                stacklevel=3,
-            )
-        if not self._opened or not self.artifacts:
+        if ran is None:
             warnings.warn(
                 f"profwin: window {window} was never reached: the session ran {self.steps} step(s) "
                 f"and recording starts at step {window.start}; nothing was written",
+                WindowWarning,
+                stacklevel=3,
+            )
+        elif window.end is not None and ran != window:
+            warnings.warn(
+                f"profwin: the session closed at step {self.steps}, inside window {window}; the trace holds steps {ran}",
                 WindowWarning,
                 stacklevel=3,
             )
@@ -165,7 +163,6 @@ class Session:
         if self._driver is None:
             assert not isinstance(self._plugin, str)
             self._driver = self._plugin.open(self.spec, window=window, first_step=step, rank=self.rank)
-            self._opened = True
             self._wake = step + 1
         elif window.end is not None and step >= window.end:
             driver, self._driver = self._driver, None

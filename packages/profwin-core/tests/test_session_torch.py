@@ -1,0 +1,189 @@
+"""Session + torch driver on real torch (CPU): the trace holds exactly the window's steps."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from profwin import ConfigError, ProfileSpec, Session, Window
+from profwin.demo import count_step_markers
+from profwin.errors import WindowWarning
+
+torch = pytest.importorskip("torch", reason="the torch driver tests need torch (scripts/bootstrap.sh installs a CPU build)")
+
+
+def markers(session: Session) -> list[list[int]]:
+    return [count_step_markers(a.path) for a in session.artifacts]
+
+
+@pytest.mark.parametrize(
+    ("window", "expected"),
+    [("0:3", range(0, 3)), ("2:5", range(2, 5)), ("5:", range(5, 10)), ("0:", range(0, 10)), ("9:10", range(9, 10))],
+)
+def test_window_records_exactly_its_steps(run_loop, spec_in, window: str, expected: range) -> None:  # type: ignore[no-untyped-def]
+    session = run_loop(spec_in(window), 10)
+    assert markers(session) == [list(expected)]
+    (artifact,) = session.artifacts
+    assert artifact.steps == Window(expected.start, expected.stop)
+    assert artifact.bytes == artifact.path.stat().st_size > 0
+    assert artifact.path.name.startswith(f"profwin_rank0_w{expected.start}-{expected.stop}.")
+    assert artifact.path.name.endswith(".pt.trace.json.gz")
+    assert session.steps == 10
+
+
+def test_window_past_the_end_writes_the_partial_window(run_loop, spec_in) -> None:  # type: ignore[no-untyped-def]
+    with pytest.warns(WindowWarning, match="closed at step 10, inside window 3:20; the trace holds steps 3:10"):
+        session = run_loop(spec_in("3:20"), 10)
+    assert markers(session) == [list(range(3, 10))]
+    assert session.artifacts[0].steps == Window(3, 10)
+
+
+@pytest.mark.parametrize("steps", [0, 5, 12])
+def test_window_that_never_starts_writes_nothing_and_warns(run_loop, spec_in, tmp_path: Path, steps: int) -> None:  # type: ignore[no-untyped-def]
+    with pytest.warns(WindowWarning, match=f"window 13:20 was never reached: the session ran {steps} step"):
+        session = run_loop(spec_in("13:20"), steps)
+    assert session.artifacts == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("exc", [ValueError, KeyboardInterrupt])
+def test_exception_inside_the_window_keeps_the_trace_and_propagates(run_loop, spec_in, exc: type[BaseException]) -> None:  # type: ignore[no-untyped-def]
+    spec = spec_in("2:8")
+    with pytest.raises(exc, match="boom at step 5"), pytest.warns(WindowWarning, match="the trace holds steps 2:6"):
+        run_loop(spec, 10, fail_at=5, exc=exc)
+    (trace,) = spec.output_dir.glob("*.pt.trace.json.gz")
+    assert count_step_markers(trace) == [2, 3, 4, 5]  # step 5 ran in part and is kept
+
+
+def test_two_sessions_in_one_process(run_loop, spec_in) -> None:  # type: ignore[no-untyped-def]
+    first = run_loop(spec_in("1:3"), 5)
+    second = run_loop(spec_in("2:5"), 5)
+    assert markers(first) == [[1, 2]]
+    assert markers(second) == [[2, 3, 4]]
+    assert first.artifacts[0].path != second.artifacts[0].path
+
+
+def test_json_format_and_prefix(run_loop, spec_in) -> None:  # type: ignore[no-untyped-def]
+    session = run_loop(spec_in("0:2", prefix="run.7", options={"torch": {"format": "json"}}), 3)
+    (artifact,) = session.artifacts
+    assert artifact.path.name.startswith("run.7_rank0_w0-2.")
+    assert artifact.path.name.endswith(".pt.trace.json")
+    assert count_step_markers(artifact.path) == [0, 1]
+
+
+def test_bad_torch_options_fail_before_profiling(spec_in) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match=r"options.torch.format: must be one of \['json.gz', 'json'\] \(got 'xml'\)"):
+        Session(spec_in("0:2", options={"torch": {"format": "xml"}})).start()
+    with pytest.raises(ConfigError, match="did you mean 'format'"):
+        Session(spec_in("0:2", options={"torch": {"fromat": "json"}})).start()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
+def test_cuda_on_a_cpu_machine_is_an_error_or_dropped(run_loop, spec_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(
+        ConfigError, match=r"activities: 'cuda' cannot be recorded: torch .* torch.cuda.is_available\(\) == False"
+    ):
+        Session(spec_in("0:2", activities=["cpu", "cuda"])).start()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.warns(UserWarning, match="dropping activity 'cuda'"):
+        session = run_loop(spec_in("0:2", activities=["cpu", "cuda"], on_unavailable="drop"), 3)
+    assert markers(session) == [[0, 1]]
+    with pytest.raises(ConfigError, match="none of"), pytest.warns(UserWarning, match="dropping activity 'cuda'"):
+        Session(spec_in("0:2", activities=["cuda"], on_unavailable="drop")).start()
+
+
+def test_export_crash_leaves_no_file_under_the_final_name(
+    run_loop, spec_in, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from torch.profiler import profile
+
+    def crash(self: object, path: str) -> None:
+        Path(path).write_bytes(b'{"traceEvents": [')  # a truncated export
+        raise OSError("disk full")
+
+    monkeypatch.setattr(profile, "export_chrome_trace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        run_loop(spec_in("0:2"), 3)  # the window closes at step 2 and its export fails
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_non_selected_rank_only_counts(spec_in, tmp_path: Path, recwarn: pytest.WarningsRecorder) -> None:  # type: ignore[no-untyped-def]
+    spec = spec_in("0:3", ranks=[1])
+    with Session(spec, rank=0) as session:
+        for _ in range(5):
+            session.step()
+    assert not session.active
+    assert session.steps == 5
+    assert session.artifacts == []
+    assert list(tmp_path.iterdir()) == []
+    assert not [w for w in recwarn if issubclass(w.category, WindowWarning)]
+
+
+def test_session_accepts_window_text_and_starts_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    session = Session("0:1")
+    assert session.spec.window == Window(0, 1)
+    with session:
+        session.step()
+    assert count_step_markers(session.artifacts[0].path) == [0]
+    with pytest.raises(RuntimeError, match="started once"):
+        session.start()
+    with pytest.raises(ConfigError, match="spec must be"):
+        Session(42)  # type: ignore[arg-type]
+
+
+RANK_SCRIPT = textwrap.dedent(
+    """
+    import sys, torch, profwin
+    spec = profwin.ProfileSpec(window=profwin.Window(1, 3), output_dir=sys.argv[1], ranks=[1])
+    with profwin.Session(spec) as s:
+        for _ in range(4):
+            torch.ones(4).sum()
+            s.step()
+    print(s.rank, len(s.artifacts))
+    """
+)
+
+
+def test_only_the_selected_rank_writes_in_real_processes(tmp_path: Path) -> None:
+    procs = []
+    for rank in (0, 1):
+        env = {**os.environ, "RANK": str(rank)}
+        procs.append(
+            subprocess.Popen([sys.executable, "-c", RANK_SCRIPT, str(tmp_path)], env=env, stdout=subprocess.PIPE, text=True)
+        )
+    outputs = [p.communicate(timeout=300)[0].split() for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    assert outputs == [["0", "0"], ["1", "1"]]
+    (trace,) = tmp_path.glob("*.pt.trace.json.gz")
+    assert trace.name.startswith("profwin_rank1_w1-3.")
+    assert count_step_markers(trace) == [1, 2]
+
+
+def test_rank_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from profwin import current_rank
+
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.setenv("LOCAL_RANK", "3")
+    assert current_rank() == 3
+    monkeypatch.setenv("RANK", "5")
+    assert current_rank() == 5
+    assert current_rank(2) == 2
+    monkeypatch.setenv("RANK", "x")
+    with pytest.raises(ConfigError, match="RANK must be a non-negative integer"):
+        current_rank()
+    monkeypatch.delenv("RANK")
+    monkeypatch.delenv("LOCAL_RANK")
+    assert current_rank() == 0
+
+
+def test_spec_output_dir_is_checked_before_profiling(tmp_path: Path) -> None:
+    blocker = tmp_path / "f"
+    blocker.write_text("")
+    with pytest.raises(ConfigError, match="output_dir"):
+        Session(ProfileSpec(window=Window(0, 2), output_dir=blocker / "x")).start()
