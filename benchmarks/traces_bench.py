@@ -1,0 +1,358 @@
+"""Trace tools benchmark: profwin's streaming summarize/trim against json.load + a Python loop.
+
+    uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024
+
+1. Records a real template trace: a tiny decoder profiled by ``profwin.Session`` with the torch
+   driver on CPU (``record_shapes`` on, so events carry ``Input Dims`` like a real decode trace).
+2. Tiles one recorded step of it into a synthetic trace of ``--size-mb`` (uncompressed): the
+   same top-level keys, metadata events and pretty-printed layout as Kineto writes, with the
+   step's events repeated at shifted timestamps under ``ProfilerStep#k`` markers. Each step also
+   gets a GPU-like lane: a ``cudaLaunchKernel`` runtime call on the CPU thread, a ``kernel`` on
+   stream 7 of device 0 and the ``ac2g`` flow pair linking them, as a CUDA trace has.
+3. Runs each contender in its own subprocess and reads its peak RSS from
+   ``resource.getrusage(RUSAGE_CHILDREN)``: profwin ``summarize`` / ``trim`` (both streaming) and
+   the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
+   With ``--parsers`` it also times the JSON parsers considered for the reader (stdlib
+   ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) on the same file, each where
+   importable.
+
+Prints seconds, peak RSS and the naive/profwin ratios. Timings are not asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+STEP = re.compile(r"ProfilerStep#(\d+)")
+CORRELATION = re.compile(r"777000(\d{3})")
+KERNEL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_softmax", "aten::native_layer_norm", "aten::gelu")
+
+
+# -- the template: one real torch trace ---------------------------------------------------------
+
+
+def record_template(out_dir: Path) -> Path:
+    """Profile steps 2..5 of a tiny decoder with profwin's torch driver; return the trace path."""
+    import torch
+
+    import profwin
+
+    torch.manual_seed(0)
+    dim, heads, vocab = 128, 4, 512
+    embed = torch.randn(vocab, dim)
+    layers = [
+        {
+            "qkv": torch.nn.Linear(dim, 3 * dim),
+            "out": torch.nn.Linear(dim, dim),
+            "up": torch.nn.Linear(dim, 4 * dim),
+            "down": torch.nn.Linear(4 * dim, dim),
+        }
+        for _ in range(2)
+    ]
+    head = torch.nn.Linear(dim, vocab)
+    cache: list[list[Any]] = [[torch.empty(heads, 0, dim // heads), torch.empty(heads, 0, dim // heads)] for _ in layers]
+
+    def decode(token: int) -> int:
+        f = torch.nn.functional
+        x = embed[token]
+        for i, layer in enumerate(layers):
+            q, k, v = layer["qkv"](f.layer_norm(x, (dim,))).view(3, heads, 1, dim // heads)
+            cache[i][0] = torch.cat([cache[i][0], k], dim=1)
+            cache[i][1] = torch.cat([cache[i][1], v], dim=1)
+            attn = f.scaled_dot_product_attention(q, cache[i][0], cache[i][1])
+            x = x + layer["out"](attn.reshape(dim))
+            x = x + layer["down"](f.gelu(layer["up"](f.layer_norm(x, (dim,)))))
+        return int(head(f.layer_norm(x, (dim,))).argmax())
+
+    spec = profwin.ProfileSpec(
+        window=profwin.Window(2, 5), output_dir=out_dir, shapes=True, options={"torch": {"format": "json"}}
+    )
+    token = 1
+    with torch.inference_mode(), profwin.Session(spec) as session:
+        for _ in range(6):
+            token = decode(token)
+            session.step()
+    return session.artifacts[0].path
+
+
+# -- tiling it into a big synthetic trace ---------------------------------------------------------
+
+
+def _render(event: dict[str, Any]) -> str:
+    """One event as Kineto lays it out (two-space indent inside the traceEvents array)."""
+    return "\n  ".join(json.dumps(event, indent=2).splitlines())
+
+
+def _as_format(event: dict[str, Any]) -> str:
+    """The event rendered with its ``ts`` replaced by a ``{ts}`` slot (and ``{step}`` in markers)."""
+    event = dict(event, ts=0.5)  # a sentinel that cannot occur in a real timestamp rendering
+    text = _render(event).replace("{", "{{").replace("}", "}}").replace('"ts": 0.5', '"ts": {ts:.3f}')
+    text = CORRELATION.sub(r"1{step:06d}\1", text)  # a flow id unique to this step
+    return STEP.sub("ProfilerStep#{step}", text)
+
+
+def _gpu_lane(op: dict[str, Any], correlation: int) -> list[dict[str, Any]]:
+    """A cudaLaunchKernel inside ``op``, the kernel it launches on stream 7, and their flow pair.
+
+    ``correlation`` is rendered as ``777000nnn``, a sentinel that :func:`_as_format` makes unique
+    per step."""
+    correlation += 777000000
+    launch_ts = op["ts"] + op.get("dur", 0.0) / 2
+    kernel_ts = launch_ts + 40.0
+    name = "void at::native::" + op["name"].split("::")[-1] + "_kernel<float, 128, 4>(float const*, float*, int)"
+    args = {"correlation": correlation, "device": 0, "stream": 7}
+    return [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": op["pid"], "tid": op["tid"],
+         "ts": launch_ts, "dur": 4.2, "args": {"cbid": 211, "correlation": correlation}},
+        {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": kernel_ts, "dur": 11.5,
+         "args": dict(args, grid=[108, 1, 1], block=[128, 1, 1], **{"registers per thread": 32})},
+        {"ph": "s", "id": correlation, "pid": op["pid"], "tid": op["tid"], "ts": launch_ts, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": correlation, "pid": 0, "tid": 7, "ts": kernel_ts, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    ]  # fmt: skip
+
+
+def generate(template: Path, out: Path, *, size_mb: float) -> dict[str, Any]:
+    """Write a ~``size_mb`` trace tiled from the first recorded step of ``template``."""
+    opener: Any = gzip.open if template.name.endswith(".gz") else open
+    with opener(template, "rt", encoding="utf-8") as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    markers = sorted((e for e in events if e.get("ph") == "X" and STEP.fullmatch(str(e.get("name")))), key=lambda e: e["ts"])
+    first = markers[0]
+    start, period = first["ts"], markers[1]["ts"] - first["ts"]
+    in_step = [e for e in events if e.get("ph") != "M" and start <= e.get("ts", -1.0) < start + period]
+    gpu = [lane for n, e in enumerate(e for e in in_step if e.get("name") in KERNEL_OPS) for lane in _gpu_lane(e, n)]
+    metadata = [e for e in events if e.get("ph") == "M"]
+    metadata += [
+        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
+    ]
+    sections = [[(_as_format(e), e["ts"] - start) for e in part] for part in (in_step, gpu)]
+    step_bytes = sum(len(text) + 8 for part in sections for text, _ in part)  # + separators and ts digits, roughly
+    steps = max(2, int(size_mb * 2**20 / step_bytes))
+
+    head = {k: v for k, v in trace.items() if k != "traceEvents"}
+    keys = list(trace)
+    before = {k: head[k] for k in keys[: keys.index("traceEvents")]}
+    after = {k: head[k] for k in keys[keys.index("traceEvents") + 1 :]}
+    tmp = out.with_name(out.name + ".partial")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(json.dumps(before, indent=2)[:-2] + ',\n  "traceEvents": [\n  ')
+        f.write(",\n  ".join(_render(e) for e in metadata))
+        # Kineto's order: all host operators (sorted by start), then all CUPTI activities.
+        for slots in sections:
+            for step in range(steps):
+                base = start + step * period
+                f.write(",\n  ")
+                f.write(",\n  ".join(fmt.format(ts=base + offset, step=step) for fmt, offset in slots))
+        f.write("\n  ]," + json.dumps(after)[1:] + "\n")
+    tmp.replace(out)
+    return {"steps": steps, "events": len(metadata) + steps * (len(in_step) + len(gpu)), "bytes": out.stat().st_size}
+
+
+# -- contenders, each run in its own process ------------------------------------------------------
+
+
+def naive_summarize(path: str) -> str:
+    """What a user writes today: json.load the whole trace, then loop over its events."""
+    with open(path, encoding="utf-8") as f:
+        trace = json.load(f)
+    steps = {}
+    for e in trace["traceEvents"]:
+        m = STEP.fullmatch(str(e.get("name", ""))) if e.get("ph") == "X" else None
+        if m:
+            steps[int(m.group(1))] = (e["ts"], e["ts"] + e["dur"])
+    self_us: dict[str, float] = {}
+    stacks: dict[Any, list[list[Any]]] = {}
+    for e in sorted((e for e in trace["traceEvents"] if e.get("ph") == "X"), key=lambda e: (e["ts"], -e.get("dur", 0))):
+        stack = stacks.setdefault((e["pid"], e["tid"]), [])
+        end = e["ts"] + e.get("dur", 0)
+        while stack and stack[-1][0] <= e["ts"]:
+            stack.pop()
+        if stack:
+            self_us[stack[-1][1]] -= e.get("dur", 0)
+        self_us[e["name"]] = self_us.get(e["name"], 0.0) + e.get("dur", 0)
+        stack.append([end, e["name"]])
+    top = sorted(self_us.items(), key=lambda kv: -kv[1])[:20]
+    return f"{len(steps)} steps, top {top[0][0]}"
+
+
+def naive_trim(path: str, out: str, first: int, last: int) -> str:
+    """json.load, keep the events overlapping steps [first, last), json.dump."""
+    with open(path, encoding="utf-8") as f:
+        trace = json.load(f)
+    spans = {}
+    for e in trace["traceEvents"]:
+        m = STEP.fullmatch(str(e.get("name", ""))) if e.get("ph") == "X" else None
+        if m and first <= int(m.group(1)) < last:
+            spans[int(m.group(1))] = (e["ts"], e["ts"] + e["dur"])
+    t0, t1 = min(s for s, _ in spans.values()), max(e for _, e in spans.values())
+    trace["traceEvents"] = [
+        e
+        for e in trace["traceEvents"]
+        if e.get("ph") == "M" or (e.get("ts", t0) < t1 and e.get("ts", t0) + e.get("dur", 0) >= t0)
+    ]
+    with open(out, "w", encoding="utf-8") as f:
+        json.dump(trace, f)
+    return f"{len(trace['traceEvents'])} events kept"
+
+
+def profwin_summarize(path: str) -> str:
+    from profwin.traces import summarize
+
+    summary = summarize(path)
+    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name}"
+
+
+def profwin_trim(path: str, out: str, first: int, last: int) -> str:
+    from profwin import Window
+    from profwin.traces import trim
+
+    result = trim(path, Window(first, last), out)
+    return f"{result.events} events kept"
+
+
+def parse_stdlib(path: str) -> str:
+    from profwin.traces.reader import read_trace
+
+    with read_trace(path) as trace:
+        n = sum(1 for _ in trace.events())
+    return f"{n} events"
+
+
+def parse_ijson(path: str) -> str:
+    import ijson
+
+    with open(path, "rb") as f:
+        n = sum(1 for _ in ijson.items(f, "traceEvents.item", use_float=True))
+    return f"{n} events ({ijson.backend})"
+
+
+def parse_msgspec(path: str) -> str:
+    import msgspec
+
+    # Only the fields a summary needs: msgspec skips the rest of each event without building it.
+    event = msgspec.defstruct("Event", [("ph", str, ""), ("name", str, ""), ("ts", float, 0.0), ("dur", float, 0.0)])
+    trace = msgspec.defstruct("Trace", [("traceEvents", list[event])])  # type: ignore[valid-type]
+    with open(path, "rb") as f:
+        n = len(msgspec.json.decode(f.read(), type=trace).traceEvents)
+    return f"{n} events (whole file, typed)"
+
+
+def parse_orjson(path: str) -> str:
+    import orjson
+
+    with open(path, "rb") as f:
+        n = len(orjson.loads(f.read())["traceEvents"])
+    return f"{n} events (whole file)"
+
+
+def parse_json_load(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        n = len(json.load(f)["traceEvents"])
+    return f"{n} events (whole file)"
+
+
+CONTENDERS = {
+    "profwin_summarize": profwin_summarize,
+    "profwin_trim": profwin_trim,
+    "naive_summarize": naive_summarize,
+    "naive_trim": naive_trim,
+    "parse_stdlib": parse_stdlib,
+    "parse_ijson": parse_ijson,
+    "parse_msgspec": parse_msgspec,
+    "parse_orjson": parse_orjson,
+    "parse_json_load": parse_json_load,
+}
+
+
+def measure(name: str, *args: str, python: str = sys.executable) -> dict[str, Any]:
+    """Run one contender in a fresh interpreter; its wall time and peak RSS (from getrusage)."""
+    code = (
+        "import resource, sys, time\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        "import traces_bench\n"
+        "t = time.perf_counter()\n"
+        "msg = traces_bench.CONTENDERS[sys.argv[1]](*sys.argv[2:])\n"
+        "print(f'{time.perf_counter() - t:.3f}', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, msg, sep='\\t')\n"
+    )
+    proc = subprocess.run([python, "-c", code, name, *args], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        return {"name": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
+    seconds, rss_kib, msg = proc.stdout.strip().splitlines()[-1].split("\t")
+    return {"name": name, "seconds": float(seconds), "rss_mb": int(rss_kib) / 1024, "result": msg}
+
+
+def _row(r: dict[str, Any]) -> str:
+    if "error" in r:
+        return f"  {r['name']:<20} unavailable: {r['error']}"
+    return f"  {r['name']:<20} {r['seconds']:>8.2f} s {r['rss_mb']:>9.1f} MB   {r['result']}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=1024, help="synthetic trace size, uncompressed (default 1024)")
+    parser.add_argument("--dir", type=Path, help="where to write the traces (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the generated files")
+    parser.add_argument("--parsers", action="store_true", help="also time the JSON parsers considered")
+    parser.add_argument(
+        "--parser-python", default=sys.executable, help="interpreter for the parser runs (one with ijson/msgspec/orjson)"
+    )
+    parser.add_argument("--skip-naive", action="store_true", help="do not run the json.load baselines")
+    args = parser.parse_args(argv)
+
+    work = args.dir or Path(tempfile.mkdtemp(prefix="profwin-traces-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    trace = work / f"synthetic-{int(args.size_mb)}mb.pt.trace.json"
+    if not trace.exists():
+        t = time.perf_counter()
+        template = record_template(work / "template")
+        info = generate(template, trace, size_mb=args.size_mb)
+        print(f"generated {trace}: {info['bytes'] / 2**20:.0f} MiB, {info['steps']} steps, {info['events']:,} events "
+              f"in {time.perf_counter() - t:.0f} s")  # fmt: skip
+    else:
+        print(f"reusing {trace} ({trace.stat().st_size / 2**20:.0f} MiB)")
+
+    results = []
+    for name in ("profwin_summarize",) + (() if args.skip_naive else ("naive_summarize",)):
+        results.append(measure(name, str(trace)))
+        print(_row(results[-1]), flush=True)
+    n_steps = int(results[0]["result"].split()[0]) if "error" not in results[0] else 100
+    first, last = n_steps // 5, n_steps * 4 // 5
+    for name in ("profwin_trim",) + (() if args.skip_naive else ("naive_trim",)):
+        out = work / f"{name}.pt.trace.json"
+        results.append(measure(name, str(trace), str(out), str(first), str(last)))
+        print(_row(results[-1]), flush=True)
+        if not args.keep:
+            out.unlink(missing_ok=True)
+    if args.parsers:
+        for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
+            results.append(measure(name, str(trace), python=args.parser_python))
+            print(_row(results[-1]), flush=True)
+
+    by = {r["name"]: r for r in results if "error" not in r}
+    print(f"\ntrace: {trace.stat().st_size / 2**20:.0f} MiB, window {first}:{last} of {n_steps} steps for trim")
+    for task in ("summarize", "trim"):
+        ours, naive = by.get(f"profwin_{task}"), by.get(f"naive_{task}")
+        if ours and naive:
+            print(f"{task:<10} time naive/profwin = {naive['seconds'] / ours['seconds']:.2f}x   "
+                  f"peak RSS naive/profwin = {naive['rss_mb'] / ours['rss_mb']:.1f}x")  # fmt: skip
+    if not args.keep and not args.dir:
+        for path in sorted(work.rglob("*"), reverse=True):
+            path.unlink() if path.is_file() else path.rmdir()
+        work.rmdir()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""``summarize``: the steps of a trace, their wall times and bytes, and what ran inside a window."""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import asdict, frozen
+
+from profwin.traces.reader import Progress
+from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.steps import Step, as_window, number_steps, select_steps
+from profwin.window import Window
+
+__all__ = ["OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "render_summary", "selection", "summarize"]
+
+TRIM_KEY = "profwin"
+"""Top-level key a trimmed trace carries: ``{"first_step": n, "window": "a:b", "source": path}``."""
+
+
+@frozen
+class StepStat:
+    """One step of the trace."""
+
+    number: int
+    label: str
+    start_us: float
+    """Start, in microseconds from the first step's start."""
+    dur_us: float
+    events: int
+    """Events starting inside the step, on any thread."""
+    bytes: int
+    """Uncompressed JSON text of those events (characters; equal to bytes for ASCII)."""
+    in_window: bool
+
+
+@frozen
+class OpStat:
+    """An operator or kernel name, totalled over the window."""
+
+    name: str
+    count: int
+    self_us: float
+    """Time not spent in events nested inside it on the same thread."""
+
+
+@frozen
+class ThreadInfo:
+    pid: Any
+    tid: Any
+    process: str
+    thread: str
+    events: int
+
+
+@frozen
+class TraceMeta:
+    """Where the trace came from and how big it is."""
+
+    path: str
+    file_bytes: int
+    compressed: bool
+    events: int
+    event_bytes: int
+    top_level_keys: tuple[str, ...]
+
+
+@frozen
+class Summary:
+    """What :func:`summarize` found. ``to_dict()`` is what ``profwin summarize --json`` prints."""
+
+    trace: TraceMeta
+    producer: str
+    """Whose step markers numbered the steps: ``torch``, ``vllm`` or ``sglang``."""
+    window: str | None
+    """The window asked for (``None``: all steps)."""
+    selected: str
+    """The steps summarized, as a window (``"20:80"``), after clipping to the trace."""
+    steps: tuple[StepStat, ...]
+    """Every step in the trace; ``in_window`` marks the selected ones."""
+    step_us: dict[str, float]
+    """Wall time of the selected steps: count, min, median, mean, max, total (microseconds)."""
+    top_ops: tuple[OpStat, ...]
+    top_kernels: tuple[OpStat, ...]
+    threads: tuple[ThreadInfo, ...]
+    bytes_outside_steps: int
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self, recurse=True, retain_collection_types=False)
+
+
+def selection(index: TraceIndex, window: Window | None) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
+    """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``.
+
+    ``t1`` reaches the end of the window's GPU-side step annotations when the trace has them,
+    so kernels that run after their host step are inside.
+    """
+    meta = index.header.get(TRIM_KEY)
+    first = meta.get("first_step", 0) if isinstance(meta, dict) else 0
+    producer, steps = number_steps(index.markers, first_step=first if isinstance(first, int) else 0)
+    chosen = select_steps(steps, window, path=index.path, producer=producer)
+    assert producer is not None  # select_steps raises on a trace without steps
+    notes = []
+    numbers = {s.number for s in chosen}
+    if window is not None and (window.start < chosen[0].number or (window.end or 0) > chosen[-1].number + 1):
+        notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
+    t0 = min(s.start for s in chosen)
+    t1 = max(s.end for s in chosen)
+    _, device = number_steps(index.device_markers, first_step=first if isinstance(first, int) else 0)
+    device_ends = [s.end for s in device if s.number in numbers]
+    if device_ends:
+        t1 = max(t1, *device_ends)
+    return producer, steps, chosen, t0, t1, notes
+
+
+def summarize(
+    path: str | Path, *, window: Window | str | None = None, top: int = 20, progress: Progress | None = None
+) -> Summary:
+    """Summarize the trace at ``path`` (``.json`` or gzip) in one streaming pass.
+
+    Steps come from the producer's markers (see :mod:`profwin.traces.steps`); ``window`` picks
+    steps by number (``None``: all). Raises :class:`TraceError` for unreadable or non-trace
+    files, traces without step markers, and windows holding none of the trace's steps.
+    """
+    window = as_window(window)
+    if top < 0:
+        raise ValueError(f"top must be >= 0 (got {top})")
+    index = scan(path, progress=progress)
+    try:
+        require_events(index)
+        return _summary(index, window, top)
+    finally:
+        index.close()
+
+
+def _summary(index: TraceIndex, window: Window | None, top: int) -> Summary:
+    producer, steps, chosen, t0, t1, notes = selection(index, window)
+    by_start = sorted(steps, key=lambda s: s.start)
+    starts = [s.start for s in by_start]
+    ends = [s.end for s in by_start]
+    step_bytes = [0] * len(by_start)
+    step_events = [0] * len(by_start)
+    outside = 0
+    right = bisect.bisect_right
+    for _, lengths, ts_col, _ in index.placed.chunks():
+        for length, ts in zip(lengths, ts_col, strict=True):
+            i = right(starts, ts) - 1
+            if i >= 0 and ts < ends[i]:
+                step_bytes[i] += length
+                step_events[i] += 1
+            else:
+                outside += length
+
+    totals: dict[int, list[float]] = {}
+    for ts_col, self_col, name_col in index.timed.chunks():
+        for ts, self_us, name_id in zip(ts_col, self_col, name_col, strict=True):
+            if t0 <= ts < t1:
+                total = totals.get(name_id)
+                if total is None:
+                    totals[name_id] = [1, self_us]
+                else:
+                    total[0] += 1
+                    total[1] += self_us
+    ops: list[OpStat] = []
+    kernels: list[OpStat] = []
+    for name_id, (count, self_us) in totals.items():
+        name, is_kernel = index.names[name_id]
+        (kernels if is_kernel else ops).append(OpStat(name=name, count=int(count), self_us=round(self_us, 3)))
+
+    origin = by_start[0].start
+    selected = {s.number for s in chosen}
+    stats = tuple(
+        StepStat(
+            number=s.number,
+            label=s.label,
+            start_us=round(s.start - origin, 3),
+            dur_us=round(s.dur, 3),
+            events=step_events[i],
+            bytes=step_bytes[i],
+            in_window=s.number in selected,
+        )
+        for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
+    )
+    if index.unordered:
+        notes.append(
+            f"{index.unordered} complete events were out of time order on their thread; self times near them are approximate"
+        )
+    threads = tuple(
+        ThreadInfo(
+            pid=pid,
+            tid=tid,
+            process=index.processes.get(pid, ""),
+            thread=index.threads.get((pid, tid), ""),
+            events=n,
+        )
+        for (pid, tid), n in sorted(index.thread_events.items(), key=lambda kv: -kv[1])
+    )
+    return Summary(
+        trace=TraceMeta(
+            path=str(index.path),
+            file_bytes=index.size,
+            compressed=index.compressed,
+            events=index.events,
+            event_bytes=index.event_chars,
+            top_level_keys=(
+                *index.keys_before_events,
+                "traceEvents",
+                *(k for k in index.header if k not in index.keys_before_events),
+            ),
+        ),
+        producer=producer,
+        window=None if window is None else str(window),
+        selected=f"{chosen[0].number}:{chosen[-1].number + 1}",
+        steps=stats,
+        step_us=_stats([s.dur for s in chosen]),
+        top_ops=tuple(sorted(ops, key=lambda o: -o.self_us)[:top]),
+        top_kernels=tuple(sorted(kernels, key=lambda o: -o.self_us)[:top]),
+        threads=threads,
+        bytes_outside_steps=outside,
+        notes=tuple(notes),
+    )
+
+
+def _stats(durations: Sequence[float]) -> dict[str, float]:
+    return {
+        "count": len(durations),
+        "min": round(min(durations), 3),
+        "median": round(statistics.median(durations), 3),
+        "mean": round(statistics.fmean(durations), 3),
+        "max": round(max(durations), 3),
+        "total": round(sum(durations), 3),
+    }
+
+
+# -- text --------------------------------------------------------------------------------------
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.3f} ms"
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError("unreachable")
+
+
+def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
+    """The summary as text for a terminal (``profwin summarize`` without ``--json``)."""
+    t, s = summary.trace, summary.step_us
+    window = "all steps" if summary.window is None else f"window {summary.window}"
+    lines = [
+        f"trace     {t.path}",
+        f"size      {_size(t.file_bytes)}{' gzip' if t.compressed else ''}, {t.events:,} events, "
+        f"{_size(t.event_bytes)} of event JSON",
+        f"steps     {len(summary.steps)} {summary.producer} steps "
+        f"({summary.steps[0].number}..{summary.steps[-1].number}); summarizing {window} = steps {summary.selected}",
+        f"step time {int(s['count'])} steps: min {_ms(s['min'])}, median {_ms(s['median'])}, "
+        f"max {_ms(s['max'])}, total {_ms(s['total'])}",
+    ]
+    lines += [f"note      {note}" for note in summary.notes]
+    lines += ["", f"{'step':>6} {'wall':>12} {'events':>8} {'bytes':>10}  marker"]
+    shown = summary.steps if len(summary.steps) <= max_steps else [st for st in summary.steps if st.in_window][:max_steps]
+    for st in shown:
+        mark = "*" if st.in_window and summary.window is not None else " "
+        lines.append(f"{st.number:>5}{mark} {_ms(st.dur_us):>12} {st.events:>8} {_size(st.bytes):>10}  {st.label}")
+    if len(shown) < len(summary.steps):
+        lines.append(f"  ... {len(summary.steps) - len(shown)} more steps (--json lists all)")
+    lines.append(f"{'':6} outside any step: {_size(summary.bytes_outside_steps)}")
+    for title, rows in (("operators", summary.top_ops), ("kernels", summary.top_kernels)):
+        if not rows:
+            continue
+        lines += ["", f"top {title} by self time in steps {summary.selected}", f"{'self':>12} {'count':>8}  name"]
+        lines += [f"{_ms(o.self_us):>12} {o.count:>8}  {o.name}" for o in rows]
+    lines += ["", "threads (events)"]
+    lines += [f"  pid {th.pid} tid {th.tid}: {th.process or '?'} / {th.thread or '?'} ({th.events:,})" for th in summary.threads]
+    return "\n".join(lines)
