@@ -8,5 +8,5 @@ PLUGIN = PluginSpec(
     target="profwin_sglang:SglangBackend",
     requires=(),
     install_hint="profwin-sglang[engine]",
-    summary="(work in progress)",
+    summary="SGLang: session-relative windows of scheduler batches over HTTP or Engine",
 )
