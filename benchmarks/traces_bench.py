@@ -10,7 +10,8 @@
    gets a GPU-like lane: a ``cudaLaunchKernel`` runtime call on the CPU thread, a ``kernel`` on
    stream 7 of device 0 and the ``ac2g`` flow pair linking them, as a CUDA trace has.
 3. Runs each contender in its own subprocess and reads its peak RSS from
-   ``resource.getrusage(RUSAGE_CHILDREN)``: profwin ``summarize`` / ``trim`` (both streaming) and
+   ``resource.getrusage`` in that process (CPU seconds too, which a busy machine distorts less
+   than wall time): profwin ``summarize`` / ``trim`` (both streaming) and
    the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
    With ``--parsers`` it also times the JSON parsers considered for the reader (stdlib
    ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) on the same file, each where
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+CORE_SRC = Path(__file__).resolve().parents[1] / "packages" / "profwin-core" / "src"  # for --parser-python
 STEP = re.compile(r"ProfilerStep#(\d+)")
 CORRELATION = re.compile(r"777000(\d{3})")
 KERNEL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_softmax", "aten::native_layer_norm", "aten::gelu")
@@ -280,23 +282,24 @@ def measure(name: str, *args: str, python: str = sys.executable) -> dict[str, An
     """Run one contender in a fresh interpreter; its wall time and peak RSS (from getrusage)."""
     code = (
         "import resource, sys, time\n"
-        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+        f"sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(CORE_SRC)!r}]\n"
         "import traces_bench\n"
         "t = time.perf_counter()\n"
         "msg = traces_bench.CONTENDERS[sys.argv[1]](*sys.argv[2:])\n"
-        "print(f'{time.perf_counter() - t:.3f}', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, msg, sep='\\t')\n"
+        "r = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "print(f'{time.perf_counter() - t:.3f}', f'{r.ru_utime + r.ru_stime:.3f}', r.ru_maxrss, msg, sep='\\t')\n"
     )
     proc = subprocess.run([python, "-c", code, name, *args], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"name": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    seconds, rss_kib, msg = proc.stdout.strip().splitlines()[-1].split("\t")
-    return {"name": name, "seconds": float(seconds), "rss_mb": int(rss_kib) / 1024, "result": msg}
+    seconds, cpu, rss_kib, msg = proc.stdout.strip().splitlines()[-1].split("\t")
+    return {"name": name, "seconds": float(seconds), "cpu": float(cpu), "rss_mb": int(rss_kib) / 1024, "result": msg}
 
 
 def _row(r: dict[str, Any]) -> str:
     if "error" in r:
         return f"  {r['name']:<20} unavailable: {r['error']}"
-    return f"  {r['name']:<20} {r['seconds']:>8.2f} s {r['rss_mb']:>9.1f} MB   {r['result']}"
+    return f"  {r['name']:<20} {r['seconds']:>8.2f} s wall {r['cpu']:>8.2f} s cpu {r['rss_mb']:>9.1f} MB   {r['result']}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -345,8 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     for task in ("summarize", "trim"):
         ours, naive = by.get(f"profwin_{task}"), by.get(f"naive_{task}")
         if ours and naive:
-            print(f"{task:<10} time naive/profwin = {naive['seconds'] / ours['seconds']:.2f}x   "
-                  f"peak RSS naive/profwin = {naive['rss_mb'] / ours['rss_mb']:.1f}x")  # fmt: skip
+            print(f"{task:<10} naive/profwin: wall {naive['seconds'] / ours['seconds']:.2f}x, "
+                  f"cpu {naive['cpu'] / ours['cpu']:.2f}x, peak RSS {naive['rss_mb'] / ours['rss_mb']:.1f}x")  # fmt: skip
     if not args.keep and not args.dir:
         for path in sorted(work.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
