@@ -1,0 +1,353 @@
+"""The distributions as users get them: every package built alone, installed by pip in fresh venvs.
+
+Nothing here uses the workspace's editable installs. Each package is built with
+``uv build --package NAME --no-sources`` (sdist, then the wheel from the sdist), and pip installs
+the wheels into venvs made outside the checkout, so a missing file, a wrong dependency or an
+import of a sibling that the package does not declare fails here even though the dev venv hides
+it.
+
+Cost: pip must install torch for profwin-memory. Only one venv does (memory alone, later
+upgraded to ``profwin[all]``), and torch is pinned to the build the dev venv runs, which the
+machine's find-links hold, so pip never downloads a multi-GB CUDA build.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # mypy brings tomli on 3.10
+    import tomli as tomllib
+
+pytestmark = [pytest.mark.wheels, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {p.parent.name: tomllib.loads(p.read_text())["project"] for p in sorted(ROOT.glob("packages/*/pyproject.toml"))}
+UMBRELLA = "profwin"
+CORE = "profwin-core"
+PLUGINS = sorted(name for name in PACKAGES if name not in (UMBRELLA, CORE))
+ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _import_name(dist: str) -> str:
+    return _norm(dist).replace("-", "_")
+
+
+def _requirement_name(req: str) -> str:
+    match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
+    assert match, req
+    return _norm(match.group(1))
+
+
+# -- building ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every package built on its own, the way release.yml builds one."""
+    out = tmp_path_factory.mktemp("dist")
+    for name in PACKAGES:
+        subprocess.run(
+            ["uv", "build", "--quiet", "--package", name, "--no-sources", "--out-dir", str(out)],
+            cwd=ROOT,
+            check=True,
+        )
+    return out
+
+
+def _artifacts(dist: Path, name: str) -> tuple[Path, Path]:
+    version = PACKAGES[name]["version"]
+    stem = f"{_import_name(name)}-{version}"
+    wheel, sdist = dist / f"{stem}-py3-none-any.whl", dist / f"{stem}.tar.gz"
+    assert wheel.is_file(), f"no wheel {wheel.name} in {sorted(p.name for p in dist.iterdir())}"
+    assert sdist.is_file(), f"no sdist {sdist.name} in {sorted(p.name for p in dist.iterdir())}"
+    return wheel, sdist
+
+
+def _wheel_metadata(wheel: Path) -> tuple[email.message.Message, list[str], str]:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        meta_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        meta = email.parser.Parser().parsestr(zf.read(meta_name).decode())
+        eps_name = next((n for n in names if n.endswith(".dist-info/entry_points.txt")), None)
+        entry_points = zf.read(eps_name).decode() if eps_name else ""
+    return meta, names, entry_points
+
+
+@pytest.mark.parametrize("name", sorted(PACKAGES))
+def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
+    project = PACKAGES[name]
+    wheel, sdist = _artifacts(dist, name)
+    meta, files, entry_points = _wheel_metadata(wheel)
+
+    assert meta["Name"] == name
+    assert meta["Version"] == project["version"]
+    assert meta["Requires-Python"] == project["requires-python"]
+    assert meta["License-Expression"] == project["license"]
+    assert any(".dist-info/licenses/LICENSE" in f for f in files), f"{wheel.name} ships no LICENSE"
+    assert meta.get_payload().strip(), f"{wheel.name} has no long description (readme)"
+    assert meta["Description-Content-Type"] == "text/markdown"
+
+    requires = meta.get_all("Requires-Dist") or []
+    hard = [r for r in requires if "extra ==" not in r]
+    # A trainer that pins its engine must be able to install profwin next to it.
+    assert not {_requirement_name(r) for r in hard} & ENGINE_DISTS, hard
+    for req in hard:
+        if _requirement_name(req).startswith("profwin"):
+            assert "==" not in req, f"{name}: {req!r} pins a sibling; use a compatible range"
+            assert "<" in req, f"{name}: {req!r} needs an upper bound (the next minor while on 0.x)"
+
+    code = sorted({f.split("/")[0] for f in files if not f.split("/")[0].endswith(".dist-info")})
+    if name == UMBRELLA:
+        assert code == [], f"the umbrella must ship no code, has {code}"
+        extras = set(meta.get_all("Provides-Extra") or [])
+        assert extras == {"vllm", "sglang", "npu", "memory", "all"}
+        for extra in ("vllm", "sglang", "npu", "memory"):
+            assert any(r.startswith(f"profwin-{extra}") and f"extra == '{extra}'" in r for r in requires), extra
+    else:
+        assert code == [_import_name(name) if name != CORE else "profwin"]
+        assert f"{code[0]}/py.typed" in files
+        for group, eps in project.get("entry-points", {}).items():
+            for ep_name, target in eps.items():
+                assert f"{ep_name} = {target}" in entry_points, f"{name}: entry point {group}:{ep_name} missing"
+    if name in PLUGINS:
+        assert any(_requirement_name(r) == CORE for r in hard), f"{name} must require {CORE}"
+        assert "engine" in (meta.get_all("Provides-Extra") or []), f"{name}: the engine must be the extra 'engine'"
+
+    with tarfile.open(sdist) as tf:
+        members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
+    for needed in ("pyproject.toml", "README.md", "CHANGELOG.md", "LICENSE"):
+        assert needed in members, f"{sdist.name} lacks {needed}"
+    tests_dir = ROOT / "packages" / name / "tests"
+    if any(tests_dir.glob("test_*.py")):
+        assert any(m.startswith("tests/test_") for m in members), f"{sdist.name} lacks its tests"
+
+
+# -- fresh venvs -------------------------------------------------------------------------------
+
+
+def _pip() -> list[str]:
+    """A pip that can install into another interpreter (``--python``, pip >= 22.3)."""
+    for python in (getattr(sys, "_base_executable", ""), shutil.which("python3") or ""):
+        if python and subprocess.run([python, "-m", "pip", "--version"], capture_output=True).returncode == 0:
+            return [python, "-m", "pip"]
+    pytest.fail("no pip next to this interpreter or python3: cannot install wheels into a fresh venv")
+
+
+def _configured_find_links() -> list[str]:
+    """The machine's find-links (where a CPU torch lies); --find-links on the command line replaces them."""
+    value = (
+        os.environ.get("PIP_FIND_LINKS")
+        or subprocess.run([*_pip(), "config", "get", "global.find-links"], capture_output=True, text=True).stdout
+    )
+    return value.split()
+
+
+class Venv:
+    """A venv outside the checkout, filled by pip from the built wheels."""
+
+    def __init__(self, path: Path, dist: Path) -> None:
+        self.path, self.dist = path, dist
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(path)], check=True)
+        self.python = path / "bin" / "python"
+        self.env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+        self.env["PATH"] = f"{path / 'bin'}{os.pathsep}{self.env['PATH']}"
+        self.constraints = path / "constraints.txt"
+        # Pin torch to the build the dev venv runs: otherwise pip picks the newest CUDA build from
+        # the index (GBs of nvidia-* wheels).
+        self.constraints.write_text(f"torch=={importlib.metadata.version('torch')}\n")
+
+    def install(self, *requirements: str) -> None:
+        links = [arg for link in (str(self.dist), *_configured_find_links()) for arg in ("--find-links", link)]
+        result = subprocess.run(
+            [*_pip(), "--python", str(self.python), "install", "--quiet", "--no-compile", "--disable-pip-version-check",
+             *links, "--constraint", str(self.constraints), *requirements],
+            capture_output=True, text=True, env=self.env, cwd=self.path,
+        )  # fmt: skip
+        assert result.returncode == 0, f"pip install {' '.join(requirements)} failed:\n{result.stdout}\n{result.stderr}"
+
+    def run(self, *args: str) -> str:
+        # cwd is the venv, never the checkout, so nothing imports from the source tree.
+        result = subprocess.run(list(args), capture_output=True, text=True, env=self.env, cwd=self.path)
+        assert result.returncode == 0, f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+        return result.stdout
+
+    def plugins(self) -> dict[str, dict[str, Any]]:
+        listed = json.loads(self.run(str(self.path / "bin" / "profwin"), "plugins", "--json"))
+        assert isinstance(listed, list)
+        by_name = {p["name"]: p for p in listed}
+        assert len(by_name) == len(listed), f"a plugin is listed twice: {listed}"
+        return by_name
+
+    def distributions(self) -> dict[str, str]:
+        out = self.run(str(self.python), "-I", "-c", _LIST_DISTS)
+        return {_norm(name): version for name, version in json.loads(out).items()}
+
+    def import_report(self, dist_name: str) -> dict[str, Any]:
+        return dict(json.loads(self.run(str(self.python), "-I", "-c", _IMPORT_ALL, dist_name)))
+
+
+_LIST_DISTS = """
+import importlib.metadata as md, json
+print(json.dumps({d.metadata["Name"]: d.version for d in md.distributions()}))
+"""
+
+# Imports every module of one distribution's import package and reports each failure, plus what
+# its entry points declare as run-time requirements (PluginSpec.requires).
+_IMPORT_ALL = """
+import importlib, importlib.metadata as md, json, pkgutil, sys
+dist = md.distribution(sys.argv[1])
+top = sorted({f.parts[0] for f in dist.files if f.suffix == ".py" and ".dist-info" not in f.parts[0]})[0]
+failures, requires = {}, []
+def record(name, exc):
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    failures[name] = {"missing": missing and missing.split(".")[0], "error": f"{type(exc).__name__}: {exc}"}
+names = [top]
+try:
+    package = importlib.import_module(top)
+    walked = pkgutil.walk_packages(package.__path__, top + ".", onerror=lambda n: None)
+    names += [m.name for m in walked if not m.name.endswith(".__main__")]  # __main__ runs a CLI
+except Exception as exc:
+    record(top, exc)
+for name in names[1:]:
+    try:
+        importlib.import_module(name)
+    except Exception as exc:
+        record(name, exc)
+for ep in dist.entry_points:
+    if ep.group.startswith("profwin."):
+        requires += list(getattr(ep.load(), "requires", ()))
+print(json.dumps({"top": top, "file": package.__file__ if top not in failures else None,
+                  "modules": names, "failures": failures, "requires": requires}))
+"""
+
+
+def _declared_plugins(*dists: str) -> dict[str, str]:
+    """Plugin name -> distribution, from the ``profwin.*`` entry points in the packages' pyproject.toml."""
+    return {
+        ep: dist
+        for dist in dists
+        for group, eps in PACKAGES[dist].get("entry-points", {}).items()
+        if group.startswith("profwin.")
+        for ep in eps
+    }
+
+
+def _assert_listed(plugins: dict[str, dict[str, Any]], expected: dict[str, str], versions: dict[str, str]) -> None:
+    """``plugins --json`` lists exactly ``expected`` (plugin name -> distribution), each usable or
+    only missing its engine, with the version of the distribution that registered it."""
+    assert set(plugins) == set(expected), f"listed {sorted(plugins)}, expected {sorted(expected)}"
+    for name, distribution in expected.items():
+        info = plugins[name]
+        assert set(info) == {"name", "group", "distribution", "version", "status", "detail", "summary"}, info
+        assert info["distribution"] == distribution, info
+        assert info["version"] == versions[distribution] == PACKAGES[distribution]["version"], info
+        assert info["status"] in ("ok", "missing dependency"), info
+        assert info["group"] in ("profwin.backends", "profwin.profilers"), info
+
+
+def _assert_no_undeclared_imports(venv: Venv, name: str) -> dict[str, Any]:
+    report = venv.import_report(name)
+    assert report["file"], report
+    assert report["file"].startswith(str(venv.path)), report
+    project = PACKAGES[name]
+    extras = {_import_name(_requirement_name(r)) for reqs in project.get("optional-dependencies", {}).values() for r in reqs}
+    # What the plugin may lack here: its optional engine and what its PluginSpec declares it
+    # needs at run time (core reports those as "missing dependency"); never a sibling plugin,
+    # never anything else.
+    allowed = extras | set(report["requires"])
+    siblings = {_import_name(p) for p in PLUGINS if p != name}
+    for module, failure in report["failures"].items():
+        missing = failure["missing"]
+        assert missing not in siblings, f"{module} imports the sibling {missing}, which {name} does not declare"
+        assert missing in allowed, f"{module} failed with only {name}'s own dependencies: {failure['error']}"
+    assert len(report["modules"]) - len(report["failures"]) >= 1
+    return report
+
+
+@pytest.fixture(scope="module")
+def extras_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    venv = Venv(tmp_path_factory.mktemp("venv-extras") / "venv", dist)
+    venv.install(f"profwin[vllm,npu]=={PACKAGES[UMBRELLA]['version']}")
+    return venv
+
+
+def test_umbrella_extras_install_only_their_plugins(extras_venv: Venv) -> None:
+    versions = extras_venv.distributions()
+    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, "profwin-vllm", "profwin-npu"}
+    assert not set(versions) & (ENGINE_DISTS | {"torch"}), "an engine was installed without its extra"
+    code = "import profwin; print(profwin.__file__, profwin.__version__)"
+    path, version = extras_venv.run(str(extras_venv.python), "-I", "-c", code).split()
+    assert path.startswith(str(extras_venv.path)), path
+    assert version == PACKAGES[CORE]["version"]
+
+    plugins = extras_venv.plugins()
+    expected = _declared_plugins(CORE, "profwin-vllm", "profwin-npu")
+    assert {"vllm", "npu", "torch"} <= set(expected)
+    _assert_listed(plugins, expected, versions)
+    assert "sglang" not in plugins
+    assert "memory" not in plugins
+    # No torch in this venv: core's own driver reports what to install instead of failing.
+    assert plugins["torch"]["status"] == "missing dependency", plugins["torch"]
+
+
+class Alone:
+    """One plugin installed by itself in a fresh venv, inspected before anything else is added."""
+
+    def __init__(self, venv: Venv, name: str) -> None:
+        self.venv, self.name = venv, name
+        venv.install(f"{name}=={PACKAGES[name]['version']}")
+        self.versions = venv.distributions()
+        self.plugins = venv.plugins()
+        self.report = _assert_no_undeclared_imports(venv, name)
+
+
+@pytest.fixture(scope="module")
+def alone(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Alone]:
+    """Each plugin's own venv, made once: the profwin[all] test reuses profwin-memory's (torch)."""
+    made: dict[str, Alone] = {}
+
+    def get(name: str) -> Alone:
+        if name not in made:
+            made[name] = Alone(Venv(tmp_path_factory.mktemp(f"venv-{name}") / "venv", dist), name)
+        return made[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+def test_plugin_alone_needs_no_undeclared_sibling(alone: Callable[[str], Alone], name: str) -> None:
+    case = alone(name)
+    installed = {d for d in case.versions if d.startswith("profwin")}
+    assert installed == {CORE, name}, f"installing {name} alone brought {sorted(installed)}"
+    _assert_listed(case.plugins, _declared_plugins(CORE, name), case.versions)
+    assert case.report["modules"], case.report
+
+
+def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
+    venv = alone("profwin-memory").venv  # already holds torch: the one torch install in this file
+    venv.install(f"profwin[all]=={PACKAGES[UMBRELLA]['version']}")
+    versions = venv.distributions()
+    plugins = venv.plugins()
+    _assert_listed(plugins, _declared_plugins(CORE, *PLUGINS), versions)
+    assert {"vllm", "sglang", "npu", "memory", "torch"} <= set(plugins)
+    assert plugins["torch"]["status"] == "ok", plugins["torch"]
