@@ -1,7 +1,7 @@
 """profwin: profile an exact window of generation steps on any engine.
 
 The public API lives here; submodules hold one concern each (``window``, ``spec``, ``config``,
-``plugins``, ``session``, ``torch_driver``, ``cli``).
+``discovery``, ``session``, ``torch_driver``, ``cli``).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin.discovery import PluginInfo, backend, plugins, profiler
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import (
     BACKENDS_GROUP,
@@ -21,7 +22,6 @@ from profwin.plugin_api import (
     Profiler,
     RemoteResult,
 )
-from profwin.plugins import PluginInfo, backend, plugins, profiler
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.window import Window, check_bounds

@@ -11,10 +11,10 @@ from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.config import load_spec
+from profwin.discovery import backend as load_backend
+from profwin.discovery import plugins as list_plugins
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
-from profwin.plugins import backend as load_backend
-from profwin.plugins import plugins as list_plugins
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -28,7 +28,7 @@ def _print_json(data: Any) -> None:
 
 def _window_arg(text: str) -> Window:
     try:
-        return Window.parse(text, field_name="--window")
+        return Window.parse(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -8,9 +8,9 @@ import sys
 import warnings
 from types import TracebackType
 
+from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning
 from profwin.plugin_api import Artifact, Driver, Profiler
-from profwin.plugins import profiler as load_profiler
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 

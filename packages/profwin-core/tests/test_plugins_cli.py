@@ -1,0 +1,201 @@
+"""Plugin discovery through real entry points of test distributions, and the CLI.
+
+The distributions below are written as ``*.dist-info`` folders on ``sys.path``: importlib.metadata
+finds their entry points exactly as it finds installed wheels'.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import profwin
+from profwin import PluginError, Window
+from profwin.cli import main
+
+FAKE_BACKEND = """
+from profwin import PluginSpec, RemoteResult
+
+PLUGIN = PluginSpec(name="echo", kind="backend", target="fakeplug_echo:EchoBackend", summary="test backend")
+
+
+class EchoBackend:
+    name = "echo"
+    forms = ("flags", "json")
+
+    def describe(self, window, *, version=None):
+        return {"skip": window.steps_to_skip, "record": window.steps_to_record, "version": version or "latest"}
+
+    def render_args(self, spec, *, form=None, version=None):
+        return f"--skip {spec.window.steps_to_skip} --record {spec.window.steps_to_record} --form {form or self.forms[0]}"
+
+    def start(self, targets, spec, *, version=None, api_key=None, timeout=30.0):
+        return [RemoteResult(target=t, ok="bad" not in t, message=f"started {spec.window}") for t in targets]
+
+    def stop(self, targets, spec, *, version=None, api_key=None, timeout=30.0):
+        return [RemoteResult(target=t, ok=True, message="stopped") for t in targets]
+"""
+
+ENTRY_POINTS = """
+[profwin.backends]
+echo = fakeplug_echo:PLUGIN
+broken = fakeplug_broken:PLUGIN
+notaspec = fakeplug_echo:EchoBackend
+
+[profwin.profilers]
+needy = fakeplug_needy:PLUGIN
+"""
+
+
+@pytest.fixture
+def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    site = tmp_path / "site"
+    info = site / "fakeplug-1.2.3.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    (site / "fakeplug_echo.py").write_text(FAKE_BACKEND)
+    (site / "fakeplug_broken.py").write_text("raise RuntimeError('this plugin is broken on purpose')\n")
+    (site / "fakeplug_needy.py").write_text(
+        "from profwin import PluginSpec\n"
+        "PLUGIN = PluginSpec(name='needy', kind='profiler', target='fakeplug_needy:X', "
+        "requires=('no_such_module_xyz',), install_hint='fakeplug[engine]')\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr("profwin.discovery._loaded", {})
+    return site
+
+
+def by_name() -> dict[str, profwin.PluginInfo]:
+    return {p.name: p for p in profwin.plugins()}
+
+
+def test_broken_and_needy_plugins_are_reported_without_hiding_others(fake_site: Path) -> None:
+    infos = by_name()
+    assert infos["echo"].status == "ok"
+    assert (infos["echo"].distribution, infos["echo"].version, infos["echo"].group) == ("fakeplug", "1.2.3", "profwin.backends")
+    assert infos["broken"].status == "failed"
+    assert "RuntimeError: this plugin is broken on purpose" in infos["broken"].detail
+    assert infos["needy"].status == "missing dependency"
+    assert infos["needy"].detail == "needs no_such_module_xyz; install fakeplug[engine]"
+    assert infos["notaspec"].status == "failed"
+    assert "not a profwin PluginSpec" in infos["notaspec"].detail
+    assert infos["torch"].distribution == "profwin-core"  # core's own driver is still listed
+
+
+def test_loading_plugins(fake_site: Path) -> None:
+    echo = profwin.backend("echo")
+    assert echo.describe(Window(2, 5)) == {"skip": 2, "record": 3, "version": "latest"}
+    assert profwin.backend("echo") is echo  # loaded once
+    with pytest.raises(PluginError, match=r"unknown backend 'nope'; installed backends: .*echo"):
+        profwin.backend("nope")
+    with pytest.raises(PluginError, match=r"backend 'broken' from fakeplug 1\.2\.3 is not usable: failed"):
+        profwin.backend("broken")
+    with pytest.raises(PluginError, match="needs no_such_module_xyz"):
+        profwin.profiler("needy")
+
+
+def test_listing_imports_no_heavy_library(fake_site: Path) -> None:
+    code = "import sys, profwin; profwin.plugins(); print(sorted(m for m in ('torch', 'vllm', 'sglang', 'torch_npu') if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake_site), *sys.path])}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_plugins_json(fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "plugins", "--json")
+    assert code == 0
+    listed = {p["name"]: p for p in json.loads(out)}
+    assert listed["echo"]["status"] == "ok"
+    assert listed["broken"]["status"] == "failed"
+    assert set(listed["echo"]) == {"name", "group", "distribution", "version", "status", "detail", "summary"}
+
+
+def test_cli_window_args_start_stop(fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "window", "20:80", "--json", "--engine-version", "echo=9.9")
+    assert code == 0
+    info = json.loads(out)
+    assert (info["steps_to_skip"], info["steps_to_record"], info["last_recorded_step"]) == (20, 60, 79)
+    assert info["backends"]["echo"] == {"skip": 20, "record": 60, "version": "9.9"}
+    assert "failed" in info["backends"]["broken"]["status"]
+    code, out, _ = run_cli(capsys, "window", "5:")
+    assert "record until the session stops: step 5 to the end of the session" in out
+    code, out, _ = run_cli(capsys, "args", "echo", "--window", "3:7", "--for", "json")
+    assert (code, out.strip()) == (0, "--skip 3 --record 4 --form json")
+    code, out, _ = run_cli(capsys, "start", "--engine", "echo", "--url", "http://a", "--url", "http://bad", "--window", "1:4")
+    assert code == 1
+    assert out.splitlines() == ["http://a: ok - started 1:4", "http://bad: FAILED - started 1:4"]
+    code, out, _ = run_cli(capsys, "stop", "--engine", "echo", "--url", "http://a", "--json")
+    assert code == 0
+    assert json.loads(out)[0]["message"] == "stopped"
+
+
+def test_cli_errors_are_one_line_with_exit_2(fake_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "args", "nope", "--window", "1:2")
+    assert code == 2
+    assert err.startswith("profwin: error: unknown backend 'nope'")
+    with pytest.raises(SystemExit) as info:
+        main(["window", "80:20"])
+    assert info.value.code == 2
+    assert "window end must be > window start (got window start=80, window end=20)" in capsys.readouterr().err
+
+
+def test_cli_bad_window_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["args", "vllm", "--window", "a:b"])
+    assert info.value.code == 2
+    assert "window start must be a non-negative integer or empty (got 'a'" in capsys.readouterr().err
+
+
+def test_cli_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text("window: '20:80'\nrecord: [shapes]\n")
+    code, out, _ = run_cli(capsys, "validate", str(good), "--json")
+    assert code == 0
+    assert json.loads(out)["window"] == "20:80"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        textwrap.dedent(
+            """
+            profiler:
+              tool: torch
+              ranks: [0, -1]
+              tool_config:
+                torch:
+                  contents: [cpu, gpu]
+                  profile_token_start: 80
+                  profile_token_end: 20
+            """
+        )
+    )
+    code, _, err = run_cli(capsys, "validate", str(bad))
+    assert code == 1
+    assert "profiler.tool_config.torch.contents[1]: must be one of" in err
+    flat = tmp_path / "flat.yaml"
+    flat.write_text("window: '8:2'\nprefix: ''\nrecord: [stak]\n")
+    code, out, _ = run_cli(capsys, "validate", str(flat), "--json")
+    assert code == 1
+    errors = json.loads(out)["errors"]
+    assert [e["path"] for e in errors] == ["window", "record[0]", "prefix"]
+
+
+def test_version_lists_core_and_plugins(fake_site: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake_site), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-m", "profwin", "--version"], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    lines = out.splitlines()
+    assert lines[0] == f"profwin-core {profwin.__version__}"
+    assert "fakeplug 1.2.3 (profwin.backends: echo, ok)" in lines
