@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 import pytest
+
 from profwin_memory import MemoryOptions, history_kwargs
 
 

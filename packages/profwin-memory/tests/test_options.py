@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from profwin import ConfigError
 from profwin_memory import DEFAULT_MAX_ENTRIES, MemoryOptions, parse_options
 

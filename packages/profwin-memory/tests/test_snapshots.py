@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from profwin_memory import STEP_METADATA, UntrustedSnapshotError, load_snapshot, sidecar_path, summarize_snapshot
 from profwin_memory.provenance import sign
 

@@ -28,7 +28,6 @@ from typing import Any
 
 from profwin import Artifact, ProfileSpec, Window
 from profwin.torch_driver import STEP_MARKER
-
 from profwin_memory.naming import artifact_path, partial_path
 from profwin_memory.options import MemoryOptions
 

@@ -16,7 +16,6 @@ import platform
 from typing import Any
 
 from profwin import Artifact, ProfileSpec, Window
-
 from profwin_memory import provenance
 from profwin_memory.naming import artifact_path, partial_path
 from profwin_memory.options import MemoryOptions

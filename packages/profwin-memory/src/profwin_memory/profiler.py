@@ -7,7 +7,6 @@ from typing import Any
 
 from profwin import ConfigError, PluginError, ProfileSpec, Window
 from profwin.plugin_api import Driver
-
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import parse_options
