@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
+
 from profwin import ConfigError, ProfileSpec, Window
 from profwin_npu import NpuOptionIgnored, engine_flavour, engine_notes, engines
 

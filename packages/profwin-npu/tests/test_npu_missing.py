@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-import profwin
 import pytest
+
+import profwin
 from profwin import PluginError, ProfileSpec, Session, Window
 from profwin_npu import NpuProfiler, engine_flavour, import_torch_npu
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from profwin import ConfigError, ProfileSpec, spec_from_mapping, spec_from_verl
 from profwin_npu import AIC_METRICS, LEVELS, NpuOptions, npu_options
 

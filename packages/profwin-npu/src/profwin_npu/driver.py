@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from profwin import Artifact, ConfigError, PluginError, ProfileSpec, Window
-
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
 
@@ -133,8 +132,10 @@ def profile_kwargs(
         skip_first=first_step,
     )
     handler = profiler.tensorboard_trace_handler(dir_name=str(spec.output_dir), worker_name=worker, analyse_flag=options.analysis)
-    # torch_npu ignores the experimental config (with a printed warning) without NPU activity.
-    experimental = profiler._ExperimentalConfig(**experimental_kwargs(profiler, options)) if "npu" in spec.activities else None
+    # Always passed: without NPU activity torch_npu ignores it (and says so), but passing None
+    # makes it build a default one, which prints a second, misleading warning about AI Core
+    # metrics being reset.
+    experimental = profiler._ExperimentalConfig(**experimental_kwargs(profiler, options))
     return {
         "activities": [kinds[a] for a in spec.activities],
         "schedule": schedule,

@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from profwin import ConfigError, ProfileSpec
-
 from profwin_npu.options import npu_options
 
 __all__ = [

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from attrs import frozen
+
 from profwin import ConfigError, ProfileSpec
 from profwin.errors import unknown_key
 
