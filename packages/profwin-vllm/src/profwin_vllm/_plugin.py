@@ -5,8 +5,10 @@ from profwin import PluginSpec
 PLUGIN = PluginSpec(
     name="vllm",
     kind="backend",
-    target="profwin_vllm:VllmBackend",
+    target="profwin_vllm.backend:VllmBackend",
+    # Rendering settings and driving servers over HTTP need no vLLM here; only session() on an
+    # in-process LLM does, and it is handed the engine object.
     requires=(),
     install_hint="profwin-vllm[engine]",
-    summary="(work in progress)",
+    summary="vLLM: exact step windows (delay/max iterations by version), launch args, live start/stop over HTTP",
 )

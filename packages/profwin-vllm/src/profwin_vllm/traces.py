@@ -1,0 +1,136 @@
+"""Finding the files a vLLM profiling session wrote, and the steps each one covers.
+
+vLLM's worker writes ``<worker>.<time_ns>.pt.trace.json[.gz]`` (torch's
+``tensorboard_trace_handler``) and ``<worker>.profiler_out.txt`` (a summary table) into
+``torch_profiler_dir``. ``<worker>`` is ``<prefix>_<rank suffix>`` where the rank suffix is
+``dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{global}``, or ``rank{global}`` when the parallel groups
+are not up (the CPU worker); before 0.31 the CPU worker wrote ``<instance id>-rank-<r>``. The
+AsyncLLM frontend, when on, writes ``<prefix>_<host>_<pid>.async_llm.<time_ns>.pt.trace.json.gz``.
+
+Each recorded engine step carries one ``record_function`` annotation named
+``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)``, so counting those annotations gives
+the steps a trace holds without trusting the settings that were sent.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, cast
+
+from attrs import frozen
+
+from profwin.plugin_api import Artifact
+from profwin.spec import Ranks
+from profwin.window import Window
+
+__all__ = ["STEP_ANNOTATION", "TraceFile", "count_steps", "session_artifacts", "trace_files"]
+
+STEP_ANNOTATION = "execute_"
+"""Start of the name of the annotation vLLM's worker puts around each recorded step."""
+
+_TRACE = re.compile(r"(?P<worker>.+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?")
+_RANK = re.compile(r"(?:^|[_-])rank-?(?P<rank>\d+)$")
+_FRONTEND = ".async_llm"
+# torch's chrome-trace export writes "cat" right before "name"; only CPU-side annotations count
+# (on CUDA the same name appears again as a gpu_user_annotation).
+_STEP_EVENT = re.compile(rb'"cat":\s*"user_annotation",\s*"name":\s*"' + STEP_ANNOTATION.encode())
+_CHUNK = 1 << 20
+_OVERLAP = 256
+
+
+@frozen
+class TraceFile:
+    """A trace file name taken apart."""
+
+    path: Path
+    worker: str
+    time_ns: int
+    rank: int | None
+    frontend: bool
+
+    @classmethod
+    def parse(cls, path: Path) -> TraceFile | None:
+        match = _TRACE.fullmatch(path.name)
+        if match is None:
+            return None
+        worker = match["worker"]
+        frontend = worker.endswith(_FRONTEND)
+        rank = _RANK.search(worker)
+        return cls(path, worker, int(match["ns"]), None if rank is None else int(rank["rank"]), frontend)
+
+    def has_prefix(self, prefix: str) -> bool:
+        """Whether vLLM named this file for ``start_profile(profile_prefix=prefix)``."""
+        return self.worker.startswith(f"{prefix}_") and (
+            self.frontend
+            or re.fullmatch(rf"{re.escape(prefix)}_(?:dp\d+_pp\d+_tp\d+_dcp\d+_ep\d+_)?rank\d+", self.worker) is not None
+        )
+
+    @property
+    def summary(self) -> Path:
+        """The ``profiler_out.txt`` table vLLM writes beside a worker trace."""
+        return self.path.with_name(f"{self.worker}.profiler_out.txt")
+
+
+def trace_files(directory: Path) -> set[Path]:
+    """Every torch trace file in ``directory`` (empty if it does not exist)."""
+    if not directory.is_dir():
+        return set()
+    return {p for p in directory.iterdir() if p.is_file() and _TRACE.fullmatch(p.name)}
+
+
+def count_steps(path: Path) -> int:
+    """The number of engine-step annotations in a trace, read as a stream (traces can be large)."""
+    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
+    count = 0
+    tail = b""
+    with cast(IO[bytes], raw) as stream:
+        while chunk := stream.read(_CHUNK):
+            buffer = tail + chunk
+            last_end = 0
+            for match in _STEP_EVENT.finditer(buffer):
+                count += 1
+                last_end = match.end()
+            tail = buffer[max(last_end, len(buffer) - _OVERLAP) :]
+    return count
+
+
+def session_artifacts(
+    paths: Iterable[Path],
+    *,
+    window: Window,
+    prefix: str | None,
+    ranks: Ranks,
+    producer: str,
+) -> list[Artifact]:
+    """Artifacts for the trace files of one session, with the steps each covers.
+
+    ``prefix``: keep only files named for it (``None``: the engine ignores prefixes, keep all).
+    ``ranks``: ``"all"`` or the ranks to keep. A worker trace covers ``window.start`` plus as many
+    steps as it has annotations; a frontend trace covers the whole session (``steps=None``).
+    """
+    found = [t for t in map(TraceFile.parse, sorted(paths)) if t is not None]
+    if prefix is not None:
+        found = [t for t in found if t.has_prefix(prefix)]
+    artifacts = []
+    for trace in sorted(found, key=lambda t: (t.frontend, t.rank or 0, t.time_ns)):
+        rank = trace.rank or 0
+        if not trace.frontend and ranks != "all" and rank not in ranks:
+            continue
+        if trace.frontend:
+            artifacts.append(_artifact(trace.path, None, rank, "frontend-trace", producer))
+            continue
+        steps = count_steps(trace.path)
+        covered = Window(window.start, window.start + steps) if steps else None
+        artifacts.append(_artifact(trace.path, covered, rank, "trace", producer))
+        # The table is rewritten by every session of the same worker name: only a table written
+        # after this trace belongs to it.
+        if trace.summary.is_file() and trace.summary.stat().st_mtime_ns >= trace.time_ns:
+            artifacts.append(_artifact(trace.summary, covered, rank, "summary", producer))
+    return artifacts
+
+
+def _artifact(path: Path, steps: Window | None, rank: int, kind: str, producer: str) -> Artifact:
+    return Artifact(path=path.absolute(), steps=steps, bytes=path.stat().st_size, rank=rank, kind=kind, producer=producer)
