@@ -65,12 +65,21 @@ def _requirement_name(req: str) -> str:
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Every package built on its own, the way release.yml builds one."""
     out = tmp_path_factory.mktemp("dist")
-    for name in PACKAGES:
-        subprocess.run(
-            ["uv", "build", "--quiet", "--package", name, "--no-sources", "--out-dir", str(out)],
+    builds = {
+        name: subprocess.Popen(
+            ["uv", "build", "--quiet", "--package", name, "--no-sources", "--out-dir", str(out / name)],
             cwd=ROOT,
-            check=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
+        for name in PACKAGES
+    }
+    for name, build in builds.items():
+        log, _ = build.communicate()
+        assert build.returncode == 0, f"uv build --package {name} failed:\n{log}"
+        for artifact in (out / name).iterdir():
+            artifact.rename(out / artifact.name)
     return out
 
 
