@@ -237,7 +237,7 @@ def make_torch_npu(state: StandIn) -> dict[str, types.ModuleType]:
             self.tracing = False
 
         def _finalize_trace(self) -> None:
-            if not self.env_valid:
+            if not (self.env_valid and self.prof_path):  # never initialised (e.g. start() failed)
                 return
             raw = Path(self.prof_path) / "FRAMEWORK"
             raw.mkdir()
@@ -245,11 +245,11 @@ def make_torch_npu(state: StandIn) -> dict[str, types.ModuleType]:
             (Path(self.prof_path) / "profiler_info.json").write_text(json.dumps({"config": "stand-in"}))
 
         def _trace_ready(self) -> None:
-            if self.on_trace_ready and self.env_valid:
+            if self.on_trace_ready and self.env_valid and self.prof_path:
                 self.on_trace_ready(self)
 
         def _delete_prof_dir(self) -> None:
-            if self.env_valid:
+            if self.env_valid and self.prof_path:
                 shutil.rmtree(self.prof_path)
 
         def _transit(self, prev: ProfilerAction, cur: ProfilerAction | None) -> None:

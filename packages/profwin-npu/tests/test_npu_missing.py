@@ -6,7 +6,9 @@ from __future__ import annotations
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
+import json
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +29,26 @@ def test_plugins_lists_npu_as_missing_dependency(no_torch_npu: None) -> None:
     assert info.distribution == "profwin-npu"
 
 
-def test_loading_the_profiler_is_a_plugin_error(no_torch_npu: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sys.modules["profwin.plugins"], "_loaded", {})  # core caches loaded plugins
-    with pytest.raises(PluginError, match="missing dependency"):
-        profwin.profiler("npu")
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter: core caches loaded plugins per process."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_loading_the_profiler_is_a_plugin_error() -> None:
+    done = run_python("import profwin; profwin.profiler('npu')")
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("profwin.errors.PluginError: profiler 'npu' from profwin-npu")
+    assert "missing dependency (needs torch_npu" in last
+    assert "ImportError" not in done.stderr
+
+
+def test_cli_lists_npu_as_missing_dependency() -> None:
+    done = run_python("import sys; from profwin.cli import main; sys.exit(main(['plugins', '--json']))")
+    assert done.returncode == 0, done.stderr
+    (npu,) = [p for p in json.loads(done.stdout) if p["name"] == "npu"]
+    assert npu["status"] == "missing dependency"
+    assert "Ascend CANN toolkit" in npu["detail"]
 
 
 def test_session_start_is_a_plugin_error(no_torch_npu: None, tmp_path: Path) -> None:
