@@ -1,0 +1,121 @@
+"""Windowed vs whole-run profiling of the demo decoder, measured side by side in one process.
+
+Decodes N steps four ways — no profiler, a whole-run torch.profiler, torch.profiler with a native
+``schedule`` for the same window, and ``profwin.Session`` with that window — and prints, as ratios
+to "no profiler", the wall time; trace bytes side by side; and the per-call cost of
+``Session.step()`` outside the window next to an empty call and ``profile.step()`` in its NONE phase.
+
+    uv run --no-sync python benchmarks/session_bench.py [--steps 1000] [--window-len 60] [--repeats 3]
+
+Torch's one-time profiler initialisation is paid before anything is timed, so every variant is
+measured in the steady state. Each variant runs ``--repeats`` times; the median is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile, schedule
+
+import profwin
+from profwin.demo import TinyDecoder, count_step_markers, warm_up_profiler
+
+
+def timed(fn: Callable[[], int]) -> tuple[float, int]:
+    start = time.perf_counter()
+    size = fn()
+    return time.perf_counter() - start, size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--window-len", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    n, k = args.steps, args.window_len
+    start = (n - k) // 2
+    window = profwin.Window(start, start + k)
+    out = Path(tempfile.mkdtemp(prefix="profwin-bench-"))
+    torch.set_num_threads(1)  # steadier numbers on a shared 2-core machine
+    model = TinyDecoder()
+    warm_up_profiler()
+    model.generate(20)  # warm the allocator and caches
+
+    def none() -> int:
+        model.generate(n)
+        return 0
+
+    def whole() -> int:
+        path = out / "whole.pt.trace.json.gz"
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            model.generate(n)
+        prof.export_chrome_trace(str(path))
+        return path.stat().st_size
+
+    def native() -> int:
+        path = out / "native.pt.trace.json.gz"
+        sched = schedule(skip_first=start - 1, wait=0, warmup=1, active=k, repeat=1)
+        with profile(
+            activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=lambda p: p.export_chrome_trace(str(path))
+        ) as prof:
+            model.generate(n, on_step=lambda _: prof.step())
+        return path.stat().st_size
+
+    recorded: list[int] = []
+
+    def windowed() -> int:
+        spec = profwin.ProfileSpec(window=window, output_dir=out / "profwin", activities=["cpu"])
+        with profwin.Session(spec) as session:
+            model.generate(n, on_step=lambda _: session.step())
+        recorded[:] = count_step_markers(session.artifacts[0].path)
+        return session.artifacts[0].bytes
+
+    variants = {"no profiler": none, "whole-run torch.profiler": whole, "native schedule": native, "profwin.Session": windowed}
+    results: dict[str, tuple[float, int]] = {}
+    for name, fn in variants.items():
+        runs = [timed(fn) for _ in range(args.repeats)]
+        results[name] = (statistics.median(t for t, _ in runs), runs[-1][1])
+    assert recorded == list(range(window.start, window.end or 0)), recorded
+
+    # Per-call cost outside the window.
+    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(10**12), output_dir=out / "idle"))
+    idle.start()
+    calls = 1_000_000
+
+    def noop() -> None:
+        pass
+
+    empty_ns = min(timeit.repeat(noop, number=calls, repeat=5)) / calls * 1e9
+    step_ns = min(timeit.repeat(idle.step, number=calls, repeat=5)) / calls * 1e9
+    idle_prof = profile(activities=[ProfilerActivity.CPU], schedule=schedule(skip_first=10**9, wait=0, warmup=1, active=1))
+    idle_prof.start()
+    prof_step_ns = min(timeit.repeat(idle_prof.step, number=100_000, repeat=3)) / 100_000 * 1e9
+    idle_prof.stop()
+
+    base_t = results["no profiler"][0]
+    whole_b = results["whole-run torch.profiler"][1]
+    print(f"torch {torch.__version__}, {n} steps, window {window} ({k} steps), median of {args.repeats}, 1 intra-op thread")
+    print(f"{'variant':28}{'wall s':>9}{'x no-prof':>11}{'trace bytes':>14}{'x whole-run':>13}")
+    for name, (t, size) in results.items():
+        ratio_b = f"{size / whole_b:.4f}" if size else "-"
+        print(f"{name:28}{t:>9.3f}{t / base_t:>11.2f}{size:>14,}{ratio_b:>13}")
+    print(f"profwin trace holds ProfilerStep#{recorded[0]}..#{recorded[-1]} ({len(recorded)} steps)")
+    print()
+    print("per-call cost outside the window (best of 5 x 1e6 calls):")
+    print(f"  empty Python call        {empty_ns:8.1f} ns")
+    print(f"  profwin Session.step()   {step_ns:8.1f} ns   ({step_ns / empty_ns:.2f}x an empty call)")
+    print(f"  torch profile.step()     {prof_step_ns:8.1f} ns   (NONE phase of a native schedule)")
+    per_step_base = base_t / n * 1e9
+    print(f"  one decode step          {per_step_base:8.0f} ns   (Session.step() adds {step_ns / per_step_base:.2e} of it)")
+
+
+if __name__ == "__main__":
+    main()
