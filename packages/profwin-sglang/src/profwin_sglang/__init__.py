@@ -16,7 +16,7 @@ from profwin_sglang.request import SGLANG_ACTIVITIES, SglangOptions, activities_
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.session import SessionError, SglangSession, session
 from profwin_sglang.targets import ServerInfo
-from profwin_sglang.traces import count_steps, step_names, trim_trace
+from profwin_sglang.traces import count_steps, step_names, trim_in_place
 from profwin_sglang.versions import VERIFIED_VERSION, Features, features
 
 __all__ = [
@@ -42,5 +42,5 @@ __all__ = [
     "profile_request",
     "session",
     "step_names",
-    "trim_trace",
+    "trim_in_place",
 ]

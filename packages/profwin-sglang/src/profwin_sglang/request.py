@@ -108,7 +108,7 @@ def activities_for(spec: ProfileSpec, device: str | None) -> tuple[list[str], li
     elif spec.activities is None:
         wanted.append(("cpu", "CPU"))
         if accelerator is not None or device is None:
-            wanted.append((accelerator or "cuda", "GPU"))
+            wanted.append((accelerator or "cuda", _ACTIVITY[accelerator or "cuda"]))
     else:
         wanted = [(name, _ACTIVITY[name]) for name in spec.activities]
     if spec.memory:

@@ -34,7 +34,7 @@ from profwin_sglang.http import ServerError
 from profwin_sglang.plan import Plan, plan_window
 from profwin_sglang.request import activities_for, new_profile_id, options_of, profile_request
 from profwin_sglang.targets import EngineTarget, HttpTarget, ServerInfo, StopOutcome, Target, disarm_body, is_engine
-from profwin_sglang.traces import count_steps, find_artifacts, trim_trace
+from profwin_sglang.traces import count_steps, find_artifacts, trim_in_place
 from profwin_sglang.versions import Features, features
 
 __all__ = ["SessionError", "SglangSession", "session"]
@@ -272,7 +272,7 @@ class SglangSession:
     @staticmethod
     def _trim(path: Any, plan: Plan, notes: list[str]) -> Window | None:
         ran = count_steps(path)
-        kept = trim_trace(path, plan.window)
+        kept = trim_in_place(path, plan.window)
         if kept == 0:
             notes.append(f"the server ran {ran} batch(es) of {plan.recorded}: window {plan.window} never started")
             return None

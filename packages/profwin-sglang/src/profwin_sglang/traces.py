@@ -7,50 +7,31 @@ SGLang 0.5.23 names them (``srt/managers/scheduler_components/profiler_manager.p
     {prefix}-{time.time()}-TP-{tp}-memory[-EXTEND|-DECODE].pickle        (MEM: no profile_id)
 
 Each scheduler batch's forward is one ``step[MODE bs=... ]`` span (``profile_range`` in
-``model_runner``), inside the scheduler's ``scheduler.run_batch`` span: that is what a "step" is.
+``model_runner``): that is what a "step" is. Reading and trimming are core's
+(:mod:`profwin.traces`, which knows SGLang's markers).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import re
-import tempfile
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from profwin.plugin_api import Artifact
+from profwin.traces import TraceError, summarize, trim
 from profwin.window import Window
 
-__all__ = ["count_steps", "find_artifacts", "step_names", "trim_trace"]
+__all__ = ["count_steps", "find_artifacts", "step_names", "trim_in_place"]
 
-_STEP = "step["
-_RUN_BATCH = "scheduler.run_batch"
 _TP = re.compile(r"-TP-(\d+)")
-
-
-def _load(path: Path) -> dict[str, Any]:
-    with gzip.open(path, "rt") if path.suffix == ".gz" else open(path) as handle:
-        data = json.load(handle)
-    return data if isinstance(data, dict) else {"traceEvents": data}
-
-
-def _spans(events: Iterable[dict[str, Any]], prefix: str, exact: bool = False) -> list[dict[str, Any]]:
-    found = [
-        e
-        for e in events
-        if e.get("ph") == "X"
-        and isinstance(e.get("name"), str)
-        and (e["name"] == prefix if exact else e["name"].startswith(prefix))
-    ]
-    return sorted(found, key=lambda e: float(e.get("ts", 0)))
 
 
 def step_names(path: str | os.PathLike[str]) -> list[str]:
     """The ``step[...]`` span names of a chrome trace, in time order (one per scheduler batch)."""
-    return [e["name"] for e in _spans(_load(Path(path)).get("traceEvents", []), _STEP)]
+    try:
+        return [step.label for step in summarize(Path(path), top=0).steps]
+    except TraceError:  # no step markers at all: no batch ran while recording
+        return []
 
 
 def count_steps(path: str | os.PathLike[str]) -> int:
@@ -58,45 +39,18 @@ def count_steps(path: str | os.PathLike[str]) -> int:
     return len(step_names(path))
 
 
-def trim_trace(path: str | os.PathLike[str], keep: Window) -> int:
-    """Cut a trace down to its batches ``keep`` (0-based positions among its batches), in place.
-
-    A batch starts with its ``scheduler.run_batch`` span (where SGLang itself starts and stops the
-    profiler) or, without one, with its ``step[...]`` span. Events that begin before batch
-    ``keep.start`` or at/after batch ``keep.end`` are dropped; metadata events stay. Returns the
-    number of batches left.
-    """
+def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
+    """Cut a trace down to its batches ``keep`` (numbered from 0 in trace order) with
+    :func:`profwin.traces.trim`, replacing the file; returns the number of batches kept (0: the
+    trace holds none of them and is left as it was)."""
     path = Path(path)
-    data = _load(path)
-    events: list[dict[str, Any]] = data.get("traceEvents", [])
-    steps = _spans(events, _STEP)
-    starts = [float(s["ts"]) for s in steps]
-    run_batches = _spans(events, _RUN_BATCH, exact=True)
-    if len(run_batches) >= len(steps):
-        # Use the enclosing run_batch span of each step when there is one.
-        starts = [_enclosing_start(float(s["ts"]), run_batches) for s in steps]
-    first = float("inf") if keep.start >= len(starts) else starts[keep.start]
-    if keep.start == 0:
-        first = float("-inf")
-    last = float("inf") if keep.end is None or keep.end >= len(starts) else starts[keep.end]
-    data["traceEvents"] = [e for e in events if e.get("ph") == "M" or "ts" not in e or first <= float(e["ts"]) < last]
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".profwin-trim-", suffix=path.suffix)
-    os.close(fd)
-    with gzip.open(tmp, "wt") if path.suffix == ".gz" else open(tmp, "w") as handle:
-        json.dump(data, handle)
-    os.replace(tmp, path)
-    kept_end = len(starts) if keep.end is None else min(keep.end, len(starts))
-    return max(kept_end - keep.start, 0)
-
-
-def _enclosing_start(ts: float, spans: list[dict[str, Any]]) -> float:
-    for span in reversed(spans):
-        start = float(span["ts"])
-        if start <= ts <= start + float(span.get("dur", 0)):
-            return start
-        if start < ts:
-            break
-    return ts
+    partial = path.with_name(f".profwin-trim-{path.name}")
+    try:
+        result = trim(path, keep, partial)
+    except TraceError:
+        return 0
+    os.replace(partial, path)
+    return result.step_count
 
 
 def find_artifacts(output_dir: Path, *, prefix: str, profile_id: str | None, since: float, producer: str) -> list[Artifact]:

@@ -1,0 +1,255 @@
+"""Session-relative windows on a real SGLang 0.5.23 server that has the profwin server plugin.
+
+One request of N tokens runs exactly N scheduler batches: one prefill (``step[EXTEND …]``) and
+N-1 decodes (``step[DECODE …]``), so a window's position shows in its trace: ``0:5`` starts with
+the prefill, ``3:8`` holds decodes only. Each check counts the ``step[...]`` spans in the trace.
+The tests run in file order: the first one sees the server fresh (batch counter 0).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import threading
+import time
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from profwin import ProfileSpec, Window
+from profwin_sglang import ServerError, ServerTimeout, SessionError, SglangBackend, session, step_names
+from profwin_sglang.http import call
+from profwin_sglang.targets import HttpTarget
+
+pytestmark = [pytest.mark.sglang, pytest.mark.slow]
+
+TOKENS = 12  # batches per request: 1 prefill + 11 decodes
+
+
+def _spec(tmp_path: Path, window: str, **kwargs: object) -> ProfileSpec:
+    return ProfileSpec(window=Window.parse(window), output_dir=tmp_path, activities=("cpu",), **kwargs)  # type: ignore[arg-type]
+
+
+def _profile(server, spec: ProfileSpec, tokens: int = TOKENS):  # type: ignore[no-untyped-def]
+    """One session around one request; returns (session, [step names per trace], warnings)."""
+
+    def run():  # type: ignore[no-untyped-def]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with session(server.url, spec) as s:
+                server.generate(tokens)
+        return s, [step_names(a.path) for a in s.artifacts if a.kind == "trace"], [str(w.message) for w in caught]
+
+    return server.retry_on_kineto_crash(run)
+
+
+def _expected(window: Window, batches: int = TOKENS) -> list[str]:
+    """The step kinds a window of one request's batches must hold."""
+    end = batches if window.end is None else min(window.end, batches)
+    return ["EXTEND" if k == 0 else "DECODE" for k in range(window.start, end)]
+
+
+def _kinds(names: list[str]) -> list[str]:
+    return [name.split()[0].removeprefix("step[").rstrip("]") for name in names]
+
+
+def _check_window(server, tmp_path: Path, window: str) -> None:  # type: ignore[no-untyped-def]
+    before = server.forward_ct()
+    s, traces, caught = _profile(server, _spec(tmp_path, window))
+    win = Window.parse(window)
+    assert len(traces) == 1, (s.results, caught)
+    assert _kinds(traces[0]) == _expected(win), traces[0]
+    assert s.artifacts[0].steps == Window(win.start, min(win.end or TOKENS, TOKENS))
+    assert s.results[0].details["mode"] == "relative"
+    assert server.forward_ct() == before + TOKENS  # nothing but the request ran
+
+
+def test_fresh_server_window_3_8(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert plugin_server.forward_ct() == 0, "the server must be fresh for this test"
+    _check_window(plugin_server, tmp_path, "3:8")
+
+
+def test_fresh_server_window_0_5(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    assert plugin_server.forward_ct() == TOKENS  # only the previous test's request ran
+    _check_window(plugin_server, tmp_path, "0:5")
+
+
+def test_fresh_server_window_past_the_last_batch(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # 10:13 reaches one batch past the request's last (batch 11): the trace holds 10:12 and says so.
+    s, traces, caught = _profile(plugin_server, _spec(tmp_path, "10:13"))
+    assert _kinds(traces[0]) == ["DECODE", "DECODE"]
+    assert s.artifacts[0].steps == Window(10, 12)
+    assert any("holds steps 10:12" in w for w in caught), caught
+
+
+def _warm(server) -> None:  # type: ignore[no-untyped-def]
+    threads = [threading.Thread(target=server.generate, args=(7 + i, f"w{i} w9")) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    server.generate(5)
+    urllib.request.urlopen(server.url + "/health", timeout=60).read()  # a 1-token batch too
+
+
+@pytest.mark.parametrize("window", ["0:5", "3:8", "9:13"])
+def test_warm_server_windows(plugin_server, tmp_path: Path, window: str) -> None:  # type: ignore[no-untyped-def]
+    _warm(plugin_server)
+    assert plugin_server.forward_ct() > 40  # an absolute start_step of 3 or 9 would mean "now"
+    if window == "9:13":  # one past the last batch again: 9, 10, 11 exist
+        s, traces, _ = _profile(plugin_server, _spec(tmp_path, window))
+        assert _kinds(traces[0]) == ["DECODE"] * 3
+        assert s.artifacts[0].steps == Window(9, 12)
+    else:
+        _check_window(plugin_server, tmp_path, window)
+
+
+def test_window_never_reached_is_disarmed(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    s, traces, caught = _profile(plugin_server, _spec(tmp_path, "20:25"))
+    assert traces == []
+    assert s.artifacts == []
+    assert any("never reached" in w for w in caught), caught
+    # SGLang keeps an armed window across /stop_profile; profwin re-armed it out of reach, so the
+    # batches that would have been steps 20-24 record nothing.
+    plugin_server.generate(TOKENS)
+    assert list(tmp_path.glob("*.trace.json.gz")) == []
+
+
+def test_two_sessions_in_a_row(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    first, t1, _ = _profile(plugin_server, _spec(tmp_path / "a", "2:4"))
+    second, t2, _ = _profile(plugin_server, _spec(tmp_path / "b", "0:2"))
+    assert _kinds(t1[0]) == ["DECODE", "DECODE"]
+    assert _kinds(t2[0]) == ["EXTEND", "DECODE"]
+    assert first.results[0].details["profile_id"] != second.results[0].details["profile_id"]
+
+
+def test_async_session(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    import asyncio
+
+    async def run():  # type: ignore[no-untyped-def]
+        async with session(plugin_server.url, _spec(tmp_path, "1:4")) as s:
+            await asyncio.to_thread(plugin_server.generate, TOKENS)
+        return s
+
+    s = plugin_server.retry_on_kineto_crash(lambda: asyncio.run(run()))
+    assert _kinds(step_names(s.artifacts[0].path)) == ["DECODE"] * 3
+
+
+def test_stop_after_auto_stop(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = _spec(tmp_path, "0:3")
+    s = session(plugin_server.url, spec)
+    s.start()
+    plugin_server.generate(6)  # batches 3..5 run after the window: SGLang auto-stopped at batch 3
+    raw = HttpTarget(plugin_server.url)
+    with pytest.raises(ServerError) as info:  # what SGLang 0.5.23 itself answers
+        call(plugin_server.url, "/stop_profile", timeout=30)
+    assert info.value.status == 500
+    assert raw.stop() == "not-running"
+    results = s.stop()  # profwin's own stop after the auto-stop: fine, files found
+    assert results[0].ok, results
+    assert _kinds(step_names(s.artifacts[0].path)) == ["EXTEND", "DECODE", "DECODE"]
+
+
+def test_by_stage(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = _spec(tmp_path, ":3", options={"sglang": {"by_stage": True}})
+    s, _traces, _ = _profile(plugin_server, spec)
+    names = sorted(a.path.name for a in s.artifacts)
+    assert [n.rsplit("-", 1)[1] for n in names] == ["DECODE.trace.json.gz", "EXTEND.trace.json.gz"]
+    by_name = {a.path.name.rsplit("-", 1)[1]: step_names(a.path) for a in s.artifacts}
+    assert _kinds(by_name["EXTEND.trace.json.gz"]) == ["EXTEND"]
+    assert _kinds(by_name["DECODE.trace.json.gz"]) == ["DECODE"] * 3
+    assert all(a.steps is None for a in s.artifacts)
+    # The by-stage arming was cleared at the stop: a later request records nothing.
+    before = set(tmp_path.iterdir())
+    plugin_server.generate(4)
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_memory_needs_cuda(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # SGLang would call torch.cuda.memory._record_memory_history on the scheduler thread, which on a
+    # CPU build raises and takes the server down; profwin refuses before sending anything.
+    with pytest.raises(SessionError, match="needs a CUDA server"):
+        session(plugin_server.url, _spec(tmp_path, "0:2", memory=True)).start()
+    assert plugin_server.alive()
+    s, traces, caught = _profile(plugin_server, _spec(tmp_path, "0:2", memory=True, on_unavailable="drop"))
+    assert s.results[0].details["request"]["activities"] == ["CPU"]
+    assert any("dropped memory" in w for w in caught), caught
+    assert _kinds(traces[0]) == ["EXTEND", "DECODE"]
+
+
+def test_backend_start_stop(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    backend = SglangBackend()
+    spec = _spec(tmp_path, "4:6")
+    started = backend.start([plugin_server.url], spec, timeout=30)
+    assert started[0].ok, started
+    plugin_server.generate(TOKENS)
+    stopped = SglangBackend().stop([plugin_server.url], spec, timeout=30)  # a new object, as a new CLI process
+    assert stopped[0].ok, stopped
+    (artifact,) = stopped[0].artifacts
+    assert artifact.steps == Window(4, 6)
+    assert _kinds(step_names(artifact.path)) == ["DECODE", "DECODE"]
+
+
+def test_fan_out_with_one_wrong_port(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens once the socket closes
+    sess = session([plugin_server.url, dead], _spec(tmp_path, "0:2"))
+    with pytest.raises(SessionError) as info:
+        sess.start()
+    by_target = {r.target: r for r in info.value.results}
+    assert by_target[plugin_server.url].ok
+    assert not by_target[dead].ok
+    assert "cannot reach" in by_target[dead].message
+    # The server that did start was stopped again: a new session starts cleanly.
+    _s2, traces, _ = _profile(plugin_server, _spec(tmp_path / "after", "0:2"))
+    assert _kinds(traces[0]) == ["EXTEND", "DECODE"]
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A TCP server on 127.0.0.1 that accepts and never answers (like a hung /start_profile)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    listener.close()
+
+
+def test_timeout(silent_server: str, tmp_path: Path) -> None:
+    began = time.monotonic()
+    with pytest.raises(SessionError, match="did not answer within 1 s") as info:
+        session(silent_server, _spec(tmp_path, "0:2"), timeout=1.0).start()
+    assert time.monotonic() - began < 10
+    assert not info.value.results[0].ok
+    with pytest.raises(ServerTimeout, match="SGLang #22083"):
+        HttpTarget(silent_server, timeout=1.0).start({"num_steps": 1})
+
+
+def test_trace_is_chrome_json(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    s, _, _ = _profile(plugin_server, _spec(tmp_path, "0:1"))
+    (artifact,) = s.artifacts
+    assert artifact.path.name.startswith(f"profwin-{s.results[0].details['profile_id']}-TP-0")
+    with gzip.open(artifact.path, "rt") as f:
+        assert "traceEvents" in json.load(f)

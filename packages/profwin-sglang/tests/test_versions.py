@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from profwin import ConfigError
+from profwin_sglang import VERIFIED_VERSION, features
+from profwin_sglang.versions import installed_version, parse_version
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [("0.5.23", (0, 5, 23)), ("v0.5.23.post1", (0, 5, 23)), ("0.5.23rc0", (0, 5, 23)), ("0.6", (0, 6, 0))],
+)
+def test_parse_version(text: str, parsed: tuple[int, int, int]) -> None:
+    assert parse_version(text) == parsed
+
+
+def test_parse_version_rejects_junk() -> None:
+    with pytest.raises(ConfigError, match="engine_version"):
+        parse_version("latest")
+
+
+def test_features_by_version() -> None:
+    new, old = features("0.5.23"), features("0.5.10")
+    assert new.req_type
+    assert new.client_profile_id
+    assert new.exact_immediate
+    assert new.server_info_path == "/server_info"
+    assert not (old.req_type)
+    assert not (old.client_profile_id)
+    assert not (old.exact_immediate)
+    assert old.server_info_path == "/get_server_info"
+    assert features(None).label == "unknown"
+    assert features(None).exact_immediate
+    assert features(VERIFIED_VERSION).label == "0.5.23"
+
+
+def test_installed_version_without_sglang() -> None:
+    # The dev environment never installs sglang (it lives in its own cached venv).
+    assert installed_version() is None
