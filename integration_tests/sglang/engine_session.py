@@ -1,0 +1,57 @@
+"""Drive ``profwin_sglang.session`` on an in-process ``sglang.Engine``; print what it wrote as JSON.
+
+    python engine_session.py MODEL_DIR OUT_DIR WINDOW [WINDOW ...]
+
+Run with the SGLang environment's python and PYTHONPATH holding the torchvision shim, the
+generated plugin dist-info and profwin's sources (see conftest.py). Each window gets one session
+around one 12-token request, after the engine has been warmed by a few requests.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+TOKENS = 12
+
+
+def main(model: str, out: Path, windows: list[str]) -> None:
+    import sglang
+
+    from profwin import ProfileSpec, Window
+    from profwin_sglang import session, step_names
+
+    engine = sglang.Engine(
+        model_path=model,
+        device="cpu",
+        attention_backend="torch_native",
+        disable_cuda_graph=True,
+        mem_fraction_static=0.05,
+        max_total_tokens=4096,
+        skip_server_warmup=True,
+        log_level="warning",
+    )
+    params = {"max_new_tokens": TOKENS, "temperature": 0, "ignore_eos": True}
+    try:
+        for prompt in ("w1 w2", "w3 w4 w5", "w6"):
+            engine.generate(prompt, params)
+        report = []
+        for window in windows:
+            spec = ProfileSpec(window=Window.parse(window), output_dir=out / window.replace(":", "-"), activities=["cpu"])
+            with session(engine, spec) as s:
+                engine.generate("w7 w8", params)
+            report.append(
+                {
+                    "window": window,
+                    "mode": s.results[0].details["mode"],
+                    "artifacts": [{"steps": str(a.steps), "names": step_names(a.path), "file": a.path.name} for a in s.artifacts],
+                }
+            )
+        print("PROFWIN-REPORT " + json.dumps(report), flush=True)
+    finally:
+        engine.shutdown()
+
+
+if __name__ == "__main__":  # the engine spawns its scheduler with multiprocessing
+    main(sys.argv[1], Path(sys.argv[2]), sys.argv[3:])

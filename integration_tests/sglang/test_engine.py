@@ -1,0 +1,38 @@
+"""``profwin_sglang.session`` on an in-process ``sglang.Engine`` (plugin loaded in its scheduler)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.sglang, pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+def test_engine_windows_on_a_warm_engine(sglang_python: Path, tiny_model: Path, plugin_site: Path, tmp_path: Path) -> None:
+    paths = [HERE / "stubs", plugin_site, ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [str(sglang_python), str(HERE / "engine_session.py"), str(tiny_model), str(tmp_path), "0:5", "3:8"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert lines, done.stdout[-4000:]
+    report = {entry["window"]: entry for entry in json.loads(lines[0].removeprefix("PROFWIN-REPORT "))}
+    kinds = {
+        window: [name.split()[0].removeprefix("step[").rstrip("]") for name in entry["artifacts"][0]["names"]]
+        for window, entry in report.items()
+    }
+    assert kinds == {"0:5": ["EXTEND"] + ["DECODE"] * 4, "3:8": ["DECODE"] * 5}
+    assert {w: e["mode"] for w, e in report.items()} == {"0:5": "relative", "3:8": "relative"}
+    assert {w: e["artifacts"][0]["steps"] for w, e in report.items()} == {"0:5": "0:5", "3:8": "3:8"}
