@@ -17,7 +17,7 @@ from profwin_sglang.request import activities_for, launch_env, new_profile_id, o
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.session import SglangSession
 from profwin_sglang.targets import HttpTarget
-from profwin_sglang.versions import features
+from profwin_sglang.versions import features, installed_version
 
 __all__ = ["SglangBackend"]
 
@@ -37,21 +37,23 @@ class SglangBackend:
     forms: tuple[str, ...] = ("json", "curl", "engine", "env")
 
     def describe(self, window: Window, *, version: str | None = None) -> Mapping[str, Any]:
-        feats = features(version)
+        feats = features(version or installed_version())
         relative = plan_window(window, features=feats, plugin=True)
         fallback = plan_window(window, features=feats, plugin=False)
-        length = window.length
+        steps = "until stop" if window.length is None else str(window.length)
+        without = (
+            f"immediate: no start_step, num_steps={fallback.num_steps}"
+            if fallback.mode == "immediate"
+            else f"trim: record {fallback.recorded} (num_steps={fallback.num_steps}), cut the trace to {window}"
+        )
         return {
             "version": feats.label,
-            "step": "one scheduler batch (prefill chunk, decode, mixed or idle), counted from the session start",
-            "with server plugin": {"start_step": relative.start_step, "num_steps": relative.num_steps,
-                                   "means": f"start {window.start} batches after the request (start_step - 2**40)"},
-            "without server plugin": {"mode": fallback.mode, "start_step": fallback.start_step,
-                                      "num_steps": fallback.num_steps, "records": str(fallback.recorded),
-                                      "trace keeps": str(fallback.window)},
-            "fresh server, absolute": {"start_step": window.start + 1, "num_steps": length,
-                                       "note": "forward_ct counts batches from 1 at launch; right only before any other batch ran"},
-        }  # fmt: skip
+            "step": "one scheduler batch (prefill chunk, decode, mixed, idle) from the session start",
+            "start_step": f"2**40+{window.start} = {relative.start_step} (server plugin: {window.start} batches after the request)",
+            "num_steps": steps,
+            "without_server_plugin": without,
+            "absolute_on_fresh_server": f"start_step={window.start + 1} (forward_ct counts from 1 at launch; wrong once any batch ran)",
+        }
 
     def render_args(self, spec: ProfileSpec, *, form: str | None = None, version: str | None = None) -> str:
         form = form or self.forms[0]
@@ -60,8 +62,10 @@ class SglangBackend:
         if form == "env":
             return "\n".join(f"{k}={shlex.quote(v)}" for k, v in launch_env(spec).items())
         options = options_of(spec)
-        # No live server to ask: assume the server plugin, the only exact way to start later than 0.
-        plan = plan_window(spec.window, features=features(version), plugin=options.start != "trim",
+        # No live server to ask: assume the server plugin for windows starting later than 0 (the only
+        # exact way); 0:N is exact in immediate mode on any server.
+        plugin = options.start != "trim" and spec.window.start > 0
+        plan = plan_window(spec.window, features=features(version or installed_version()), plugin=plugin,
                            start=options.start, by_stage=options.by_stage)  # fmt: skip
         activities, _ = activities_for(spec, None)
         body = profile_request(spec, plan, activities=activities, profile_id=new_profile_id())

@@ -43,7 +43,7 @@ T = TypeVar("T")
 # A server whose version cannot be read: assume the older, less exact behaviour.
 _UNKNOWN = Features(version=None, req_type=True, client_profile_id=False, exact_immediate=False, server_info_path="/server_info")
 # After "not in progress" the auto-stop has written the files; give a slow disk this long to show them.
-_FILES_GRACE_S = 5.0
+_FILES_GRACE_S = 2.0
 
 
 class SessionError(RuntimeError):
@@ -220,8 +220,13 @@ class SglangSession:
                     artifact.path.unlink(missing_ok=True)
                     continue
             elif artifact.kind in ("trace", "merged-trace") and outcome == "stopped":
-                # Stopped by us while recording: the window may have been cut short.
+                # Stopped by us while recording: the window may have been cut short, or (immediate
+                # mode without traffic) never begun.
                 steps = plan.window.clip(plan.window.start + count_steps(artifact.path))
+                if steps is None:
+                    artifact.path.unlink(missing_ok=True)
+                    notes.append(f"no batch ran while recording: window {plan.window} was never reached")
+                    continue
             elif artifact.kind == "memory-snapshot":
                 steps = plan.recorded
             else:
@@ -238,7 +243,7 @@ class SglangSession:
             )
         if plan.trims and any(a.kind == "memory-snapshot" for a in artifacts):
             notes.append(f"memory snapshots cannot be trimmed and hold steps {plan.recorded}")
-        if not artifacts:
+        if not artifacts and not notes:
             where = self.spec.output_dir
             notes.append(
                 f"no files of this session in {where}: window {plan.window} was never reached"

@@ -1,0 +1,66 @@
+"""What an exact relative window saves over the record-and-trim fallback, on a live SGLang server.
+
+    python benchmarks/sglang_window_cost.py --url http://127.0.0.1:30000 [--window 40:50] [--tokens 64] [--repeat 3]
+
+The server should have the profwin-sglang server plugin (otherwise both rows use trim). For each
+mode the same request (``--tokens`` new tokens, so that many batches) runs inside a session, side
+by side with an unprofiled run; printed are the request's wall time relative to unprofiled, the
+trace bytes on disk, and the bytes the server had to write before trimming. Ratios only: no
+timing is asserted anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+from profwin import ProfileSpec, Window
+from profwin_sglang import session
+
+
+def _generate(url: str, tokens: int) -> float:
+    body = {"text": "w1 w2 w3", "sampling_params": {"max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}
+    request = urllib.request.Request(url + "/generate", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    began = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=600) as reply:
+        reply.read()
+    return time.perf_counter() - began
+
+
+def _profiled(url: str, window: Window, tokens: int, start: str, out: Path) -> tuple[float, int]:
+    spec = ProfileSpec(window=window, output_dir=out, activities=("cpu",), options={"sglang": {"start": start}})
+    with session(url, spec) as s:
+        seconds = _generate(url, tokens)
+    return seconds, sum(a.bytes for a in s.artifacts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--window", default="40:50")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    window = Window.parse(args.window)
+    rows: dict[str, list[tuple[float, int]]] = {"unprofiled": [], "relative": [], "trim": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            rows["unprofiled"].append((_generate(args.url, args.tokens), 0))
+            for mode in ("relative", "trim"):
+                rows[mode].append(_profiled(args.url, window, args.tokens, mode, Path(tmp) / f"{mode}{i}"))
+    base = statistics.median(s for s, _ in rows["unprofiled"])
+    print(f"window {window} of a {args.tokens}-batch request, median of {args.repeat}")
+    print(f"{'mode':<11} {'time/unprofiled':>16} {'trace bytes':>12}")
+    for mode, values in rows.items():
+        seconds = statistics.median(s for s, _ in values)
+        size = int(statistics.median(b for _, b in values))
+        print(f"{mode:<11} {seconds / base:>16.2f} {size:>12}")
+
+
+if __name__ == "__main__":
+    main()
