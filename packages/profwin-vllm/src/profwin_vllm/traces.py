@@ -8,8 +8,9 @@ are not up (the CPU worker); before 0.31 the CPU worker wrote ``<instance id>-ra
 AsyncLLM frontend, when on, writes ``<prefix>_<host>_<pid>.async_llm.<time_ns>.pt.trace.json.gz``.
 
 Each recorded engine step carries one ``record_function`` annotation named
-``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)``, so counting those annotations gives
-the steps a trace holds without trusting the settings that were sent.
+``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)`` (with ``detailed_trace_annotation``:
+``execute_<tokens>_context_<n>(sq..sk..)...``), so counting those annotations gives the steps a
+trace holds without trusting the settings that were sent.
 """
 
 from __future__ import annotations
@@ -28,15 +29,15 @@ from profwin.window import Window
 
 __all__ = ["STEP_ANNOTATION", "TraceFile", "count_steps", "session_artifacts", "trace_files"]
 
-STEP_ANNOTATION = "execute_"
-"""Start of the name of the annotation vLLM's worker puts around each recorded step."""
+STEP_ANNOTATION = re.compile(r"execute_(?:\d+_)?context_")
+"""How the name of the annotation vLLM's worker puts around each recorded step begins."""
 
 _TRACE = re.compile(r"(?P<worker>.+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?")
 _RANK = re.compile(r"(?:^|[_-])rank-?(?P<rank>\d+)$")
 _FRONTEND = ".async_llm"
 # torch's chrome-trace export writes "cat" right before "name"; only CPU-side annotations count
 # (on CUDA the same name appears again as a gpu_user_annotation).
-_STEP_EVENT = re.compile(rb'"cat":\s*"user_annotation",\s*"name":\s*"' + STEP_ANNOTATION.encode())
+_STEP_EVENT = re.compile(rb'"cat":\s*"user_annotation",\s*"name":\s*"' + STEP_ANNOTATION.pattern.encode())
 _CHUNK = 1 << 20
 _OVERLAP = 256
 

