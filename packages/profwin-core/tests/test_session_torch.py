@@ -187,3 +187,9 @@ def test_spec_output_dir_is_checked_before_profiling(tmp_path: Path) -> None:
     blocker.write_text("")
     with pytest.raises(ConfigError, match="output_dir"):
         Session(ProfileSpec(window=Window(0, 2), output_dir=blocker / "x")).start()
+
+
+def test_closing_before_the_first_step_ends_writes_nothing(spec_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.warns(WindowWarning, match="never reached: the session ran 0 step"), Session(spec_in("0:3")):
+        pass
+    assert list(tmp_path.iterdir()) == []

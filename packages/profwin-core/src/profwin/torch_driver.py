@@ -173,10 +173,9 @@ class TorchDriver:
             # Closed during warm-up: finish the prepared Kineto session and write nothing, as
             # torch.profiler does when it exits in WARMUP.
             self._prof.start_trace()
-            self._prof.stop_trace()
-            return []
         self._prof.stop_trace()
-        assert steps is not None
+        if steps is None:  # no step of the window ran (e.g. closed right after entering)
+            return []
         final = trace_path(self._spec, rank=self._rank, steps=steps, suffix=self._suffix)
         # After an early normal close, the marker of the step that would have followed was opened
         # at the last boundary but none of the loop's work ran in it: drop it so the trace holds
