@@ -108,7 +108,6 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
         new = sorted(p for p in set(trace_dir.iterdir()) - before if p.name.endswith(".pt.trace.json.gz"))
         report["raw"][name] = {"delay": delay, "max": limit, "steps": [step_names(p) for p in new]}  # type: ignore[index]
     llm_done = time.monotonic()
-    del llm
     try:
         report["async"] = asyncio.run(async_session(model, spec("1:4", "async")))
     except Exception:

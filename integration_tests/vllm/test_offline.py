@@ -139,7 +139,8 @@ def test_async_llm_window_and_whole_session_frontend_trace(report: dict[str, Any
     assert traces[0]["steps"] == "1:4"
     assert result["steps"][Path(traces[0]["path"]).name] == [DECODE] * 3
     frontend = [a for a in result["artifacts"] if a["kind"] == "frontend-trace"]
-    assert len(frontend) == 1 and frontend[0]["steps"] is None
+    assert len(frontend) == 1
+    assert frontend[0]["steps"] is None
     assert ".async_llm." in frontend[0]["path"]
 
 

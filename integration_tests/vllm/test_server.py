@@ -81,7 +81,8 @@ def test_cli_start_and_stop(profiled: Server) -> None:
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     (result,) = json.loads(stopped.stdout)
     traces = [a for a in result["artifacts"] if a["kind"] == "trace"]
-    assert len(traces) == 1 and traces[0]["steps"] == "0:3"
+    assert len(traces) == 1
+    assert traces[0]["steps"] == "0:3"
     assert step_names(Path(traces[0]["path"])) == [PREFILL, DECODE, DECODE]
 
 
@@ -95,9 +96,11 @@ def test_second_start_is_409_and_restart_recovers(profiled: Server) -> None:
     assert second.details["status"] == 409
     assert "returned 409: a profiling session is already active" in second.message
     assert f"profwin stop --engine vllm --url {profiled.url}" in second.message
-    with pytest.raises(profwin_vllm.SessionError, match="409"):
-        with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120):
-            pass
+    with (
+        pytest.raises(profwin_vllm.SessionError, match="409"),
+        profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120),
+    ):
+        pass
     with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120, on_active="restart") as s:
         profiled.complete(PROMPT, max_tokens=8)
     traces = [a for a in s.artifacts if a.kind == "trace"]
@@ -123,11 +126,13 @@ def test_server_without_profiler_is_404_with_the_flag_to_add(servers: dict[str, 
     backend = profwin_vllm.VllmBackend()
     spec = ProfileSpec(window=Window(2, 5), output_dir="/tmp/profwin-vllm-404", prefix="nope")
     (started,) = backend.start([plain.url], spec, api_key=API_KEY, timeout=60)
-    assert not started.ok and started.details["status"] == 404
+    assert not started.ok
+    assert started.details["status"] == 404
     assert "returned 404: this server was started without a profiler" in started.message
     assert 'Relaunch it with --profiler-config \'{"profiler":"torch"' in started.message
     (stopped,) = backend.stop([plain.url], spec, api_key=API_KEY, timeout=60)
-    assert not stopped.ok and stopped.details["status"] == 404
+    assert not stopped.ok
+    assert stopped.details["status"] == 404
 
 
 def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Server) -> None:

