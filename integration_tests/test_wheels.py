@@ -42,6 +42,7 @@ UMBRELLA = "profwin"
 CORE = "profwin-core"
 PLUGINS = sorted(name for name in PACKAGES if name not in (UMBRELLA, CORE))
 ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
+LISTED_GROUPS = ("profwin.backends", "profwin.profilers")  # what `profwin plugins` lists
 
 
 def _norm(name: str) -> str:
@@ -243,7 +244,7 @@ for name in names[1:]:
     except Exception as exc:
         record(name, exc)
 for ep in dist.entry_points:
-    if ep.group.startswith("profwin."):
+    if ep.group in ("profwin.backends", "profwin.profilers"):
         requires += list(getattr(ep.load(), "requires", ()))
 print(json.dumps({"top": top, "file": package.__file__ if top not in failures else None,
                   "modules": names, "failures": failures, "requires": requires}))
@@ -256,7 +257,7 @@ def _declared_plugins(*dists: str) -> dict[str, str]:
         ep: dist
         for dist in dists
         for group, eps in PACKAGES[dist].get("entry-points", {}).items()
-        if group.startswith("profwin.")
+        if group in LISTED_GROUPS
         for ep in eps
     }
 
@@ -271,7 +272,7 @@ def _assert_listed(plugins: dict[str, dict[str, Any]], expected: dict[str, str],
         assert info["distribution"] == distribution, info
         assert info["version"] == versions[distribution] == PACKAGES[distribution]["version"], info
         assert info["status"] in ("ok", "missing dependency"), info
-        assert info["group"] in ("profwin.backends", "profwin.profilers"), info
+        assert info["group"] in LISTED_GROUPS, info
 
 
 def _assert_no_undeclared_imports(venv: Venv, name: str) -> dict[str, Any]:
