@@ -9,10 +9,11 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
-from profwin.discovery import PluginInfo, backend, plugins, profiler
+from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import (
     BACKENDS_GROUP,
+    ENGINE_FLAVOURS_GROUP,
     PLUGIN_API,
     PROFILERS_GROUP,
     Artifact,
@@ -34,6 +35,7 @@ except PackageNotFoundError:  # running from a source tree without metadata
 __all__ = [
     "ACTIVITIES",
     "BACKENDS_GROUP",
+    "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "RECORD_OPTIONS",
@@ -53,10 +55,12 @@ __all__ = [
     "backend",
     "check_bounds",
     "current_rank",
+    "engine_flavours",
     "load_spec",
     "plugins",
     "profiler",
     "spec_from_mapping",
     "spec_from_verl",
     "spec_from_yaml",
+    "validate_options",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
+from profwin.discovery import validate_options
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
 from profwin.spec import ProfileSpec
@@ -75,8 +76,12 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    notes: list[str] = []
     try:
         spec = load_spec(args.file)
+        plugin_errors, notes = validate_options(spec)
+        if plugin_errors:
+            raise ConfigError.combine(plugin_errors)
     except ConfigError as exc:
         errors = exc.errors or [exc]
         if args.json:
@@ -96,14 +101,17 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         "prefix": spec.prefix,
         "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
         "options": {k: dict(v) for k, v in spec.options.items()},
+        "notes": notes,
     }
     if args.json:
         _print_json(summary)
     else:
         print(f"{args.file}: valid")
         for key, value in summary.items():
-            if key not in ("file", "valid"):
+            if key not in ("file", "valid", "notes"):
                 print(f"  {key}: {value}")
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
     return 0
 
 

@@ -10,14 +10,16 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import importlib.util
+from collections.abc import Mapping
 from typing import Any, Literal, cast
 
 from attrs import frozen
 
-from profwin.errors import PluginError
-from profwin.plugin_api import BACKENDS_GROUP, PLUGIN_API, PROFILERS_GROUP, Backend, PluginSpec, Profiler
+from profwin.errors import ConfigError, PluginError
+from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, Backend, PluginSpec, Profiler
+from profwin.spec import ProfileSpec
 
-__all__ = ["PluginInfo", "backend", "plugins", "profiler"]
+__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed"]
 _GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
@@ -103,6 +105,16 @@ def plugins(group: str | None = None) -> list[PluginInfo]:
 _loaded: dict[tuple[str, str], object] = {}
 
 
+def _instantiate(info: PluginInfo, kind: str) -> object:
+    assert info.spec is not None
+    module_name, _, attr = info.spec.target.partition(":")
+    try:
+        obj: object = getattr(importlib.import_module(module_name), attr)
+    except Exception as exc:
+        raise PluginError(f"{kind} {info.name!r} failed to load {info.spec.target}: {type(exc).__name__}: {exc}") from exc
+    return obj() if isinstance(obj, type) else obj
+
+
 def _load(group: str, name: str) -> object:
     key = (group, name)
     if key in _loaded:
@@ -115,13 +127,7 @@ def _load(group: str, name: str) -> object:
     info = infos[name]
     if info.status != "ok" or info.spec is None:
         raise PluginError(f"{kind} {name!r} from {info.distribution} {info.version} is not usable: {info.status} ({info.detail})")
-    module_name, _, attr = info.spec.target.partition(":")
-    try:
-        obj: object = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:
-        raise PluginError(f"{kind} {name!r} failed to load {info.spec.target}: {type(exc).__name__}: {exc}") from exc
-    instance = obj() if isinstance(obj, type) else obj
-    _loaded[key] = instance
+    _loaded[key] = instance = _instantiate(info, kind)
     return instance
 
 
@@ -133,3 +139,46 @@ def backend(name: str) -> Backend:
 def profiler(name: str) -> Profiler:
     """Load the profiler plugin ``name`` (``torch``, ``npu``, ``memory``)."""
     return cast(Profiler, _load(PROFILERS_GROUP, name))
+
+
+def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
+    """Check ``spec.options`` with the plugins they are for, without their engines.
+
+    Returns ``(errors, notes)``: errors from each plugin's ``validate_options(options)`` (an
+    optional method of backends and profilers), and notes for options no installed plugin
+    checks. A plugin whose engine is missing still validates: only its own module is imported.
+    """
+    errors: list[ConfigError] = []
+    notes: list[str] = []
+    infos = {p.name: p for p in plugins() if p.spec is not None and p.status in ("ok", "missing dependency")}
+    for name, options in spec.options.items():
+        info = infos.get(name)
+        if info is None:
+            notes.append(f"options.{name}: no installed plugin named {name!r} checks these options")
+            continue
+        check = getattr(_instantiate(info, info.group), "validate_options", None)
+        if check is None:
+            notes.append(
+                f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
+            )
+            continue
+        try:
+            check(options)
+        except ConfigError as exc:
+            errors.extend(exc.errors or [exc])
+    return errors, notes
+
+
+def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list[Mapping[str, Any]]:
+    """What installed hardware plugins say an engine build does with ``spec``.
+
+    Each ``profwin.engine_flavours`` entry point is a function ``(engine, version, spec)``
+    returning a mapping (e.g. profwin-npu describes vllm-ascend and SGLang-on-NPU) or ``None``
+    when it has nothing to say. Backends call this so they never import a sibling plugin.
+    """
+    found: list[Mapping[str, Any]] = []
+    for ep in importlib.metadata.entry_points(group=ENGINE_FLAVOURS_GROUP):
+        flavour = ep.load()(engine, version, spec)
+        if flavour is not None:
+            found.append(flavour)
+    return found

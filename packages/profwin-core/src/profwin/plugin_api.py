@@ -10,6 +10,10 @@ A distribution registers a :class:`PluginSpec` under one of two entry-point grou
 
 The module named by the entry point must import nothing heavy: listing plugins loads it.
 ``PluginSpec.target`` names the object that does the work and is imported only on use.
+
+Either kind of plugin may also define ``validate_options(options: Mapping) -> None``, raising
+:class:`profwin.ConfigError` for bad ``spec.options[name]``; ``profwin validate`` calls it
+without needing the plugin's engine, so it must not import one.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from profwin.window import Window
 
 __all__ = [
     "BACKENDS_GROUP",
+    "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "Artifact",
@@ -40,6 +45,9 @@ PLUGIN_API = 1
 
 BACKENDS_GROUP = "profwin.backends"
 PROFILERS_GROUP = "profwin.profilers"
+ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
+"""Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
+(vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
 
 
 @frozen(kw_only=True)

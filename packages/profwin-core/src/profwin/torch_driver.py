@@ -107,6 +107,9 @@ class TorchProfiler:
     name = "torch"
     lead_steps = 1
 
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        _check_options(options)
+
     def check(self, spec: ProfileSpec) -> ProfileSpec:
         _check_options(spec.plugin_options("torch"))
         return spec.replace(activities=resolve_activities(spec, import_torch()))

@@ -21,6 +21,7 @@ import inspect
 import os
 import shutil
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,10 @@ class NpuProfiler:
     lead_steps = 1
     engine_flavour = staticmethod(engine_flavour)
     """:func:`profwin_npu.engine_flavour`, reachable through ``profwin.profiler("npu")``."""
+
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        """Check ``options.npu`` without torch_npu (``profwin validate`` calls this)."""
+        npu_options(ProfileSpec(options={"npu": options}))
 
     def check(self, spec: ProfileSpec) -> ProfileSpec:
         npu_options(spec)  # bad options fail before torch_npu is even imported

@@ -234,16 +234,22 @@ def _fill(index: TraceIndex, events: Iterator[tuple[dict[str, Any], int, str]]) 
             while stack and stack[-1][0] <= ts:
                 close_entry(stack.pop())
             entry = [end, ts, dur, 0.0, name_id]
-            # Same start, longer: the open events starting here are this one's children.
+            # Open events with the same start that fit inside this one are nested in it (the
+            # parent was written after them): slide it under them, the outermost becoming its
+            # direct child instead of the enclosing event's.
+            moved = []
             while stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
-                child = stack.pop()
-                entry[3] += child[2]
-                if stack:
-                    stack[-1][3] -= child[2]
-                close_entry(child)
+                moved.append(stack.pop())
+            if moved:
+                direct = moved[-1]
+                entry[3] += direct[2]
+                if stack and stack[-1][0] >= direct[0]:
+                    stack[-1][3] -= direct[2]
             if stack and stack[-1][0] >= end:
                 stack[-1][3] += dur
             stack.append(entry)
+            if moved:
+                stack.extend(reversed(moved))
             if len(t_starts) >= SPILL_ROWS:
                 index.timed.maybe_spill()
         if len(offsets) >= SPILL_ROWS:

@@ -90,7 +90,7 @@ class Summary:
     notes: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self, recurse=True, retain_collection_types=False)
+        return asdict(self)
 
 
 def selection(index: TraceIndex, window: Window | None) -> tuple[str, list[Step], list[Step], float, float, list[str]]:

@@ -56,7 +56,7 @@ class TrimResult:
     notes: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self, retain_collection_types=False)
+        return asdict(self)
 
 
 def trim(path: str | Path, window: Window | str, out: str | Path, *, progress: Progress | None = None) -> TrimResult:
