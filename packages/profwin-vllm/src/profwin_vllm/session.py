@@ -162,7 +162,7 @@ class VllmSession:
             failed = "\n".join(f"  {r.target}: {r.message}" for r in results if not r.ok)
             raise SessionError(f"profwin-vllm: could not start profiling on every server:\n{failed}", results)
         for result in results:
-            if "takes the window only at launch" in result.message:
+            if result.details.get("mechanism") != Mechanism.PER_SESSION.value:
                 warnings.warn(f"profwin: {result.target}: {result.message}", stacklevel=3)
 
     def _stop_servers(self) -> list[RemoteResult]:
