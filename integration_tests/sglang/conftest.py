@@ -5,9 +5,11 @@ rotary kernel) is cached in ~/.cache/profwin/venvs/sglang-0.5.23; the tiny rando
 at test time; profwin comes from this checkout through PYTHONPATH (never installed in the cache).
 ``stubs/torchvision.py`` is a test-harness shim on the server's PYTHONPATH (see its docstring).
 
-Two servers are started, each once per test session: one whose environment has the profwin-sglang
+One HTTP server is started per test module that needs it: its environment has the profwin-sglang
 server plugin (an entry point in a generated dist-info, exactly what ``pip install profwin-sglang``
-would register) and one stock server without it, launched with an admin API key.
+would register) and it requires an admin API key for profiling. test_engine.py runs a stock
+in-process Engine (no plugin) in a subprocess. Model loads are the slow part (35 s to minutes on
+two busy cores), so there are just these two.
 """
 
 from __future__ import annotations
@@ -198,11 +200,5 @@ def _serve(model: Path, workdir: Path, **kwargs: Any) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def plugin_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A fresh server with the profwin-sglang server plugin, shared by one test module."""
-    yield from _serve(tiny_model, tmp_path_factory.mktemp("plugin-server"), plugin_site=plugin_site)
-
-
-@pytest.fixture(scope="module")
-def stock_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A fresh stock server (no profwin plugin) that requires an admin API key for profiling."""
-    yield from _serve(tiny_model, tmp_path_factory.mktemp("stock-server"), plugin_site=None, api_key=ADMIN_KEY)
+    """A fresh server with the profwin-sglang server plugin and an admin API key, shared by a module."""
+    yield from _serve(tiny_model, tmp_path_factory.mktemp("plugin-server"), plugin_site=plugin_site, api_key=ADMIN_KEY)

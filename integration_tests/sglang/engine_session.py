@@ -2,8 +2,8 @@
 
     python engine_session.py MODEL_DIR OUT_DIR WINDOW [WINDOW ...]
 
-Run with the SGLang environment's python and PYTHONPATH holding the torchvision shim, the
-generated plugin dist-info and profwin's sources (see conftest.py). Each window gets one session
+Run with the SGLang environment's python and PYTHONPATH holding the torchvision shim and
+profwin's sources (plus the generated plugin dist-info to load the server plugin; see conftest.py). Each window gets one session
 around one 12-token request, after the engine has been warmed by a few requests.
 """
 
@@ -45,6 +45,7 @@ def main(model: str, out: Path, windows: list[str]) -> None:
                 {
                     "window": window,
                     "mode": s.results[0].details["mode"],
+                    "plugin": s.results[0].details["plugin"],
                     "artifacts": [{"steps": str(a.steps), "names": step_names(a.path), "file": a.path.name} for a in s.artifacts],
                 }
             )

@@ -1,4 +1,5 @@
-"""Session-relative windows on a real SGLang 0.5.23 server that has the profwin server plugin.
+"""Session-relative windows on a real SGLang 0.5.23 server that has the profwin server plugin
+(and requires an admin API key for profiling).
 
 One request of N tokens runs exactly N scheduler batches: one prefill (``step[EXTEND …]``) and
 N-1 decodes (``step[DECODE …]``), so a window's position shows in its trace: ``0:5`` starts with
@@ -40,7 +41,7 @@ def _profile(server, spec: ProfileSpec, tokens: int = TOKENS):  # type: ignore[n
     def run():  # type: ignore[no-untyped-def]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with session(server.url, spec) as s:
+            with session(server.url, spec, api_key=server.api_key) as s:
                 server.generate(tokens)
         return s, [step_names(a.path) for a in s.artifacts if a.kind == "trace"], [str(w.message) for w in caught]
 
@@ -131,7 +132,7 @@ def test_async_session(plugin_server, tmp_path: Path) -> None:  # type: ignore[n
     import asyncio
 
     async def run():  # type: ignore[no-untyped-def]
-        async with session(plugin_server.url, _spec(tmp_path, "1:4")) as s:
+        async with session(plugin_server.url, _spec(tmp_path, "1:4"), api_key=plugin_server.api_key) as s:
             await asyncio.to_thread(plugin_server.generate, TOKENS)
         return s
 
@@ -141,12 +142,12 @@ def test_async_session(plugin_server, tmp_path: Path) -> None:  # type: ignore[n
 
 def test_stop_after_auto_stop(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     spec = _spec(tmp_path, "0:3")
-    s = session(plugin_server.url, spec)
+    s = session(plugin_server.url, spec, api_key=plugin_server.api_key)
     s.start()
     plugin_server.generate(6)  # batches 3..5 run after the window: SGLang auto-stopped at batch 3
-    raw = HttpTarget(plugin_server.url)
+    raw = HttpTarget(plugin_server.url, api_key=plugin_server.api_key)
     with pytest.raises(ServerError) as info:  # what SGLang 0.5.23 itself answers
-        call(plugin_server.url, "/stop_profile", timeout=30)
+        call(plugin_server.url, "/stop_profile", api_key=plugin_server.api_key, timeout=30)
     assert info.value.status == 500
     assert raw.stop() == "not-running"
     results = s.stop()  # profwin's own stop after the auto-stop: fine, files found
@@ -173,7 +174,7 @@ def test_memory_needs_cuda(plugin_server, tmp_path: Path) -> None:  # type: igno
     # SGLang would call torch.cuda.memory._record_memory_history on the scheduler thread, which on a
     # CPU build raises and takes the server down; profwin refuses before sending anything.
     with pytest.raises(SessionError, match="needs a CUDA server"):
-        session(plugin_server.url, _spec(tmp_path, "0:2", memory=True)).start()
+        session(plugin_server.url, _spec(tmp_path, "0:2", memory=True), api_key=plugin_server.api_key).start()
     assert plugin_server.alive()
     s, traces, caught = _profile(plugin_server, _spec(tmp_path, "0:2", memory=True, on_unavailable="drop"))
     assert s.results[0].details["request"]["activities"] == ["CPU"]
@@ -184,10 +185,12 @@ def test_memory_needs_cuda(plugin_server, tmp_path: Path) -> None:  # type: igno
 def test_backend_start_stop(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     backend = SglangBackend()
     spec = _spec(tmp_path, "4:6")
-    started = backend.start([plugin_server.url], spec, timeout=30)
+    started = backend.start([plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30)
     assert started[0].ok, started
     plugin_server.generate(TOKENS)
-    stopped = SglangBackend().stop([plugin_server.url], spec, timeout=30)  # a new object, as a new CLI process
+    stopped = SglangBackend().stop(
+        [plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30
+    )  # a new object, as a new CLI process
     assert stopped[0].ok, stopped
     (artifact,) = stopped[0].artifacts
     assert artifact.steps == Window(4, 6)
@@ -198,7 +201,7 @@ def test_fan_out_with_one_wrong_port(plugin_server, tmp_path: Path) -> None:  # 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{s.getsockname()[1]}"  # nothing listens once the socket closes
-    sess = session([plugin_server.url, dead], _spec(tmp_path, "0:2"))
+    sess = session([plugin_server.url, dead], _spec(tmp_path, "0:2"), api_key=plugin_server.api_key)
     with pytest.raises(SessionError) as info:
         sess.start()
     by_target = {r.target: r for r in info.value.results}
@@ -253,3 +256,34 @@ def test_trace_is_chrome_json(plugin_server, tmp_path: Path) -> None:  # type: i
     assert artifact.path.name.startswith(f"profwin-{s.results[0].details['profile_id']}-TP-0")
     with gzip.open(artifact.path, "rt") as f:
         assert "traceEvents" in json.load(f)
+
+
+def test_admin_api_key(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SessionError, match="API key"):
+        session(plugin_server.url, _spec(tmp_path, "0:2")).start()  # no key
+
+
+def test_forced_trim_3_8(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    # What a server without the plugin gets: record 0:8 from the next batch, cut 0:3 out after.
+    s, traces, caught = _profile(plugin_server, _spec(tmp_path, "3:8", options={"sglang": {"start": "trim"}}))
+    assert s.results[0].details["mode"] == "trim"
+    assert any("recorded as steps 0:8" in w for w in caught), caught
+    assert _kinds(traces[0]) == ["DECODE"] * 5
+    assert s.artifacts[0].steps == Window(3, 8)
+
+
+def test_absolute_start_step_on_a_warm_server(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The problem profwin solves: verl sends start_step=3, num_steps=5 for window 3:8. On a server
+    that has run, SGLang clamps 3 to "the next batch", so the trace starts with the prefill (step 0)
+    instead of the 4th batch. (An absolute start_step passes the server plugin untouched.)"""
+    assert plugin_server.forward_ct() > 3
+    body = {"output_dir": str(tmp_path), "start_step": 3, "num_steps": 5, "activities": ["CPU"],
+            "with_stack": False, "record_shapes": False, "profile_prefix": "verl", "profile_id": "absolute"}  # fmt: skip
+
+    def run() -> None:
+        call(plugin_server.url, "/start_profile", body=body, api_key=plugin_server.api_key, timeout=30)
+        plugin_server.generate(TOKENS)
+
+    plugin_server.retry_on_kineto_crash(run)
+    (trace,) = tmp_path.glob("verl-absolute-TP-0.trace.json.gz")
+    assert _kinds(step_names(trace)) == ["EXTEND"] + ["DECODE"] * 4  # steps 0:5, not 3:8

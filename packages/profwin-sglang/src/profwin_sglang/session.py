@@ -179,14 +179,18 @@ class SglangSession:
         error = self._failure(results, what)
         if error is not None:
             if any(r.started for r in self.remotes):
-                self.stop()
+                with warnings.catch_warnings():  # "window never reached" is expected noise here
+                    warnings.simplefilter("ignore", WindowWarning)
+                    self.stop()
             raise error
 
     async def _araise_if_failed(self, results: Sequence[RemoteResult], what: str) -> None:
         error = self._failure(results, what)
         if error is not None:
             if any(r.started for r in self.remotes):
-                await self.astop()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", WindowWarning)
+                    await self.astop()
             raise error
 
     # -- stop -------------------------------------------------------------------------------
