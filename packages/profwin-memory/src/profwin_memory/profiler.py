@@ -5,8 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from profwin import ConfigError, PluginError, ProfileSpec, Window
-from profwin.plugin_api import Driver
+from profwin import ConfigError, Driver, PluginError, ProfileSpec, Window
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import parse_options
@@ -82,6 +81,6 @@ class MemoryProfiler:
     def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
         torch = _import_torch()
         options = parse_options(spec.plugin_options("memory"))
-        device = spec.activities[0] if spec.activities else resolve_device(spec, torch)
-        driver = CudaSnapshotDriver if device == "cuda" else CpuTimelineDriver
+        assert spec.activities is not None, "MemoryProfiler.check resolves the device"
+        driver = CudaSnapshotDriver if spec.activities == ("cuda",) else CpuTimelineDriver
         return driver(torch, spec, options, window=window, first_step=first_step, rank=rank)
