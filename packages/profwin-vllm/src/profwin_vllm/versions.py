@@ -96,11 +96,6 @@ class VllmVersion:
         (the CPU worker ignored it until 0.31)."""
         return self >= VllmVersion(0, 31)
 
-    @property
-    def restarts_cleanly(self) -> bool:
-        """A second start/stop round in one process writes a trace (vLLM #45987, fixed in 0.31)."""
-        return self >= VllmVersion(0, 31)
-
 
 NEWEST_KNOWN = VllmVersion(0, 33, 0)
 """The newest release whose profiler code profwin-vllm was checked against."""
