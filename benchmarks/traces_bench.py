@@ -189,8 +189,9 @@ def naive_summarize(path: str) -> str:
     return f"{len(steps)} steps, top {top[0][0]}"
 
 
-def naive_trim(path: str, out: str, first: int, last: int) -> str:
+def naive_trim(path: str, out: str, first_step: str, end_step: str) -> str:
     """json.load, keep the events overlapping steps [first, last), json.dump."""
+    first, last = int(first_step), int(end_step)
     with open(path, encoding="utf-8") as f:
         trace = json.load(f)
     spans = {}
@@ -216,11 +217,11 @@ def profwin_summarize(path: str) -> str:
     return f"{len(summary.steps)} steps, top {summary.top_ops[0].name}"
 
 
-def profwin_trim(path: str, out: str, first: int, last: int) -> str:
+def profwin_trim(path: str, out: str, first_step: str, end_step: str) -> str:
     from profwin import Window
     from profwin.traces import trim
 
-    result = trim(path, Window(first, last), out)
+    result = trim(path, Window(int(first_step), int(end_step)), out)
     return f"{result.events} events kept"
 
 
@@ -289,6 +290,8 @@ def measure(name: str, *args: str, python: str = sys.executable) -> dict[str, An
         "r = resource.getrusage(resource.RUSAGE_SELF)\n"
         "print(f'{time.perf_counter() - t:.3f}', f'{r.ru_utime + r.ru_stime:.3f}', r.ru_maxrss, msg, sep='\\t')\n"
     )
+    # Linux carries ru_maxrss across fork+exec, so this process must stay small: it never
+    # imports torch (the template is recorded in a child of its own) nor loads a trace.
     proc = subprocess.run([python, "-c", code, name, *args], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"name": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
@@ -319,7 +322,11 @@ def main(argv: list[str] | None = None) -> int:
     trace = work / f"synthetic-{int(args.size_mb)}mb.pt.trace.json"
     if not trace.exists():
         t = time.perf_counter()
-        template = record_template(work / "template")
+        code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import traces_bench as b; print(b.record_template(b.Path(sys.argv[1])))"
+        recorded = subprocess.run(
+            [sys.executable, "-c", code, str(work / "template")], capture_output=True, text=True, check=True
+        )
+        template = Path(recorded.stdout.strip().splitlines()[-1])
         info = generate(template, trace, size_mb=args.size_mb)
         print(f"generated {trace}: {info['bytes'] / 2**20:.0f} MiB, {info['steps']} steps, {info['events']:,} events "
               f"in {time.perf_counter() - t:.0f} s")  # fmt: skip
