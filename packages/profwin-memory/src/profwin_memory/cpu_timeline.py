@@ -22,7 +22,7 @@ import gzip
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -107,36 +107,34 @@ def _step_number(name: str) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _allocations(roots: Iterable[Any]) -> Iterator[tuple[int, int, str]]:
-    """``(time_ns, bytes, op)`` for each CPU allocation (bytes > 0) or free (< 0) in the tree.
+def _walk(roots: Iterable[Any]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, str]]]:
+    """One pass over the event tree (attribute access on its nodes is the expensive part).
 
-    ``op`` is the outermost op (or ``record_function`` range) enclosing the event below the
-    step marker: the call the user's code made, e.g. ``aten::linear`` rather than ``aten::empty``.
+    Returns the ``(start_ns, end_ns, step)`` of every ``ProfilerStep#k`` range, by start time,
+    and ``(time_ns, bytes, op)`` for each CPU allocation (bytes > 0) or free (< 0). ``op`` is the
+    outermost op (or ``record_function`` range) enclosing the event below the step marker: the
+    call the user's code made, e.g. ``aten::linear`` rather than the ``aten::empty`` inside it.
     """
+    markers: list[tuple[int, int, int]] = []
+    allocations: list[tuple[int, int, str]] = []
     stack: list[tuple[Any, str | None]] = [(root, None) for root in roots]
     while stack:
         event, op = stack.pop()
         fields = event.extra_fields
         if type(fields).__name__ == "_ExtraFields_Allocation":
-            if fields.device.type == "cpu" and fields.alloc_size:
-                yield event.start_time_ns, int(fields.alloc_size), op or _NO_OP
+            if fields.alloc_size and fields.device.type == "cpu":
+                allocations.append((event.start_time_ns, int(fields.alloc_size), op or _NO_OP))
             continue
-        if op is None and _step_number(event.name) is None:
-            op = event.name
-        stack.extend((child, op) for child in event.children)
-
-
-def _step_markers(roots: Iterable[Any]) -> list[tuple[int, int, int]]:
-    """``(start_ns, end_ns, step)`` of every ``ProfilerStep#k`` range, by start time."""
-    found = []
-    stack = list(roots)
-    while stack:
-        event = stack.pop()
-        step = _step_number(event.name)
+        name = event.name
+        step = _step_number(name)
         if step is not None:
-            found.append((event.start_time_ns, event.end_time_ns, step))
-        stack.extend(event.children)
-    return sorted(found)
+            markers.append((event.start_time_ns, event.end_time_ns, step))
+        elif op is None:
+            op = name
+        stack.extend((child, op) for child in event.children)
+    markers.sort()
+    allocations.sort()
+    return markers, allocations
 
 
 def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOptions) -> dict[str, Any]:
@@ -146,8 +144,7 @@ def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOption
     outside every recorded step, or in a step after ``steps`` (the marker opened just before an
     early close), are left out and counted in ``totals.outside_steps``.
     """
-    roots = list(roots)
-    markers = _step_markers(roots)
+    markers, allocations = _walk(roots)
     starts = [m[0] for m in markers]
     assert steps.end is not None
     numbers = list(range(steps.start, steps.end))
@@ -164,7 +161,7 @@ def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOption
     live = peak = outside = 0
     peak_step = None
     filled = 0  # steps [0, filled) of `numbers` have their start value set
-    for t, nbytes, op in sorted(_allocations(roots)):
+    for t, nbytes, op in allocations:
         at = bisect.bisect_right(starts, t) - 1
         if at < 0 or t > markers[at][1] or markers[at][2] not in index:
             outside += 1
