@@ -6,7 +6,9 @@ Run on a GPU machine from the repository root (about a minute, most of it CUDA s
 
 It needs torch with CUDA and attrs (profwin-core's one dependency); profwin itself is taken from
 ``packages/*/src`` of this checkout, so nothing has to be installed. Extra import paths (e.g. a
-copied ``site-packages`` holding attrs) can be given in ``PROFWIN_EXTRA_PATH``. Prints one JSON
+copied ``site-packages`` holding attrs) can be given in ``PROFWIN_EXTRA_PATH``; with the device
+tool, carry ``.venv/lib/python3.11/site-packages/attr`` and ``.../attrs`` and set
+``PROFWIN_EXTRA_PATH=.venv/lib/python3.11/site-packages``. Prints one JSON
 line per check and exits 1 if any failed. ``test_cuda.py`` runs the same checks under pytest
 (marker ``cuda``).
 """
@@ -30,10 +32,16 @@ for src in sorted((ROOT / "packages").glob("*/src")):
     if str(src) not in sys.path:
         sys.path.append(str(src))
 
-import torch  # noqa: E402
+try:
+    import torch
 
-from profwin import ProfileSpec, Session, Window  # noqa: E402
-from profwin_memory import STEP_METADATA, MemoryProfiler, load_snapshot, summarize_snapshot  # noqa: E402
+    from profwin import ProfileSpec, Session, Window
+    from profwin_memory import STEP_METADATA, MemoryProfiler, load_snapshot, summarize_snapshot
+except ImportError as exc:
+    if __name__ != "__main__":
+        raise
+    print(json.dumps({"check": "imports", "ok": False, "error": f"{exc} (needs torch with CUDA and attrs)"}))
+    sys.exit(2)
 
 MIB = 1 << 20
 
