@@ -10,13 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from profwin import Window
 from profwin.traces import summarize, trim
 
 
-def X(name: str, ts: float, dur: float, *, tid: int = 1, pid: int = 100, cat: str = "cpu_op", **args: Any) -> dict[str, Any]:  # noqa: N802
+def X(name: str, ts: float, dur: float, *, tid: int = 1, pid: int = 100, cat: str = "cpu_op", **args: Any) -> dict[str, Any]:
     return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
 
 
@@ -34,9 +32,7 @@ def vllm_events() -> list[dict[str, Any]]:
     for k in range(4):
         t = 1000.0 * (k + 1)
         ctx, gen = (1, 0) if k == 0 else (0, 1)
-        events.append(
-            X(f"execute_context_{ctx}({7 * ctx})_generation_{gen}({gen})", t, 100.0, cat="user_annotation")
-        )
+        events.append(X(f"execute_context_{ctx}({7 * ctx})_generation_{gen}({gen})", t, 100.0, cat="user_annotation"))
         events.append(X("aten::linear", t + 10, 60.0))
         events.append(X("aten::addmm", t + 20, 25.0))
         # vLLM on CUDA: the same annotation again on the GPU stream, trailing the host step.
@@ -167,3 +163,14 @@ def test_bare_array_trace(tmp_path: Path) -> None:
     assert s.trace.top_level_keys == ("traceEvents",)
     trim(path, "0:1", tmp_path / "out.json")
     assert summarize(tmp_path / "out.json").steps[0].label == "execute_context_1(7)_generation_0(0)"
+
+
+def test_first_step_numbers_order_numbered_steps(tmp_path: Path) -> None:
+    """A vLLM trace of session steps 20..23 addressed by those numbers."""
+    path = write(tmp_path / "t.json", vllm_events())
+    s = summarize(path, first_step=20, window="21:23")
+    assert [st.number for st in s.steps] == [20, 21, 22, 23]
+    assert s.selected == "21:23"
+    result = trim(path, "23:24", tmp_path / "o.json", first_step=20)
+    assert result.steps == "23:24"
+    assert [st.number for st in summarize(tmp_path / "o.json").steps] == [23]

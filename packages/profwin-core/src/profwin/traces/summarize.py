@@ -10,6 +10,7 @@ from typing import Any
 
 from attrs import asdict, frozen
 
+from profwin.errors import ConfigError
 from profwin.traces.reader import Progress
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
@@ -93,15 +94,16 @@ class Summary:
         return asdict(self)
 
 
-def selection(index: TraceIndex, window: Window | None) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
+def selection(
+    index: TraceIndex, window: Window | None, *, first_step: int | None = None
+) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
     """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``.
 
     ``t1`` reaches the end of the window's GPU-side step annotations when the trace has them,
     so kernels that run after their host step are inside.
     """
-    meta = index.header.get(TRIM_KEY)
-    first = meta.get("first_step", 0) if isinstance(meta, dict) else 0
-    producer, steps = number_steps(index.markers, first_step=first if isinstance(first, int) else 0)
+    first = _first_step(index, first_step)
+    producer, steps = number_steps(index.markers, first_step=first)
     chosen = select_steps(steps, window, path=index.path, producer=producer)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
@@ -110,21 +112,39 @@ def selection(index: TraceIndex, window: Window | None) -> tuple[str, list[Step]
         notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
     t0 = min(s.start for s in chosen)
     t1 = max(s.end for s in chosen)
-    _, device = number_steps(index.device_markers, first_step=first if isinstance(first, int) else 0)
+    _, device = number_steps(index.device_markers, first_step=first)
     device_ends = [s.end for s in device if s.number in numbers]
     if device_ends:
         t1 = max(t1, *device_ends)
     return producer, steps, chosen, t0, t1, notes
 
 
+def _first_step(index: TraceIndex, explicit: int | None) -> int:
+    """The number of the first order-numbered step: ``explicit``, else what a trim recorded, else 0."""
+    if explicit is not None:
+        if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit < 0:
+            raise ConfigError(f"must be a non-negative int (got {explicit!r})", path="first_step")
+        return explicit
+    meta = index.header.get(TRIM_KEY)
+    first = meta.get("first_step") if isinstance(meta, dict) else None
+    return first if isinstance(first, int) and not isinstance(first, bool) and first >= 0 else 0
+
+
 def summarize(
-    path: str | Path, *, window: Window | str | None = None, top: int = 20, progress: Progress | None = None
+    path: str | Path,
+    *,
+    window: Window | str | None = None,
+    top: int = 20,
+    first_step: int | None = None,
+    progress: Progress | None = None,
 ) -> Summary:
     """Summarize the trace at ``path`` (``.json`` or gzip) in one streaming pass.
 
     Steps come from the producer's markers (see :mod:`profwin.traces.steps`); ``window`` picks
-    steps by number (``None``: all). Raises :class:`TraceError` for unreadable or non-trace
-    files, traces without step markers, and windows holding none of the trace's steps.
+    steps by number (``None``: all). vLLM and SGLang steps are numbered in order from
+    ``first_step`` (default: 0, or the number a trim recorded), so a trace of session steps
+    20..79 can be addressed by those numbers. Raises :class:`TraceError` for unreadable or
+    non-trace files, traces without step markers, and windows holding none of the trace's steps.
     """
     window = as_window(window)
     if top < 0:
@@ -132,13 +152,13 @@ def summarize(
     index = scan(path, progress=progress)
     try:
         require_events(index)
-        return _summary(index, window, top)
+        return _summary(index, window, top, first_step)
     finally:
         index.close()
 
 
-def _summary(index: TraceIndex, window: Window | None, top: int) -> Summary:
-    producer, steps, chosen, t0, t1, notes = selection(index, window)
+def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int | None) -> Summary:
+    producer, steps, chosen, t0, t1, notes = selection(index, window, first_step=first_step)
     by_start = sorted(steps, key=lambda s: s.start)
     starts = [s.start for s in by_start]
     ends = [s.end for s in by_start]

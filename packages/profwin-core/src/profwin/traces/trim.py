@@ -59,8 +59,18 @@ class TrimResult:
         return asdict(self)
 
 
-def trim(path: str | Path, window: Window | str, out: str | Path, *, progress: Progress | None = None) -> TrimResult:
+def trim(
+    path: str | Path,
+    window: Window | str,
+    out: str | Path,
+    *,
+    first_step: int | None = None,
+    progress: Progress | None = None,
+) -> TrimResult:
     """Write the steps of ``window`` from the trace at ``path`` to ``out``.
+
+    ``first_step`` numbers vLLM and SGLang steps as in :func:`~profwin.traces.summarize`; the
+    output records the number of its first step, so later summaries and trims keep the numbers.
 
     gzip is read by content and written when ``out`` ends in ``.gz``. ``progress(done, total)``
     counts the input's bytes over both passes (``total`` is twice its size). Raises
@@ -80,7 +90,7 @@ def trim(path: str | Path, window: Window | str, out: str | Path, *, progress: P
     index = scan(source, progress=first_pass)
     try:
         require_events(index)
-        producer, _, chosen, t0, t1, notes = selection(index, chosen_window)
+        producer, _, chosen, t0, t1, notes = selection(index, chosen_window, first_step=first_step)
         meta: dict[str, Any] = {
             "first_step": chosen[0].number,
             "window": str(chosen_window),
