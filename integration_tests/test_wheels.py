@@ -114,7 +114,7 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     assert meta["Requires-Python"] == project["requires-python"]
     assert meta["License-Expression"] == project["license"]
     assert any(".dist-info/licenses/LICENSE" in f for f in files), f"{wheel.name} ships no LICENSE"
-    assert meta.get_payload().strip(), f"{wheel.name} has no long description (readme)"
+    assert str(meta.get_payload()).strip(), f"{wheel.name} has no long description (readme)"
     assert meta["Description-Content-Type"] == "text/markdown"
 
     requires = meta.get_all("Requires-Dist") or []
