@@ -12,7 +12,7 @@ While the reader decodes events, :func:`scan` keeps:
   (runtime calls, written by Kineto after all operators, get a stack of their own, so an
   operator's self time includes the kernel launches it makes).
 
-Both tables are typed arrays (28 bytes per event) spilled to a temporary file every
+Both tables are typed arrays (48 bytes per event in all) spilled to a temporary file every
 :data:`SPILL_ROWS` rows, so memory stays bounded whatever the trace size.
 """
 
@@ -109,9 +109,9 @@ class TraceIndex:
     """GPU-side copies of step annotations: where each step's device work ends."""
     names: list[tuple[str, bool]] = field(factory=list)
     """``(name, is_kernel)`` for each name id in :attr:`timed`."""
-    placed: Columns = field(factory=lambda: Columns("qldd"))
+    placed: Columns = field(factory=lambda: Columns("qidd"))
     """File order: offset, length, ts, end (untimed events: -inf, +inf)."""
-    timed: Columns = field(factory=lambda: Columns("ddl"))
+    timed: Columns = field(factory=lambda: Columns("ddi"))
     """Complete events once closed: ts, self time, name id (-1: not an operator)."""
     unordered: int = 0
     """Complete events that arrived earlier than the one before them on their thread."""
