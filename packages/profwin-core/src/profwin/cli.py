@@ -17,6 +17,7 @@ from profwin.discovery import validate_options
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
 from profwin.spec import ProfileSpec
+from profwin.traces.reader import TraceError
 from profwin.window import Window
 
 __all__ = ["build_parser", "main"]
@@ -210,6 +211,35 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    from profwin.traces import plot_steps, render_summary, summarize, tty_progress
+
+    summary = summarize(args.trace, window=args.window, top=args.top, progress=tty_progress(f"reading {args.trace}"))
+    if args.plot:
+        plot_steps(summary, args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    if args.json:
+        _print_json(summary.to_dict())
+    else:
+        print(render_summary(summary))
+    return 0
+
+
+def _cmd_trim(args: argparse.Namespace) -> int:
+    from profwin.traces import trim, tty_progress
+
+    result = trim(args.trace, args.window, args.out, progress=tty_progress(f"trimming {args.trace}"))
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(
+            f"{result.path}: steps {result.steps} ({result.step_count} steps, {result.events:,} events, {result.bytes:,} bytes)"
+        )
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _version_text() -> str:
     lines = [f"profwin-core {dist_version('profwin-core')}"]
     for p in list_plugins():
@@ -292,6 +322,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print results as JSON")
     _add_spec_options(p, window_default="20:80")
     p.set_defaults(func=_cmd_demo)
+
+    p = sub.add_parser("summarize", help="steps, per-step time and top operators of a trace (streaming)")
+    p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin")
+    p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
+    p.add_argument("--top", type=int, default=20, help="operators to list by self time (default 20)")
+    p.add_argument("--plot", metavar="PNG", help="draw per-step time with the window highlighted (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_summarize)
+
+    p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
+    p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
+    p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
+    p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_trim)
     return parser
 
 
@@ -299,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (ConfigError, PluginError) as exc:
+    except (ConfigError, PluginError, TraceError) as exc:
         print(f"profwin: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
