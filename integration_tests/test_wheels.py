@@ -247,7 +247,7 @@ failures, requires = {}, []
 def record(name, exc):
     missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
     failures[name] = {"missing": missing and missing.split(".")[0], "error": f"{type(exc).__name__}: {exc}"}
-names = [top]
+names, package = [top], None
 try:
     package = importlib.import_module(top)
     walked = pkgutil.walk_packages(package.__path__, top + ".", onerror=lambda n: None)
@@ -262,7 +262,7 @@ for name in names[1:]:
 for ep in dist.entry_points:
     if ep.group in ("profwin.backends", "profwin.profilers"):
         requires += list(getattr(ep.load(), "requires", ()))
-print(json.dumps({"top": top, "file": package.__file__ if top not in failures else None,
+print(json.dumps({"top": top, "file": getattr(package, "__file__", None),
                   "modules": names, "failures": failures, "requires": requires}))
 """
 
