@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import select
 from pathlib import Path
 from typing import Any
 
@@ -148,7 +149,9 @@ def test_interrupted_trim_leaves_no_output(tmp_path: Path) -> None:
     names=st.lists(st.text(min_size=0, max_size=12), min_size=1, max_size=6),
     indent=st.sampled_from([None, 0, 2]),
 )
-def test_reader_matches_json_load_at_any_chunk_size(tmp_path_factory: Any, chunk: int, names: list[str], indent: int | None) -> None:
+def test_reader_matches_json_load_at_any_chunk_size(
+    tmp_path_factory: Any, chunk: int, names: list[str], indent: int | None
+) -> None:
     """Chunk edges anywhere (inside strings, numbers, multi-byte characters) do not change what
     is read, and each event's text is exactly its source."""
     events = [{"ph": "X", "name": n, "ts": 1.5 + i, "dur": 10**i, "args": {"k": [n, {"x": None}]}} for i, n in enumerate(names)]
@@ -187,7 +190,9 @@ def test_tty_progress_only_on_a_terminal(tmp_path: Path) -> None:
             progress(10, 50)  # under min_bytes: silent
             progress(0, 4 << 20)
             progress(4 << 20, 4 << 20)
-        shown = os.read(leader, 4096).decode()
+        shown = ""
+        while not shown.endswith("\n") and select.select([leader], [], [], 5)[0]:
+            shown += os.read(leader, 4096).decode()  # a pty may deliver the writes in pieces
     finally:
         os.close(leader)
     assert shown.replace("\r\n", "\n") == "\rsummarize x:   0% (0/4 MiB)\rsummarize x: 100% (4/4 MiB)\n"
