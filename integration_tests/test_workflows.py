@@ -234,3 +234,24 @@ def test_check_tag_refuses_malformed_and_unknown(workspace: Path) -> None:
         result = _script(workspace, "check_tag.py", tag)
         assert result.returncode != 0
         assert reason in result.stderr
+
+
+def test_release_smoke_test_accepts_a_built_plugin(tmp_path: Path) -> None:
+    """release.yml's smoke test on a real wheel; core comes from the same folder, as it would
+    come from PyPI once released."""
+    dist = tmp_path / "dist"
+    for package in ("profwin-core", "profwin-vllm"):
+        subprocess.run(
+            ["uv", "build", "--quiet", "--wheel", "--package", package, "--no-sources", "--out-dir", str(dist)],
+            cwd=ROOT, check=True,
+        )  # fmt: skip
+    env = {**os.environ, "PIP_FIND_LINKS": str(dist)}
+    env.pop("VIRTUAL_ENV", None)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "release" / "smoke_test.py"), str(dist), "profwin-vllm"],
+        cwd=tmp_path, capture_output=True, text=True, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    version = tomllib.loads((PACKAGES["profwin-vllm"] / "pyproject.toml").read_text())["project"]["version"]
+    assert "ok: import profwin_vllm" in result.stdout
+    assert f"ok: plugin vllm {version}" in result.stdout
