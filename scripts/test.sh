@@ -11,6 +11,10 @@ uv run --no-sync ruff check .
 uv run --no-sync ruff format --check .
 echo "== mypy" >&2
 uv run --no-sync mypy
+echo "== docs" >&2
+# The site must build without one warning; the CLI reference is rendered from the parser on the way.
+# (The workflow files are checked by integration_tests/test_workflows.py, collected by pytest below.)
+NO_MKDOCS_2_WARNING=1 uv run --no-sync mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
 echo "== pytest" >&2
 # Hardware-only tests (cuda, npu) skip themselves elsewhere; pytest's exit code 5 (no tests
 # collected) fails this script like any other failure.
