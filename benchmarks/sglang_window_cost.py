@@ -5,7 +5,7 @@
 The server should have the profwin-sglang server plugin (otherwise both rows use trim). For each
 mode the same request (``--tokens`` new tokens, so that many batches) runs inside a session, side
 by side with an unprofiled run; printed are the request's wall time relative to unprofiled, the
-trace bytes on disk, and the bytes the server had to write before trimming. Ratios only: no
+bytes the server wrote, and the bytes kept after trimming. Ratios only: no
 timing is asserted anywhere.
 """
 
@@ -32,11 +32,11 @@ def _generate(url: str, tokens: int) -> float:
     return time.perf_counter() - began
 
 
-def _profiled(url: str, window: Window, tokens: int, start: str, out: Path) -> tuple[float, int]:
+def _profiled(url: str, window: Window, tokens: int, start: str, out: Path) -> tuple[float, int, int]:
     spec = ProfileSpec(window=window, output_dir=out, activities=("cpu",), options={"sglang": {"start": start}})
     with session(url, spec) as s:
         seconds = _generate(url, tokens)
-    return seconds, sum(a.bytes for a in s.artifacts)
+    return seconds, sum(a.bytes for a in s.artifacts), int(s.results[0].details["written_bytes"])
 
 
 def main() -> None:
@@ -47,19 +47,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     window = Window.parse(args.window)
-    rows: dict[str, list[tuple[float, int]]] = {"unprofiled": [], "relative": [], "trim": []}
+    rows: dict[str, list[tuple[float, int, int]]] = {"unprofiled": [], "relative": [], "trim": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            rows["unprofiled"].append((_generate(args.url, args.tokens), 0))
+            rows["unprofiled"].append((_generate(args.url, args.tokens), 0, 0))
             for mode in ("relative", "trim"):
                 rows[mode].append(_profiled(args.url, window, args.tokens, mode, Path(tmp) / f"{mode}{i}"))
-    base = statistics.median(s for s, _ in rows["unprofiled"])
+    base = statistics.median(row[0] for row in rows["unprofiled"])
     print(f"window {window} of a {args.tokens}-batch request, median of {args.repeat}")
-    print(f"{'mode':<11} {'time/unprofiled':>16} {'trace bytes':>12}")
+    print(f"{'mode':<11} {'time/unprofiled':>16} {'bytes written':>14} {'bytes kept':>11}")
     for mode, values in rows.items():
-        seconds = statistics.median(s for s, _ in values)
-        size = int(statistics.median(b for _, b in values))
-        print(f"{mode:<11} {seconds / base:>16.2f} {size:>12}")
+        seconds = statistics.median(row[0] for row in values)
+        kept = int(statistics.median(row[1] for row in values))
+        written = int(statistics.median(row[2] for row in values))
+        print(f"{mode:<11} {seconds / base:>16.2f} {written:>14} {kept:>11}")
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def plan_window(window: Window, *, features: Features, plugin: bool, start: str 
         )
     if window.start == 0 and features.exact_immediate and start != "trim":
         return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
-    return _trim(window, features)
+    return _trim(window, features, forced=start == "trim")
 
 
 def _by_stage(window: Window) -> Plan:
@@ -99,20 +99,22 @@ def _by_stage(window: Window) -> Plan:
     return Plan(mode="by_stage", start_step=None, num_steps=window.end, window=window, recorded=window)
 
 
-def _trim(window: Window, features: Features) -> Plan:
+def _trim(window: Window, features: Features, *, forced: bool) -> Plan:
     recorded = Window(0, window.end)
     # Before SGLang PR #30215 immediate mode stopped one batch early: ask for one more, and the
     # trim keeps batches by their position in the trace either way.
     extra = 0 if features.exact_immediate else 1
     num_steps = None if window.end is None else window.end + extra
-    why = (
-        "without the profwin-sglang server plugin"
-        if features.exact_immediate
-        else (f"on SGLang {features.label}, whose immediate mode may record one batch fewer (PR #30215)")
-    )
+    if forced:
+        why = "as options.sglang.start is 'trim',"
+    elif features.exact_immediate:
+        why = "without the profwin-sglang server plugin"
+    else:
+        why = f"on SGLang {features.label}, whose immediate mode may record one batch fewer (PR #30215),"
+    cut = f"the first {window.start} batch(es) are cut out of" if window.start else "any extra batch is cut from"
     warning = (
-        f"profwin: SGLang counts start_step from server launch, so {why} window {window} is recorded as "
-        f"steps {recorded} from the session start and the first {window.start} batch(es) are cut out of "
-        f"the trace after the stop; a trace this machine cannot read keeps all of {recorded}"
+        f"SGLang counts start_step from server launch, so {why} window {window} is recorded as steps {recorded} "
+        f"from the session start and {cut} the trace after the stop; a trace this machine cannot read keeps "
+        f"all that was recorded"
     )
     return Plan(mode="trim", start_step=None, num_steps=num_steps, window=window, recorded=recorded, warning=warning)

@@ -129,10 +129,8 @@ class SglangSession:
         notes = [remote.plan.warning] if remote.plan.warning else []
         if remote.dropped:
             notes.append(f"dropped {', '.join(remote.dropped)}")
-        for note in notes:
-            warnings.warn(f"{remote.target.name}: {note}", WindowWarning, stacklevel=4)
         message = f"{remote.plan.mode} window {remote.plan.window} armed, profile_id {remote.profile_id}"
-        return RemoteResult(target=remote.target.name, ok=True, message=message, details=remote.details())
+        return RemoteResult(target=remote.target.name, ok=True, message=message, details=remote.details(notes=notes))
 
     def _start_one(self, remote: _Remote) -> RemoteResult:
         try:
@@ -154,14 +152,21 @@ class SglangSession:
 
     def start(self, *, check: bool = True) -> list[RemoteResult]:
         """Start on every server concurrently. With ``check``, a failure anywhere stops the servers
-        that did start and raises :class:`SessionError`."""
+        that did start and raises :class:`SessionError`. What the user must know about a server's
+        plan (a trimmed window, a dropped activity) is a :class:`~profwin.errors.WindowWarning`."""
+        return _warned(self._start(check))
+
+    async def astart(self, *, check: bool = True) -> list[RemoteResult]:
+        return _warned(await self._astart(check))
+
+    def _start(self, check: bool) -> list[RemoteResult]:
         self.spec.prepare_output_dir()
         results = _fan_out(self._start_one, self.remotes)
         if check:
             self._raise_if_failed(results, "start")
         return results
 
-    async def astart(self, *, check: bool = True) -> list[RemoteResult]:
+    async def _astart(self, check: bool) -> list[RemoteResult]:
         self.spec.prepare_output_dir()
         results = list(await asyncio.gather(*(self._astart_one(r) for r in self.remotes)))
         if check:
@@ -179,18 +184,14 @@ class SglangSession:
         error = self._failure(results, what)
         if error is not None:
             if any(r.started for r in self.remotes):
-                with warnings.catch_warnings():  # "window never reached" is expected noise here
-                    warnings.simplefilter("ignore", WindowWarning)
-                    self.stop()
+                self._stop()  # its notes ("window never reached") are expected here: not warned
             raise error
 
     async def _araise_if_failed(self, results: Sequence[RemoteResult], what: str) -> None:
         error = self._failure(results, what)
         if error is not None:
             if any(r.started for r in self.remotes):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", WindowWarning)
-                    await self.astop()
+                await self._astop()
             raise error
 
     # -- stop -------------------------------------------------------------------------------
@@ -214,6 +215,7 @@ class SglangSession:
                 files = self._find(remote, profile_id)
         notes: list[str] = []
         artifacts: list[Artifact] = []
+        written = sum(a.bytes for a in files)  # as SGLang wrote them, before any trimming
         for artifact in files:
             steps: Window | None
             if plan.mode == "by_stage":
@@ -258,15 +260,13 @@ class SglangSession:
             partial = [a for a in artifacts if a.kind == "trace" and a.steps is not None and a.steps != plan.window]
             if partial:
                 notes.append(f"window {plan.window} ran only in part: the trace holds steps {partial[0].steps}")
-        for note in notes:
-            warnings.warn(f"profwin: {remote.target.name}: {note}", WindowWarning, stacklevel=4)
         stopped_by = "profwin" if outcome == "stopped" else "SGLang (auto-stop) or never started"
         return RemoteResult(
             target=remote.target.name,
             ok=True,
             message=f"stopped by {stopped_by}; {len(artifacts)} file(s)" + (f"; {'; '.join(notes)}" if notes else ""),
             artifacts=tuple(artifacts),
-            details=remote.details(stop=outcome, notes=notes),
+            details=remote.details(stop=outcome, notes=notes, written_bytes=written),
         )
 
     def _find(self, remote: _Remote, profile_id: str | None) -> list[Artifact]:
@@ -318,11 +318,18 @@ class SglangSession:
         return results
 
     def stop(self) -> list[RemoteResult]:
-        """Stop on every started server concurrently and collect this session's files."""
+        """Stop on every started server concurrently and collect this session's files; a window
+        that ran only in part, or not at all, is a :class:`~profwin.errors.WindowWarning`."""
+        return _warned(self._stop())
+
+    async def astop(self) -> list[RemoteResult]:
+        return _warned(await self._astop())
+
+    def _stop(self) -> list[RemoteResult]:
         started = [r for r in self.remotes if r.started]
         return self._record(_fan_out(self._stop_one, started))
 
-    async def astop(self) -> list[RemoteResult]:
+    async def _astop(self) -> list[RemoteResult]:
         started = [r for r in self.remotes if r.started]
         return self._record(list(await asyncio.gather(*(self._astop_one(r) for r in started))))
 
@@ -361,11 +368,11 @@ class SglangSession:
     # -- context managers -------------------------------------------------------------------
 
     def __enter__(self) -> SglangSession:
-        self.start()
+        _warned(self._start(True))
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        results = self.stop()
+        results = _warned(self._stop())
         error = self._failure(results, "stop")
         if error is not None:
             if exc_type is None:
@@ -373,16 +380,24 @@ class SglangSession:
             warnings.warn(str(error), stacklevel=2)  # never mask the user's exception with ours
 
     async def __aenter__(self) -> SglangSession:
-        await self.astart()
+        _warned(await self._astart(True))
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        results = await self.astop()
+        results = _warned(await self._astop())
         error = self._failure(results, "stop")
         if error is not None:
             if exc_type is None:
                 raise error
             warnings.warn(str(error), stacklevel=2)
+
+
+def _warned(results: list[RemoteResult]) -> list[RemoteResult]:
+    """Warn each server's notes, attributed to the caller of the public method that called this."""
+    for result in results:
+        for note in result.details.get("notes", ()):
+            warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=3)
+    return results
 
 
 def _fan_out(fn: Callable[[_Remote], RemoteResult], remotes: Sequence[_Remote]) -> list[RemoteResult]:
