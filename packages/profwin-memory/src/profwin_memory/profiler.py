@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 from profwin import ConfigError, Driver, PluginError, ProfileSpec, Window
@@ -73,6 +74,10 @@ class MemoryProfiler:
 
     name = "memory"
     lead_steps = 1
+
+    def validate_options(self, options: Mapping[str, Any]) -> None:
+        """Check ``options.memory`` without torch (``profwin validate`` calls this)."""
+        parse_options(options)
 
     def check(self, spec: ProfileSpec) -> ProfileSpec:
         parse_options(spec.plugin_options("memory"))
