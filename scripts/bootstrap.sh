@@ -5,6 +5,7 @@
 # only has multi-GB CUDA builds. We install a CPU build next to the locked packages instead:
 # from pip's configured find-links when the machine has one (these build machines ship
 # torch 2.13.0+cpu there), else from the PyTorch CPU index. PROFWIN_TORCH overrides the requirement.
+# --no-config: the workspace's own override (which hides torch from uv) must not apply here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -18,9 +19,10 @@ fi
 find_links="${PIP_FIND_LINKS:-$(python3 -m pip config get global.find-links 2>/dev/null || true)}"
 if [ -n "$find_links" ]; then
     echo "bootstrap: installing ${PROFWIN_TORCH:-torch==2.13.0+cpu} from $find_links" >&2
-    uv pip install --quiet --python .venv/bin/python --find-links "$find_links" "${PROFWIN_TORCH:-torch==2.13.0+cpu}" numpy
+    uv pip install --quiet --no-config --python .venv/bin/python --find-links "$find_links" "${PROFWIN_TORCH:-torch==2.13.0+cpu}" numpy
 else
     echo "bootstrap: installing ${PROFWIN_TORCH:-torch} from the PyTorch CPU index" >&2
-    uv pip install --quiet --python .venv/bin/python --index-url https://download.pytorch.org/whl/cpu \
+    uv pip install --quiet --no-config --python .venv/bin/python --index-url https://download.pytorch.org/whl/cpu \
         --extra-index-url https://pypi.org/simple "${PROFWIN_TORCH:-torch}" numpy
 fi
+.venv/bin/python -c "import torch" || { echo "bootstrap: torch is still not importable in .venv" >&2; exit 1; }
