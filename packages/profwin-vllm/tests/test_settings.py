@@ -12,7 +12,7 @@ import json
 import shlex
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profwin import ConfigError, ProfileSpec, Window
@@ -41,6 +41,7 @@ def vllm_records(delay: int, limit: int, steps_run: int) -> list[int]:
     return recorded
 
 
+@settings(deadline=None)  # shared CI machines: no timing limit on a pure function
 @given(
     start=st.integers(min_value=0, max_value=60),
     length=st.one_of(st.none(), st.integers(min_value=1, max_value=60)),

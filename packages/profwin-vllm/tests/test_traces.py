@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from profwin import Window
+from profwin_vllm import traces
 from profwin_vllm.traces import TraceFile, count_steps, session_artifacts, trace_files
 
 torch = pytest.importorskip("torch")
@@ -51,12 +52,14 @@ def test_count_steps_counts_only_step_annotations(tmp_path: Path, suffix: str) -
     assert count_steps(detailed) == 1
 
 
-def test_count_steps_across_read_chunks(tmp_path: Path) -> None:
-    """More than a megabyte of trace, so annotations straddle the streaming reader's chunks."""
-    names = [f"execute_context_0(0)_generation_{i}({i})" for i in range(4000)]
+@pytest.mark.parametrize("chunk", [97, 256, 4096])
+def test_count_steps_across_read_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Small read chunks, so annotations straddle chunk boundaries at every offset."""
+    monkeypatch.setattr(traces, "_CHUNK", chunk)
+    names = [f"execute_context_0(0)_generation_{i}({i})" for i in range(300)]
     trace = write_trace(tmp_path / "big_rank0.1.pt.trace.json", names)
-    assert trace.stat().st_size > 2 << 20
-    assert count_steps(trace) == 4000
+    assert trace.stat().st_size > 100 * chunk
+    assert count_steps(trace) == 300
 
 
 @pytest.mark.parametrize(
