@@ -1,10 +1,11 @@
 """Drive ``profwin_sglang.session`` on an in-process ``sglang.Engine``; print what it wrote as JSON.
 
-    python engine_session.py MODEL_DIR OUT_DIR WINDOW [WINDOW ...]
+    python engine_session.py MODEL_DIR OUT_DIR WINDOW [WINDOW ...] [async:WINDOW ...]
 
 Run with the SGLang environment's python and PYTHONPATH holding the torchvision shim and
 profwin's sources (plus the generated plugin dist-info to load the server plugin; see conftest.py). Each window gets one session
-around one 12-token request, after the engine has been warmed by a few requests.
+around one 12-token request, after the engine has been warmed by a few requests; ``async:W`` runs
+``async with session(...)`` around ``await engine.async_generate(...)`` on the engine's own loop.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 TOKENS = 12
 
@@ -38,9 +40,20 @@ def main(model: str, out: Path, windows: list[str]) -> None:
             engine.generate(prompt, params)
         report = []
         for window in windows:
-            spec = ProfileSpec(window=Window.parse(window), output_dir=out / window.replace(":", "-"), activities=["cpu"])
-            with session(engine, spec) as s:
-                engine.generate("w7 w8", params)
+            is_async = window.startswith("async:")
+            text = window.removeprefix("async:")
+            spec = ProfileSpec(window=Window.parse(text), output_dir=out / text.replace(":", "-"), activities=["cpu"])
+            if is_async:
+
+                async def profiled(spec: ProfileSpec = spec) -> Any:
+                    async with session(engine, spec) as s:
+                        await engine.async_generate("w7 w8", params)
+                    return s
+
+                s = engine.loop.run_until_complete(profiled())
+            else:
+                with session(engine, spec) as s:
+                    engine.generate("w7 w8", params)
             report.append(
                 {
                     "window": window,
