@@ -141,9 +141,11 @@ class Server:
 
 
 @pytest.fixture(scope="session")
-def servers(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Server]]:
-    """Two servers started side by side: ``profiled`` (launched with profwin's ``--profiler-config``
-    for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
+def launched_servers(
+    vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Server]]:
+    """Two servers, started but not waited for: ``profiled`` (launched with profwin's
+    ``--profiler-config`` for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
     from profwin import ProfileSpec, Window
     from profwin_vllm import VllmBackend
 
@@ -157,11 +159,24 @@ def servers(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPa
         "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),
     }
     try:
-        t0 = time.monotonic()
-        for server in started.values():
-            server.wait_ready(timeout=900)
-        print(f"two vLLM servers healthy in {time.monotonic() - t0:.0f} s", file=sys.stderr)
         yield started
     finally:
         for server in started.values():
             server.close()
+
+
+def start_servers_early(request: pytest.FixtureRequest) -> None:
+    """Boot the servers while something else runs, when this session has tests that use them
+    (vLLM's import is single-threaded: the other core would sit idle)."""
+    if any("servers" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        request.getfixturevalue("launched_servers")
+
+
+@pytest.fixture(scope="session")
+def servers(launched_servers: dict[str, Server]) -> dict[str, Server]:
+    """The two servers of ``launched_servers``, healthy."""
+    t0 = time.monotonic()
+    for server in launched_servers.values():
+        server.wait_ready(timeout=900)
+    print(f"two vLLM servers healthy after another {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return launched_servers

@@ -20,7 +20,7 @@ import pytest
 
 from profwin import Window
 
-from .conftest import FIXTURES, HERE, engine_env
+from .conftest import FIXTURES, HERE, engine_env, start_servers_early
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -31,7 +31,10 @@ PER_SESSION = {"w0-3": "0:3", "w2-5": "2:5", "w1-3": "1:3", "w5-end": "5:", "w0-
 
 
 @pytest.fixture(scope="module")
-def report(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def report(
+    vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> dict[str, Any]:
+    start_servers_early(request)
     trace_dir = tmp_path_factory.mktemp("vllm-offline-traces")
     result = trace_dir / "report.json"
     started = time.monotonic()
