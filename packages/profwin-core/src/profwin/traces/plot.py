@@ -32,7 +32,7 @@ def plot_steps(summary: Summary, png_path: str | Path) -> Path:
     colors = ["tab:orange" if s.in_window else "tab:gray" for s in summary.steps]
     fig, ax = plt.subplots(figsize=(max(6.0, min(len(numbers) / 10, 20.0)), 3.5))
     try:
-        ax.bar(numbers, ms, width=1.0, color=colors)
+        ax.bar(numbers, ms, width=0.8 if len(numbers) <= 200 else 1.0, color=colors)
         ax.set_xlabel(f"step ({summary.producer} markers)")
         ax.set_ylabel("wall time (ms)")
         scope = "all steps" if summary.window is None else f"window {summary.window} (orange)"
