@@ -19,7 +19,7 @@ from profwin.window import Window
 __all__ = ["OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "render_summary", "selection", "summarize"]
 
 TRIM_KEY = "profwin"
-"""Top-level key a trimmed trace carries: ``{"first_step": n, "window": "a:b", "source": path}``."""
+"""Top-level key a trimmed trace carries: ``{"first_step", "window", "steps", "producer", "source"}``."""
 
 
 @frozen
