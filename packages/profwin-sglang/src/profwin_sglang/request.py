@@ -14,6 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
+from profwin import engine_flavours
 from profwin.errors import ConfigError, unknown_key
 from profwin.spec import ProfileSpec
 from profwin_sglang.plan import START_MODES, Plan
@@ -102,6 +103,9 @@ def activities_for(spec: ProfileSpec, device: str | None) -> tuple[list[str], li
     """
     options = options_of(spec)
     accelerator = None if device is None else _ACCELERATOR.get(device)
+    if accelerator == "npu" or (spec.activities is not None and "npu" in spec.activities):
+        # Installed hardware plugins (profwin-npu) warn once for what SGLang on NPU ignores.
+        engine_flavours("sglang", None, spec)
     wanted: list[tuple[str, str]] = []  # (what the user asked for, SGLang name)
     if options.activities is not None:
         wanted = [(name, name) for name in options.activities]

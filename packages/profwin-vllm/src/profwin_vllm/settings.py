@@ -26,6 +26,7 @@ from typing import Any
 
 from attrs import field, frozen
 
+from profwin import engine_flavours
 from profwin.errors import ConfigError, unknown_key
 from profwin.spec import ProfileSpec
 from profwin.window import Window
@@ -218,6 +219,20 @@ def _check_window_supported(window: Window, version: VllmVersion, options: VllmO
         )
 
 
+def _check_ascend(spec: ProfileSpec, version: VllmVersion) -> None:
+    """Ask the installed hardware plugins (profwin-npu) what vllm-ascend does with ``spec``.
+
+    They warn once for each option vllm-ascend ignores; a window it cannot honour is an error.
+    Without such a plugin nothing is known beyond vLLM's own rules.
+    """
+    for flavour in engine_flavours("vllm-ascend", str(version), spec):
+        if not flavour.get("honours_window", True) and (spec.window.start > 0 or spec.window.end is not None):
+            raise ConfigError(
+                f"{flavour['ignored']['window']}; profile the whole session with window ':' or upgrade vllm-ascend",
+                path="window",
+            )
+
+
 def settings_for(spec: ProfileSpec, version: VllmVersion) -> VllmSettings:
     """What vLLM ``version`` is sent to record exactly ``spec.window``.
 
@@ -227,6 +242,8 @@ def settings_for(spec: ProfileSpec, version: VllmVersion) -> VllmSettings:
     options = VllmOptions.from_spec(spec)
     window = spec.window
     _check_window_supported(window, version, options)
+    if options.platform == "ascend":
+        _check_ascend(spec, version)
     activities = _activities(spec, options, version)
     delay, limit = delay_iterations(window), max_iterations(window)
     mechanism = version.mechanism
