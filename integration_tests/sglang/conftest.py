@@ -168,7 +168,7 @@ def sglang_python() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     model = tmp_path_factory.mktemp("tiny-llama")
-    subprocess.run([str(sglang_python), str(HERE / "make_tiny_model.py"), str(model)], check=True, capture_output=True)
+    subprocess.run([str(sglang_python), str(HERE.parent / "make_tiny_model.py"), str(model)], check=True, capture_output=True)
     return model
 
 

@@ -67,7 +67,7 @@ def vllm_python() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(vllm_python: Path) -> Path:
     """A tiny random Llama with a word-level tokenizer, cached by the builder script's content."""
-    script = HERE / "make_tiny_model.py"
+    script = HERE.parent / "make_tiny_model.py"  # shared with the SGLang tests
     key = hashlib.sha256(script.read_bytes()).hexdigest()[:12]
     target = CACHE / "models" / f"tiny-llama-{key}"
     if (target / "config.json").is_file() and (target / "tokenizer.json").is_file():

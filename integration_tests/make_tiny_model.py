@@ -1,6 +1,6 @@
 """Write a tiny random Llama and a word-level tokenizer to a folder; nothing is downloaded.
 
-Run with the engine environment's python: ``python make_tiny_model.py <model-dir>``.
+Run with an engine environment's python (vLLM's or SGLang's): ``python make_tiny_model.py <model-dir>``.
 head_dim is 32 (128 hidden / 4 heads): vLLM's CPU attention rejects 16.
 """
 
