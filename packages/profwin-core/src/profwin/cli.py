@@ -214,7 +214,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from profwin.traces import plot_steps, render_summary, summarize, tty_progress
 
-    summary = summarize(args.trace, window=args.window, top=args.top, progress=tty_progress(f"reading {args.trace}"))
+    summary = summarize(
+        args.trace, window=args.window, top=args.top, first_step=args.first_step, progress=tty_progress(f"reading {args.trace}")
+    )
     if args.plot:
         plot_steps(summary, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
@@ -228,7 +230,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
 
-    result = trim(args.trace, args.window, args.out, progress=tty_progress(f"trimming {args.trace}"))
+    result = trim(args.trace, args.window, args.out, first_step=args.first_step, progress=tty_progress(f"trimming {args.trace}"))
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -327,6 +329,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin")
     p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
     p.add_argument("--top", type=int, default=20, help="operators to list by self time (default 20)")
+    p.add_argument(
+        "--first-step", type=int, metavar="N",
+        help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
+    )  # fmt: skip
+
     p.add_argument("--plot", metavar="PNG", help="draw per-step time with the window highlighted (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_summarize)
@@ -335,6 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
     p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
+    p.add_argument(
+        "--first-step", type=int, metavar="N",
+        help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
+    )  # fmt: skip
+
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_trim)
     return parser

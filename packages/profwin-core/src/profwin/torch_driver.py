@@ -25,7 +25,7 @@ from profwin.plugin_api import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
-__all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "trace_path"]
+__all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]
 
 PLUGIN = PluginSpec(
     name="torch",
@@ -118,46 +118,34 @@ class TorchProfiler:
         return TorchDriver(spec, window=window, first_step=first_step, rank=rank)
 
 
-class TorchDriver:
-    """One torch.profiler session over one window (see the module docstring for warm-up)."""
+class WindowedProfile:
+    """A ``torch.profiler.profile`` recording exactly a window's steps, for drivers to build on.
 
-    def __init__(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> None:
-        torch = import_torch()
-        from torch.profiler import ProfilerActivity, profile
+    Created when step ``first_step`` begins: it prepares the profiler (the warm-up, not
+    recorded) and starts recording when step ``window.start`` begins; each recorded step ``k``
+    is wrapped in ``record_function("ProfilerStep#k")``. The ``torch`` and ``memory`` profilers
+    share it and differ only in what they write from :attr:`prof` after :meth:`stop`.
+    """
 
-        kinds = {
-            "cpu": ProfilerActivity.CPU,
-            "cuda": ProfilerActivity.CUDA,
-            "xpu": getattr(ProfilerActivity, "XPU", None),
-        }
-        assert spec.activities is not None, "TorchProfiler.check resolves activities"
+    def __init__(self, torch: Any, *, window: Window, first_step: int, **profile_kwargs: Any) -> None:
+        from torch.profiler import profile
+
         self._torch = torch
-        self._spec = spec
         self._window = window
-        self._rank = rank
-        self._suffix = _FORMATS[_check_options(spec.plugin_options("torch"))]
         self._marker: Any = None
-        self._step = first_step
-        self._recording = False
-        kwargs: dict[str, Any] = {
-            "activities": [kinds[a] for a in spec.activities],
-            "record_shapes": spec.shapes,
-            "profile_memory": spec.memory,
-            "with_stack": spec.stack,
-            "with_flops": spec.flops,
-        }
-        if spec.modules:
-            kwargs["with_modules"] = True
-        self._prof = profile(**kwargs)
-        self._prof.prepare_trace()
+        self.step = first_step
+        """The step in progress (the last one :meth:`advance` began)."""
+        self.recording = False
+        self.prof = profile(**profile_kwargs)
+        self.prof.prepare_trace()
         self._enter(first_step)
 
     def _enter(self, step: int) -> None:
-        self._step = step
+        self.step = step
         if step == self._window.start:
-            self._prof.start_trace()
-            self._recording = True
-        if self._recording:
+            self.prof.start_trace()
+            self.recording = True
+        if self.recording:
             self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
             self._marker.__enter__()
 
@@ -167,25 +155,62 @@ class TorchDriver:
             marker.__exit__(None, None, None)
 
     def advance(self, step: int) -> None:
+        """Step ``step - 1`` ended and step ``step`` begins."""
         self._exit_marker()
         self._enter(step)
 
-    def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
+    def stop(self, steps: Window | None) -> bool:
+        """Stop recording; true when ``steps`` (the part of the window that ran) is worth writing."""
         self._exit_marker()
-        if not self._recording:
+        if not self.recording:
             # Closed during warm-up: finish the prepared Kineto session and write nothing, as
             # torch.profiler does when it exits in WARMUP.
-            self._prof.start_trace()
-        self._prof.stop_trace()
-        if steps is None:  # no step of the window ran (e.g. closed right after entering)
+            self.prof.start_trace()
+        self.prof.stop_trace()
+        return steps is not None  # None: no step of the window ran (e.g. closed right after entering)
+
+
+class TorchDriver:
+    """One torch.profiler session over one window, written as a Chrome trace."""
+
+    def __init__(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> None:
+        torch = import_torch()
+        from torch.profiler import ProfilerActivity
+
+        kinds = {
+            "cpu": ProfilerActivity.CPU,
+            "cuda": ProfilerActivity.CUDA,
+            "xpu": getattr(ProfilerActivity, "XPU", None),
+        }
+        assert spec.activities is not None, "TorchProfiler.check resolves activities"
+        self._spec = spec
+        self._rank = rank
+        self._suffix = _FORMATS[_check_options(spec.plugin_options("torch"))]
+        kwargs: dict[str, Any] = {
+            "activities": [kinds[a] for a in spec.activities],
+            "record_shapes": spec.shapes,
+            "profile_memory": spec.memory,
+            "with_stack": spec.stack,
+            "with_flops": spec.flops,
+        }
+        if spec.modules:
+            kwargs["with_modules"] = True
+        self._window = WindowedProfile(torch, window=window, first_step=first_step, **kwargs)
+
+    def advance(self, step: int) -> None:
+        self._window.advance(step)
+
+    def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
+        if not self._window.stop(steps):
             return []
+        assert steps is not None, "Session passes the part of the window that ran"
+        assert steps.end is not None
         final = trace_path(self._spec, rank=self._rank, steps=steps, suffix=self._suffix)
         # After an early normal close, the marker of the step that would have followed was opened
         # at the last boundary but none of the loop's work ran in it: drop it so the trace holds
         # exactly `steps`.
-        assert steps.end is not None, "Session passes the part of the window that ran"
-        drop_from = steps.end if self._step >= steps.end else None
-        size = _export_atomically(self._prof, final, drop_steps_from=drop_from)
+        drop_from = steps.end if self._window.step >= steps.end else None
+        size = _export_atomically(self._window.prof, final, drop_steps_from=drop_from)
         return [Artifact(path=final, steps=steps, bytes=size, rank=self._rank, kind="trace", producer="torch")]
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from profwin import Artifact, ProfileSpec, Window
-from profwin.torch_driver import STEP_MARKER
+from profwin.torch_driver import STEP_MARKER, WindowedProfile
 from profwin_memory.naming import artifact_path, partial_path
 from profwin_memory.options import MemoryOptions
 
@@ -44,45 +44,26 @@ class CpuTimelineDriver:
     def __init__(
         self, torch: Any, spec: ProfileSpec, options: MemoryOptions, *, window: Window, first_step: int, rank: int
     ) -> None:
-        from torch.profiler import ProfilerActivity, profile
+        from torch.profiler import ProfilerActivity
 
         self._torch = torch
         self._spec = spec
         self._options = options
         self._window = window
         self._rank = rank
-        self._marker: Any = None
-        self._recording = False
-        self._prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-        self._prof.prepare_trace()
-        self.advance(first_step)
+        self._profile = WindowedProfile(
+            torch, window=window, first_step=first_step, activities=[ProfilerActivity.CPU], profile_memory=True
+        )
 
     def advance(self, step: int) -> None:
-        self._exit_marker()
-        if step == self._window.start:
-            self._prof.start_trace()
-            self._recording = True
-        if self._recording:
-            self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
-            self._marker.__enter__()
-
-    def _exit_marker(self) -> None:
-        if self._marker is not None:
-            marker, self._marker = self._marker, None
-            marker.__exit__(None, None, None)
+        self._profile.advance(step)
 
     def close(self, steps: Window | None, *, failed: bool) -> list[Artifact]:
-        self._exit_marker()
-        if not self._recording:
-            # Closed during warm-up: finish the prepared profiler session and write nothing.
-            self._prof.start_trace()
-            self._prof.stop_trace()
+        if not self._profile.stop(steps):
             return []
-        self._prof.stop_trace()
-        if steps is None:  # recording began with the step the session closed in: nothing ran
-            return []
+        assert steps is not None
         timeline = build_timeline(
-            self._prof.profiler.kineto_results.experimental_event_tree(), steps=steps, options=self._options
+            self._profile.prof.profiler.kineto_results.experimental_event_tree(), steps=steps, options=self._options
         )
         timeline.update(window=str(self._window), rank=self._rank, pid=os.getpid(), torch=str(self._torch.__version__))
         final = artifact_path(self._spec, rank=self._rank, steps=steps, suffix=_SUFFIXES[self._options.format])
