@@ -8,7 +8,9 @@ report. One prompt of 6 tokens, 8 generated tokens: engine step 0 is the prefill
 
 from __future__ import annotations
 
+import gzip
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 
 from profwin import Window
+from profwin.traces import summarize, trim
 
 from .conftest import FIXTURES, HERE, engine_env, start_servers_early
 
@@ -150,3 +153,49 @@ def test_async_llm_window_and_whole_session_frontend_trace(report: dict[str, Any
 def test_fixture_traces_saved(report: dict[str, Any]) -> None:
     for name in ("w0-3", "w2-5"):
         assert (FIXTURES / f"vllm-trace-{name}.pt.trace.json.gz").stat().st_size > 0
+
+
+_SLUG = re.compile(r"vllm-trace-w(\d+)-(\d+|end)\.pt\.trace\.json\.gz")
+_STEP = re.compile(r"execute_context_\d+\(\d+\)_generation_\d+\(\d+\)")
+
+
+def host_annotations(path: Path) -> list[dict[str, Any]]:
+    """vLLM's step annotations on the host, in time order, read with json.load."""
+    trace = json.loads(gzip.decompress(path.read_bytes()))
+    found = [
+        e
+        for e in trace["traceEvents"]
+        if e.get("ph") == "X" and _STEP.fullmatch(str(e.get("name"))) and not str(e.get("cat", "")).startswith("gpu_")
+    ]
+    return sorted(found, key=lambda e: e["ts"])
+
+
+@pytest.mark.parametrize("name", ["w0-3", "w2-5"])
+def test_trace_tools_on_the_saved_traces(report: dict[str, Any], name: str, tmp_path: Path) -> None:
+    """profwin.traces on these real traces: step counts checked against the window and against
+    the annotations counted with json.load."""
+    path = FIXTURES / f"vllm-trace-{name}.pt.trace.json.gz"
+    expected = host_annotations(path)
+    summary = summarize(path)
+    assert summary.producer == "vllm"
+    assert [s.number for s in summary.steps] == list(range(len(expected)))
+    assert [s.label for s in summary.steps] == [e["name"] for e in expected]
+    assert [s.dur_us for s in summary.steps] == [round(e["dur"], 3) for e in expected]
+    slug = _SLUG.fullmatch(path.name)
+    first = int(slug.group(1)) if slug else 0
+    if slug and slug.group(2) != "end" and int(slug.group(2)) - first < 100:
+        assert len(summary.steps) == int(slug.group(2)) - first
+    assert summary.top_ops, "a vLLM step runs operators"
+
+    # Numbered as the session's steps: the window's own numbers select the same steps.
+    numbered = summarize(path, first_step=first)
+    assert [s.number for s in numbered.steps] == list(range(first, first + len(expected)))
+    last = first + len(expected) - 1
+    out = tmp_path / "last-step.pt.trace.json.gz"
+    result = trim(path, f"{last}:{last + 1}", out, first_step=first)
+    assert result.step_count == 1
+    kept = host_annotations(out)
+    assert [e["name"] for e in kept] == [expected[-1]["name"]]
+    again = summarize(out)
+    assert [(s.number, s.label) for s in again.steps] == [(last, expected[-1]["name"])]
+    assert again.trace.events < summary.trace.events
