@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
+from profwin.atomic import atomic_path
 from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
 from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.errors import ConfigError, PluginError
@@ -22,6 +23,7 @@ from profwin.plugin_api import (
     PluginSpec,
     Profiler,
     RemoteResult,
+    fan_out,
 )
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
@@ -52,10 +54,12 @@ __all__ = [
     "Session",
     "Window",
     "__version__",
+    "atomic_path",
     "backend",
     "check_bounds",
     "current_rank",
     "engine_flavours",
+    "fan_out",
     "load_spec",
     "plugins",
     "profiler",

@@ -18,9 +18,10 @@ without needing the plugin's engine, so it must not import one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
@@ -38,7 +39,11 @@ __all__ = [
     "PluginSpec",
     "Profiler",
     "RemoteResult",
+    "fan_out",
 ]
+
+_T = TypeVar("_T")
+_U = TypeVar("_U")
 
 PLUGIN_API = 1
 """Version of the protocols below; a plugin built for another version is reported ``incompatible``."""
@@ -124,6 +129,18 @@ class RemoteResult:
             "artifacts": [a.to_dict() for a in self.artifacts],
             "details": dict(self.details),
         }
+
+
+def fan_out(
+    call: Callable[[_T], _U], items: Sequence[_T], *, max_workers: int | None = None, thread_prefix: str = "profwin"
+) -> list[_U]:
+    """``[call(item) for item in items]``, run concurrently (one thread per item, at most
+    ``max_workers``), results in order: how backends drive several servers at once."""
+    if len(items) <= 1:
+        return [call(item) for item in items]
+    workers = len(items) if max_workers is None else min(len(items), max_workers)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix) as pool:
+        return list(pool.map(call, items))
 
 
 @runtime_checkable

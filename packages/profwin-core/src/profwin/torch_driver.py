@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import time
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.plugin_api import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
@@ -218,15 +218,10 @@ def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -
     """Export to a hidden temporary name in the same directory, then rename: a crash during
     export never leaves a truncated file under ``final``."""
     gz = final.name.endswith(".gz")
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.partial{'.gz' if gz else ''}")
-    try:
+    with atomic_path(final, suffix=".gz" if gz else "") as tmp:
         prof.export_chrome_trace(str(tmp))
         if drop_steps_from is not None:
             _drop_step_markers(tmp, drop_steps_from, gz=gz)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return final.stat().st_size
 
 

@@ -26,9 +26,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin import Artifact, ProfileSpec, Window
+from profwin import Artifact, ProfileSpec, Window, atomic_path
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
-from profwin_memory.naming import artifact_path, partial_path
+from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 
 __all__ = ["TIMELINE_FORMAT", "CpuTimelineDriver", "build_timeline"]
@@ -72,14 +72,9 @@ class CpuTimelineDriver:
 
 
 def _write_json(final: Path, data: dict[str, Any], *, gz: bool) -> int:
-    tmp = partial_path(final)
     text = json.dumps(data, separators=(",", ":")).encode()
-    try:
+    with atomic_path(final) as tmp:
         tmp.write_bytes(gzip.compress(text) if gz else text)
-        os.replace(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return final.stat().st_size
 
 

@@ -15,9 +15,9 @@ import os
 import platform
 from typing import Any
 
-from profwin import Artifact, ProfileSpec, Window
+from profwin import Artifact, ProfileSpec, Window, atomic_path
 from profwin_memory import provenance
-from profwin_memory.naming import artifact_path, partial_path
+from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 
 __all__ = ["SNAPSHOT_SUFFIX", "STEP_METADATA", "CudaSnapshotDriver", "history_kwargs"]
@@ -71,19 +71,14 @@ class CudaSnapshotDriver:
             self._stop_recording()
             return []
         final = artifact_path(self._spec, rank=self._rank, steps=steps, suffix=SNAPSHOT_SUFFIX)
-        tmp = partial_path(final)
-        try:
-            # Frees wait for their stream; synchronising first lets them reach the history.
-            self._torch.cuda.synchronize()
-            self._memory._dump_snapshot(str(tmp))
-        finally:
-            self._stop_recording()
-        try:
+        with atomic_path(final) as tmp:
+            try:
+                # Frees wait for their stream; synchronising first lets them reach the history.
+                self._torch.cuda.synchronize()
+                self._memory._dump_snapshot(str(tmp))
+            finally:
+                self._stop_recording()
             provenance.sign(tmp, final_name=final.name, details=self._details(steps))
-            os.replace(tmp, final)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
         return [
             Artifact(
                 path=final, steps=steps, bytes=final.stat().st_size, rank=self._rank, kind="memory-snapshot", producer="memory"

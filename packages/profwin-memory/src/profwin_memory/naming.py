@@ -8,7 +8,7 @@ from pathlib import Path
 
 from profwin import ProfileSpec, Window
 
-__all__ = ["artifact_path", "partial_path"]
+__all__ = ["artifact_path"]
 
 
 def artifact_path(spec: ProfileSpec, *, rank: int, steps: Window, suffix: str) -> Path:
@@ -20,8 +20,3 @@ def artifact_path(spec: ProfileSpec, *, rank: int, steps: Window, suffix: str) -
     """
     name = f"{spec.prefix}_rank{rank}_pid{os.getpid()}_{steps.slug()}.{time.time_ns()}{suffix}"
     return spec.output_dir / name
-
-
-def partial_path(final: Path) -> Path:
-    """A hidden name next to ``final`` to write to before renaming: readers never see half a file."""
-    return final.with_name(f".{final.name}.{os.getpid()}.partial")

@@ -21,6 +21,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from profwin import atomic_path
+
 __all__ = ["SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
 SIDECAR_SUFFIX = ".sig.json"
@@ -104,9 +106,8 @@ def sign(snapshot: Path, *, final_name: str, details: dict[str, Any]) -> Path:
         **details,
     }
     final_sidecar = sidecar_path(snapshot.with_name(final_name))
-    tmp = final_sidecar.with_name(f".{final_sidecar.name}.{os.getpid()}.partial")
-    tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    os.replace(tmp, final_sidecar)
+    with atomic_path(final_sidecar) as tmp:
+        tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
     return final_sidecar
 
 

@@ -19,15 +19,14 @@ each with its own result.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, TypeVar
 
 from profwin.errors import ConfigError, WindowWarning
-from profwin.plugin_api import Artifact, RemoteResult
+from profwin.plugin_api import Artifact, RemoteResult, fan_out
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 from profwin_sglang.http import ServerError
@@ -161,7 +160,7 @@ class SglangSession:
 
     def _start(self, check: bool) -> list[RemoteResult]:
         self.spec.prepare_output_dir()
-        results = _fan_out(self._start_one, self.remotes)
+        results = fan_out(self._start_one, self.remotes, thread_prefix="profwin-sglang")
         if check:
             self._raise_if_failed(results, "start")
         return results
@@ -327,7 +326,7 @@ class SglangSession:
 
     def _stop(self) -> list[RemoteResult]:
         started = [r for r in self.remotes if r.started]
-        return self._record(_fan_out(self._stop_one, started))
+        return self._record(fan_out(self._stop_one, started, thread_prefix="profwin-sglang"))
 
     async def _astop(self) -> list[RemoteResult]:
         started = [r for r in self.remotes if r.started]
@@ -398,13 +397,6 @@ def _warned(results: list[RemoteResult]) -> list[RemoteResult]:
         for note in result.details.get("notes", ()):
             warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=3)
     return results
-
-
-def _fan_out(fn: Callable[[_Remote], RemoteResult], remotes: Sequence[_Remote]) -> list[RemoteResult]:
-    if len(remotes) <= 1:
-        return [fn(r) for r in remotes]
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(remotes), thread_name_prefix="profwin-sglang") as pool:
-        return list(pool.map(fn, remotes))
 
 
 def session(

@@ -8,10 +8,10 @@ machine all write ``rank0`` traces and the prefix is what tells their files apar
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import profwin
 from profwin.plugin_api import RemoteResult
 from profwin.spec import ProfileSpec
 from profwin_vllm.client import Reply, normalize_url, request
@@ -29,11 +29,8 @@ _U = TypeVar("_U")
 
 
 def fan_out(call: Callable[[_T], _U], items: Sequence[_T]) -> list[_U]:
-    """``[call(item) for item in items]``, run concurrently, results in order."""
-    if len(items) <= 1:
-        return [call(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(len(items), 16), thread_name_prefix="profwin-vllm") as pool:
-        return list(pool.map(call, items))
+    """:func:`profwin.fan_out` with at most 16 servers in flight."""
+    return profwin.fan_out(call, items, max_workers=16, thread_prefix="profwin-vllm")
 
 
 def server_specs(spec: ProfileSpec, urls: Sequence[str]) -> list[ProfileSpec]:

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from attrs import asdict, frozen
 
+from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
@@ -129,24 +129,18 @@ def _kept(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
 def _write(
     index: TraceIndex, t0: float, t1: float, target: Path, meta: dict[str, Any], progress: Progress | None
 ) -> tuple[int, int]:
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    try:
-        with _open_out(tmp, gz=target.name.endswith(".gz")) as f:
-            header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
-            before = [k for k in index.keys_before_events if k != TRIM_KEY]
-            f.write("{\n")
-            for key in before:
-                f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
-            f.write('  "traceEvents": [\n  ')
-            events = _copy_events(index, _kept(index, t0, t1), f, progress)
-            f.write("\n  ]")
-            for key in [k for k in header if k not in before]:
-                f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}")
-            f.write(f",\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)}\n}}\n")
-        os.replace(tmp, target)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(target) as tmp, _open_out(tmp, gz=target.name.endswith(".gz")) as f:
+        header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
+        before = [k for k in index.keys_before_events if k != TRIM_KEY]
+        f.write("{\n")
+        for key in before:
+            f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
+        f.write('  "traceEvents": [\n  ')
+        events = _copy_events(index, _kept(index, t0, t1), f, progress)
+        f.write("\n  ]")
+        for key in [k for k in header if k not in before]:
+            f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}")
+        f.write(f",\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)}\n}}\n")
     return events, target.stat().st_size
 
 
