@@ -27,6 +27,7 @@ from profwin.plugin_api import (
 )
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
+from profwin.traces.markers import StepMarker
 from profwin.window import Window, check_bounds
 
 try:
@@ -52,6 +53,7 @@ __all__ = [
     "Profiler",
     "RemoteResult",
     "Session",
+    "StepMarker",
     "Window",
     "__version__",
     "atomic_path",

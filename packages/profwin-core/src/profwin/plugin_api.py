@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 from attrs import field, frozen
 
 from profwin.spec import ProfileSpec
+from profwin.traces.markers import StepMarker
 from profwin.window import Window
 
 __all__ = [
@@ -68,6 +69,7 @@ class PluginSpec:
         install_hint: what to install when a requirement is missing.
         summary: one line for ``profwin plugins``.
         api: the :data:`PLUGIN_API` the plugin was written for.
+        step_marker: how the producer marks steps in its traces, for ``profwin summarize``.
     """
 
     name: str
@@ -77,6 +79,7 @@ class PluginSpec:
     install_hint: str = ""
     summary: str = ""
     api: int = PLUGIN_API
+    step_marker: StepMarker | None = None
 
 
 @frozen(kw_only=True)

@@ -1,6 +1,6 @@
 """Entry point of the profwin-sglang plugin: a description only, so listing plugins stays cheap."""
 
-from profwin import PluginSpec
+from profwin import PluginSpec, StepMarker
 
 PLUGIN = PluginSpec(
     name="sglang",
@@ -9,4 +9,5 @@ PLUGIN = PluginSpec(
     requires=(),
     install_hint="profwin-sglang[engine]",
     summary="SGLang: session-relative windows of scheduler batches over HTTP or Engine",
+    step_marker=StepMarker(producer="sglang", pattern=r"step\[[A-Z_]+\b", numbering="order", preference=20),
 )

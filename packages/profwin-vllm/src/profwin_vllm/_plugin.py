@@ -1,6 +1,6 @@
 """Entry point of the profwin-vllm plugin: a description only, so listing plugins stays cheap."""
 
-from profwin import PluginSpec
+from profwin import PluginSpec, StepMarker
 
 PLUGIN = PluginSpec(
     name="vllm",
@@ -11,4 +11,5 @@ PLUGIN = PluginSpec(
     requires=(),
     install_hint="profwin-vllm[engine]",
     summary="vLLM: exact step windows (delay/max iterations by version), launch args, live start/stop over HTTP",
+    step_marker=StepMarker(producer="vllm", pattern=r"execute_(?:\d+_)?context_", numbering="order", preference=10),
 )

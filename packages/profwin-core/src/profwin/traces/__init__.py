@@ -1,29 +1,52 @@
-"""Read, summarize and trim torch/Kineto Chrome traces by step, streaming in bounded memory.
+"""Read, summarize, compare and trim torch/Kineto Chrome traces by step, streaming in bounded memory.
 
 ::
 
     from profwin.traces import summarize, render_summary, trim
 
-    summary = summarize("rank0.pt.trace.json.gz", window="20:80")
+    summary = summarize("trace.pt.trace.json.gz", window="20:80")
     print(render_summary(summary))
-    trim("rank0.pt.trace.json.gz", "20:80", "steps20-80.pt.trace.json.gz")
+    trim("trace.pt.trace.json.gz", "20:80", "steps20-80.pt.trace.json.gz")
 
-Steps are found by their producer's markers (:mod:`profwin.traces.steps`): ``ProfilerStep#k``
-(torch.profiler and profwin sessions), vLLM's ``execute_context_…_generation_…`` annotations,
-SGLang's ``step[…]`` spans. Only the standard library is needed (see docs/traces.md).
+Steps are found by their producer's markers (:mod:`profwin.traces.markers`): ``ProfilerStep#k``
+(torch.profiler and profwin sessions) from core, and each engine plugin's own (vLLM's
+``execute_…context_…`` annotations, SGLang's ``step[…]`` spans). Only the standard library is
+needed; msgspec, when installed (``profwin-core[fast]``), makes reading faster (see docs/traces.md).
 """
 
-from profwin.traces.plot import plot_steps
+from profwin.traces.device import DeviceStat
+from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
+from profwin.traces.markers import TORCH_MARKER, StepMarker, step_markers
+from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
 from profwin.traces.progress import tty_progress
+from profwin.traces.ranks import RankRow, RankStat, Ranks, StepSpread, render_ranks, summarize_ranks, trace_files
 from profwin.traces.reader import TraceError, TraceReader, read_trace
-from profwin.traces.steps import PRODUCERS, Step
-from profwin.traces.summarize import OpStat, StepStat, Summary, ThreadInfo, TraceMeta, render_summary, summarize
+from profwin.traces.steps import Step
+from profwin.traces.summarize import (
+    OpStat,
+    StepStat,
+    Summary,
+    ThreadInfo,
+    TraceMeta,
+    count_steps,
+    render_summary,
+    summarize,
+)
 from profwin.traces.trim import TrimResult, trim
 
 __all__ = [
-    "PRODUCERS",
+    "TORCH_MARKER",
+    "DeviceStat",
+    "Diff",
+    "OpChange",
     "OpStat",
+    "RankRow",
+    "RankStat",
+    "Ranks",
     "Step",
+    "StepChange",
+    "StepMarker",
+    "StepSpread",
     "StepStat",
     "Summary",
     "ThreadInfo",
@@ -31,10 +54,19 @@ __all__ = [
     "TraceMeta",
     "TraceReader",
     "TrimResult",
+    "count_steps",
+    "diff",
+    "plot_diff",
+    "plot_ranks",
     "plot_steps",
     "read_trace",
+    "render_diff",
+    "render_ranks",
     "render_summary",
+    "step_markers",
     "summarize",
+    "summarize_ranks",
+    "trace_files",
     "trim",
     "tty_progress",
 ]

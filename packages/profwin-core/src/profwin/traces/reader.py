@@ -5,18 +5,24 @@ A trace is ``{"schemaVersion": ..., "traceEvents": [ {...}, {...}, ... ], "trace
 ``[ {...}, ... ]``. The reader decodes the top-level keys one at a time and the event array one
 event at a time with the C scanner behind :meth:`json.JSONDecoder.raw_decode`, over a sliding
 text buffer of a few MiB, so memory does not grow with the file. It yields each event together
-with its exact source text, so :func:`profwin.traces.trim` copies kept events byte for byte
+with where its source text is, so :func:`profwin.traces.trim` copies kept events byte for byte
 instead of re-encoding them.
 
-Why the stdlib and not ijson/msgspec/orjson: see docs/traces.md (measured there).
+With msgspec installed (``pip install 'profwin-core[fast]'``) the event array is decoded a batch
+at a time instead: the buffered text up to the last ``},`` that ends an event is decoded in one
+call, and its events' spans are the ``},{`` separators in it (a batch whose separators do not
+match its events one to one, or that does not decode, is read the standard way). The results
+are the same; see docs/traces.md for the bounds and docs/performance.md for the speed.
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import gzip
 import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -24,7 +30,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-__all__ = ["CHUNK_CHARS", "Progress", "TraceError", "TraceReader", "read_trace"]
+__all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
+
+Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, int, int]
+"""``(ph, cat, name, pid, tid, ts, dur, args.correlation, args.name, offset, length)``
+of one event, as :meth:`TraceReader.records` yields it (absent fields are ``None``)."""
 
 Progress = Callable[[int, int], None]
 """``progress(bytes_done, bytes_total)``: bytes of the file on disk (compressed, for gzip)."""
@@ -34,7 +44,12 @@ CHUNK_CHARS = 1 << 20
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _EDGE = 32  # characters from the buffer's end within which a decode error may be a cut, not a fault
-_MAX_VALUE_CHARS = 64 << 20  # one event or top-level value larger than this is treated as corrupt
+MAX_VALUE_CHARS = 16 << 20
+"""One event or top-level value larger than this (JSON text) is refused: real ones are KiB."""
+MAX_HEADER_CHARS = 16 << 20
+"""All top-level values other than ``traceEvents`` together, as JSON text."""
+_TAIL = 1 << 16  # the last separator of a buffer is looked for in its last 64 KiB first
+_SEPARATOR = re.compile(r"\},[ \t\n\r]*\{")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
@@ -69,7 +84,9 @@ class TraceReader:
     """One pass over one trace file. Use :func:`read_trace`; iterate :meth:`events` or
     :meth:`raw_events` once, then read :attr:`header` (complete only after the events)."""
 
-    def __init__(self, path: str | Path, *, progress: Progress | None = None, chunk_chars: int = CHUNK_CHARS) -> None:
+    def __init__(
+        self, path: str | Path, *, progress: Progress | None = None, chunk_chars: int = CHUNK_CHARS, fast: bool = True
+    ) -> None:
         self.path = Path(path)
         try:
             self._file: IO[bytes] = open(self.path, "rb")  # noqa: SIM115 (closed by close())
@@ -99,6 +116,9 @@ class TraceReader:
         """Top-level keys that come before ``traceEvents`` in the file."""
         self.events_read = 0
         self._started = False
+        self._batch: Callable[[str], list[Any]] | None = None
+        self._typed = fast_decoder() if fast else None
+        self._plain_until = 0  # events before this offset are read one at a time
 
     # -- context manager ---------------------------------------------------------------------
 
@@ -182,6 +202,11 @@ class TraceReader:
                     raise TraceError(
                         self.path, f"invalid JSON in {what} at character {self._offset + exc.pos}: {exc.msg}"
                     ) from None
+            except RecursionError:
+                raise TraceError(
+                    self.path, f"{what} at character {self._offset + start} is nested too deeply (about 1,000 levels, "
+                    "Python's recursion limit; real events nest 3 or 4)"
+                ) from None
             else:
                 # A number can be cut by the chunk edge ("12" of "12.5") and still decode.
                 if end < len(self._buf) or self._eof:
@@ -189,18 +214,18 @@ class TraceReader:
                     return value, start, end
             if self._eof:
                 raise TraceError(self.path, f"the file ends inside {what}, at character {self._offset + start}; it is truncated")
-            if len(self._buf) - start > _MAX_VALUE_CHARS:
+            if len(self._buf) - start > MAX_VALUE_CHARS:
                 raise TraceError(
-                    self.path, f"{what} at character {self._offset + start} is over {_MAX_VALUE_CHARS >> 20} MiB or invalid JSON"
+                    self.path, f"{what} at character {self._offset + start} is over {MAX_VALUE_CHARS >> 20} MiB or invalid JSON"
                 )
             self._fill()
             start = self._pos  # _fill moved the buffer's start to the cursor
 
     # -- the document ------------------------------------------------------------------------
 
-    def raw_events(self) -> Iterator[tuple[dict[str, Any], int, str]]:
-        """Yield ``(event, offset, text)`` for each event: ``text`` is its exact JSON source and
-        ``offset`` the character where it starts (what :func:`copy_ranges` takes)."""
+    def raw_events(self) -> Iterator[tuple[Any, int, int]]:
+        """Yield ``(event, offset, length)`` for each event: where its exact JSON source text
+        starts (in characters of the decoded file) and how long it is."""
         if self._started:
             raise RuntimeError("a TraceReader can be iterated once")
         self._started = True
@@ -210,6 +235,7 @@ class TraceReader:
             self._end()
             return
         found = False
+        header_chars = 0
         if self._skip_ws() == "}":
             self._pos += 1
         else:
@@ -217,7 +243,7 @@ class TraceReader:
                 key, _, _ = self._value("a top-level key")
                 if not isinstance(key, str):
                     raise TraceError(self.path, f"expected a string key at the top level, found {key!r}")
-                self._expect(":", f"':' after top-level key {key!r}")
+                self._expect(":", f"':' after top-level key {key[:40]!r}")
                 if key == "traceEvents":
                     if self._skip_ws() != "[":
                         raise TraceError(self.path, f"'traceEvents' must be an array; expected {_EXPECTED}")
@@ -226,27 +252,70 @@ class TraceReader:
                     self.keys_before_events = list(self.header)
                     yield from self._array()
                 else:
-                    self.header[key], _, _ = self._value(f"top-level key {key!r}")
+                    self.header[key], start, end = self._value(f"top-level key {key[:40]!r}")
+                    header_chars += end - start + len(key)
+                    if header_chars > MAX_HEADER_CHARS:
+                        raise TraceError(
+                            self.path,
+                            f"the top-level values other than 'traceEvents' hold over {MAX_HEADER_CHARS >> 20} MiB "
+                            "of JSON; a trace's header is a few KiB",
+                        )
                 if self._expect(",}", "',' or '}' after a top-level value") == "}":
                     break
         self._end()
         if not found:
-            raise TraceError(self.path, f"no 'traceEvents' key (top-level keys: {sorted(self.header)}); expected {_EXPECTED}")
+            keys = sorted(self.header)
+            shown = keys if len(keys) <= 10 else [*keys[:10], f"... {len(keys) - 10} more"]
+            raise TraceError(self.path, f"no 'traceEvents' key (top-level keys: {shown}); expected {_EXPECTED}")
 
-    def _array(self) -> Iterator[tuple[dict[str, Any], int, str]]:
+    def _array(self) -> Iterator[tuple[Any, int, int]]:
         if self._skip_ws() == "]":
             self._pos += 1
             return
         while True:
+            if self._batch is not None and self._offset + self._pos >= self._plain_until:
+                yield from self._batches()
             event, start, end = self._value(f"event {self.events_read}")
             if not isinstance(event, dict):
                 raise TraceError(
                     self.path, f"event {self.events_read} is {type(event).__name__}, not an object; expected {_EXPECTED}"
                 )
             self.events_read += 1
-            yield event, self._offset + start, self._buf[start:end]
+            yield event, self._offset + start, end - start
             if self._expect(",]", "',' or ']' after an event") == "]":
                 return
+
+    def _batches(self) -> Iterator[tuple[Any, int, int]]:
+        """Decode the buffered events up to the last ``},{`` in one call each time; return,
+        leaving the cursor on an event, when a batch cannot be taken that way."""
+        assert self._batch is not None
+        while True:
+            self._skip_ws()
+            buf, start = self._buf, self._pos
+            last = None
+            for last in _SEPARATOR.finditer(buf, max(start, len(buf) - _TAIL)):  # noqa: B007 (the last one)
+                pass
+            if last is None or self._offset + start < self._plain_until:
+                return
+            cut = last.start() + 1
+            separators = list(_SEPARATOR.finditer(buf, start, cut))
+            try:
+                events = self._batch("[" + buf[start:cut] + "]")
+            except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+                events = None
+            if events is None or len(separators) != len(events) - 1:
+                # A "},{" inside a string or a nested list: read this buffer one event at a time.
+                self._plain_until = self._offset + cut
+                return
+            begin = start
+            for event, sep in zip(events, [*separators, last], strict=True):
+                end = sep.start() + 1
+                self.events_read += 1
+                yield event, self._offset + begin, end - begin
+                begin = sep.end() - 1
+            self._pos = last.end() - 1
+            if len(self._buf) - self._pos < self._chunk // 2:
+                self._fill()
 
     def _end(self) -> None:
         if self._skip_ws():
@@ -258,6 +327,27 @@ class TraceReader:
         """Yield each event as a dict."""
         for event, _, _ in self.raw_events():
             yield event
+
+    def records(self) -> Iterator[Record]:
+        """Yield each event as a :data:`Record`: only the fields the trace tools read, decoded
+        in batches by msgspec when it is installed (much faster than whole dicts)."""
+        if self._typed is not None:
+            self._batch = self._typed
+        for event, offset, length in self.raw_events():
+            if type(event) is dict:
+                args = event.get("args")
+                if type(args) is dict:
+                    yield (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"),
+                           event.get("ts"), event.get("dur"), args.get("correlation"), args.get("name"),
+                           offset, length)  # fmt: skip
+                else:
+                    yield (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"),
+                           event.get("ts"), event.get("dur"), None, None, offset, length)  # fmt: skip
+            else:
+                a = event.args
+                yield (event.ph, event.cat, event.name, event.pid, event.tid, event.ts, event.dur,
+                       None if a is None else a.correlation, None if a is None else a.name,
+                       offset, length)  # fmt: skip
 
     def text_chunks(self) -> Iterator[tuple[int, str]]:
         """Yield ``(offset, text)`` for the whole decoded file in order, without parsing it."""
@@ -271,6 +361,27 @@ class TraceReader:
             self._progress(self.size, self.size)
 
 
-def read_trace(path: str | Path, *, progress: Progress | None = None) -> TraceReader:
-    """Open ``path`` (gzip is recognised by its magic bytes, whatever the suffix) for one pass."""
-    return TraceReader(path, progress=progress)
+def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool = True) -> TraceReader:
+    """Open ``path`` (gzip is recognised by its magic bytes, whatever the suffix) for one pass;
+    ``fast=False`` keeps to the standard library even where msgspec is installed."""
+    return TraceReader(path, progress=progress, fast=fast)
+
+
+@functools.cache
+def fast_decoder() -> Callable[[str], list[Any]] | None:
+    """A msgspec decoder of event batches into :data:`Record` fields, when msgspec is importable
+    (the ``fast`` extra), else ``None``. ``PROFWIN_TRACES_FAST=0`` turns it off (to compare)."""
+    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+        return None
+    try:
+        import msgspec  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+
+    # Only the fields the tools read: msgspec skips the rest without building it, which is
+    # where the speed comes from.
+    args = msgspec.defstruct("Args", [("correlation", Any, None), ("name", Any, None)], gc=False)
+    fields = [(f, Any, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur")]
+    event = msgspec.defstruct("Event", [*fields, ("args", args | None, None)], gc=False)
+    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    return decode

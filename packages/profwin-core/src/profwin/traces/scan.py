@@ -10,15 +10,21 @@ While the reader decodes events, :func:`scan` keeps:
   self time (duration minus the durations of directly nested events on the same thread), found
   with a per-thread stack as events arrive in time order, which is how torch writes them
   (runtime calls, written by Kineto after all operators, get a stack of their own, so an
-  operator's self time includes the kernel launches it makes).
+  operator's self time includes the kernel launches it makes);
+* for device lanes (kernels, memcpy, memset): ``(ts, end, correlation, kind)``, and for kernel
+  launches on the host (``cudaLaunchKernel``…) ``(correlation, ts, end)``, which summarize joins
+  by correlation id for launch delays.
 
-Both tables are typed arrays (48 bytes per event in all) spilled to a temporary file every
-:data:`SPILL_ROWS` rows, so memory stays bounded whatever the trace size.
+The tables are typed arrays spilled to a temporary file every :data:`SPILL_ROWS` rows, so memory
+stays bounded whatever the trace size. The few unbounded things a hostile trace could grow are
+capped: distinct threads (:data:`MAX_THREADS`), distinct operator names (:data:`MAX_NAMES`, then
+one bucket), the length of a name kept (:data:`MAX_NAME_CHARS`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import tempfile
 from array import array
 from collections import Counter
@@ -28,21 +34,60 @@ from typing import IO, Any
 
 from attrs import define, field
 
-from profwin.traces.reader import Progress, TraceError, read_trace
-from profwin.traces.steps import PRODUCERS, Marker, marker_kind
+from profwin.traces.markers import StepMarker
+from profwin.traces.reader import Progress, Record, TraceError, read_trace
+from profwin.traces.steps import Marker, MarkerMatcher
 
-__all__ = ["DEVICE_CATEGORIES", "SPILL_ROWS", "Columns", "TraceIndex", "scan"]
+__all__ = [
+    "DEVICE_CATEGORIES",
+    "KERNEL_KINDS",
+    "MAX_NAMES",
+    "MAX_NAME_CHARS",
+    "MAX_THREADS",
+    "OTHER_NAMES",
+    "SPILL_ROWS",
+    "Columns",
+    "TraceIndex",
+    "kernel_kind",
+    "scan",
+]
 
 SPILL_ROWS = 1 << 20
 """Rows kept in memory per table before they go to the temporary file."""
 
+MAX_THREADS = 1 << 16
+"""Distinct ``(pid, tid)`` pairs a trace may hold; more is refused (real traces have hundreds)."""
+MAX_NAMES = 1 << 18
+"""Distinct operator and kernel names kept apart; the rest are totalled under :data:`OTHER_NAMES`."""
+MAX_NAME_CHARS = 1024
+"""Names are cut to this many characters (with ``…``) before they are kept."""
+MAX_ID_CHARS = 256
+"""A ``pid`` or ``tid`` written as a string longer than this is refused."""
+OTHER_NAMES = "(other names past the limit)"
+
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})
 """Categories counted as kernels (device work) rather than host operators."""
+
+KERNEL_KINDS = ("compute", "communication", "memory", "other")
+"""Kinds of device work, classified by name as HTA does (``kernel_kind``)."""
 
 # Spans that are not operators: the profiler's own span, GPU copies of annotations, flows.
 _NOT_OPS = frozenset({"Trace", "gpu_user_annotation"})
 _RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "xpu_runtime", "privateuse1_runtime"})
+_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "hipLaunchKernel", "hipExtLaunchKernel"})  # fmt: skip
 _NAMED = {"process_name": "processes", "thread_name": "threads"}
+_COMMUNICATION = re.compile(r"nccl.*Kernel")
+_MEMORY = re.compile(r"Memcpy|Memset|dma")
+_NOT_COMPUTE = re.compile(r".*(?:Memcpy|Memset)|.*Sync")
+
+
+def kernel_kind(name: str) -> int:
+    """Index into :data:`KERNEL_KINDS` for a device event's name (HTA 0.5's rules)."""
+    if _COMMUNICATION.match(name):
+        return 1
+    if _MEMORY.match(name):
+        return 2
+    return 3 if _NOT_COMPUTE.match(name) else 0
 
 
 class Columns:
@@ -103,9 +148,9 @@ class TraceIndex:
     processes: dict[Any, str] = field(factory=dict)
     threads: dict[tuple[Any, Any], str] = field(factory=dict)
     thread_events: Counter[tuple[Any, Any]] = field(factory=Counter)
-    markers: dict[str, list[Marker]] = field(factory=lambda: {p: [] for p in PRODUCERS})
+    markers: dict[StepMarker, list[Marker]] = field(factory=dict)
     """Host-side step markers per producer."""
-    device_markers: dict[str, list[Marker]] = field(factory=lambda: {p: [] for p in PRODUCERS})
+    device_markers: dict[StepMarker, list[Marker]] = field(factory=dict)
     """GPU-side copies of step annotations: where each step's device work ends."""
     names: list[tuple[str, bool]] = field(factory=list)
     """``(name, is_kernel)`` for each name id in :attr:`timed`."""
@@ -113,12 +158,19 @@ class TraceIndex:
     """File order: offset, length, ts, end (untimed events: -inf, +inf)."""
     timed: Columns = field(factory=lambda: Columns("ddi"))
     """Complete events once closed: ts, self time, name id (-1: not an operator)."""
+    device: Columns = field(factory=lambda: Columns("dddb"))
+    """Device work: ts, end, correlation id (nan: none), kind (index into KERNEL_KINDS)."""
+    launches: Columns = field(factory=lambda: Columns("ddd"))
+    """Kernel launches on the host: correlation id, ts, end."""
     unordered: int = 0
     """Complete events that arrived earlier than the one before them on their thread."""
+    bad_times: int = 0
+    """Events whose ``ts`` or ``dur`` is not a finite number, or whose ``dur`` is negative."""
+    names_capped: bool = False
 
     def close(self) -> None:
-        self.placed.close()
-        self.timed.close()
+        for table in (self.placed, self.timed, self.device, self.launches):
+            table.close()
 
 
 def _number(value: object) -> float | None:
@@ -132,12 +184,12 @@ def _number(value: object) -> float | None:
     return None
 
 
-def scan(path: str | Path, *, progress: Progress | None = None) -> TraceIndex:
+def scan(path: str | Path, *, progress: Progress | None = None, fast: bool = True) -> TraceIndex:
     """Read ``path`` once and index it; the caller closes the returned index."""
-    with read_trace(path, progress=progress) as reader:
+    with read_trace(path, progress=progress, fast=fast) as reader:
         index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
         try:
-            _fill(index, reader.raw_events())
+            _Filler(index).fill(reader.records())
         except BaseException:
             index.close()
             raise
@@ -146,119 +198,193 @@ def scan(path: str | Path, *, progress: Progress | None = None) -> TraceIndex:
     return index
 
 
-def _fill(index: TraceIndex, events: Iterator[tuple[dict[str, Any], int, str]]) -> None:
-    offsets, lengths, starts, ends = index.placed.columns
-    t_starts, t_selfs, t_names = index.timed.columns
-    name_ids: dict[tuple[str, bool], int] = {}
-    names = index.names
-    # Per thread: a stack of open events [end, ts, dur, children_dur, name_id] and the last ts.
-    stacks: dict[tuple[tuple[Any, Any], bool], list[list[Any]]] = {}
-    last_ts: dict[tuple[tuple[Any, Any], bool], float] = {}
-    thread_events = index.thread_events
-    inf = math.inf
-    count = chars = 0
+def _thread_id(value: object, what: str, index: TraceIndex) -> Any:
+    if value is None or type(value) is int:
+        return value
+    if isinstance(value, str) and len(value) <= MAX_ID_CHARS:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    shown = repr(value)
+    raise TraceError(
+        index.path,
+        f"event {index.events}: {what} must be an int or a string of at most {MAX_ID_CHARS} characters "
+        f"(got {type(value).__name__} {shown[:60]}{'…' if len(shown) > 60 else ''})",
+    )
 
-    def close_entry(entry: list[Any]) -> None:
+
+class _Filler:
+    """The per-event work of :func:`scan`, with its per-thread stacks."""
+
+    def __init__(self, index: TraceIndex) -> None:
+        self.index = index
+        self.matcher = MarkerMatcher()
+        self.name_ids: dict[tuple[str, bool], int] = {}
+        self.kinds: dict[str, int] = {}
+        # Per thread lane: a stack of open events [end, ts, dur, children_dur, name_id] and the last ts.
+        self.stacks: dict[tuple[tuple[Any, Any], bool], list[list[Any]]] = {}
+        self.last_ts: dict[tuple[tuple[Any, Any], bool], float] = {}
+
+    def fill(self, records: Iterator[Record]) -> None:
+        index = self.index
+        offsets, lengths, starts, ends = index.placed.columns
+        thread_events = index.thread_events
+        inf = math.inf
+        count = chars = 0
+        for ph, cat, name, pid, tid, raw_ts, raw_dur, correlation, arg_name, offset, length in records:
+            count += 1
+            chars += length
+            offsets.append(offset)
+            lengths.append(length)
+            ts = raw_ts if type(raw_ts) is float else _number(raw_ts)
+            if ts is not None and not -inf < ts < inf:
+                index.bad_times += 1
+                ts = None
+            if ph == "M" or ts is None:
+                starts.append(-inf)
+                ends.append(inf)
+                if ph == "M":
+                    self.metadata(name, pid, tid, arg_name)
+            else:
+                key = (pid, tid)
+                if key not in thread_events:
+                    self.new_thread(key)
+                thread_events[key] += 1
+                if ph != "X":
+                    starts.append(ts)
+                    ends.append(ts)
+                else:
+                    dur = raw_dur if type(raw_dur) is float else (_number(raw_dur) if raw_dur is not None else 0.0)
+                    if dur is None or not 0.0 <= dur < inf:
+                        index.bad_times += 1
+                        dur = 0.0
+                    starts.append(ts)
+                    ends.append(ts + dur)
+                    self.complete(key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation)
+            if len(offsets) >= SPILL_ROWS:
+                index.placed.maybe_spill()
+        for stack in self.stacks.values():
+            while stack:
+                self.close_entry(stack.pop())
+        index.events = count
+        index.event_chars = chars
+
+    def new_thread(self, key: tuple[Any, Any]) -> None:
+        index = self.index
+        _thread_id(key[0], "pid", index)
+        _thread_id(key[1], "tid", index)
+        if len(index.thread_events) >= MAX_THREADS:
+            raise TraceError(
+                index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred"
+            )
+
+    def metadata(self, name: Any, pid: Any, tid: Any, arg_name: Any) -> None:
+        kind = _NAMED.get(name) if type(name) is str else None
+        if kind is None or not isinstance(arg_name, str):
+            return
+        index = self.index
+        if len(index.processes) + len(index.threads) >= MAX_THREADS:
+            raise TraceError(index.path, f"more than {MAX_THREADS:,} process and thread names")
+        label = arg_name[:MAX_NAME_CHARS]
+        if kind == "processes":
+            index.processes[_thread_id(pid, "pid", index)] = label
+        else:
+            index.threads[(_thread_id(pid, "pid", index), _thread_id(tid, "tid", index))] = label
+
+    def close_entry(self, entry: list[Any]) -> None:
         if entry[4] >= 0:
+            t_starts, t_selfs, t_names = self.index.timed.columns
             t_starts.append(entry[1])
             t_selfs.append(max(entry[2] - entry[3], 0.0))
             t_names.append(entry[4])
-
-    for event, offset, text in events:
-        count += 1
-        chars += len(text)
-        offsets.append(offset)
-        lengths.append(len(text))
-        ph = event.get("ph")
-        raw_ts = event.get("ts")
-        ts = raw_ts if type(raw_ts) is float else _number(raw_ts)
-        if ph == "M" or ts is None:
-            starts.append(-inf)
-            ends.append(inf)
-            if ph == "M":
-                kind = _NAMED.get(event.get("name"))  # type: ignore[arg-type]
-                args = event.get("args")
-                if kind is not None and isinstance(args, dict) and isinstance(args.get("name"), str):
-                    if kind == "processes":
-                        index.processes[event.get("pid")] = args["name"]
-                    else:
-                        index.threads[(event.get("pid"), event.get("tid"))] = args["name"]
-            if len(offsets) >= SPILL_ROWS:
-                index.placed.maybe_spill()
-            continue
-        key = (event.get("pid"), event.get("tid"))
-        thread_events[key] += 1
-        if ph != "X":
-            starts.append(ts)
-            ends.append(ts)
-        else:
-            raw_dur = event.get("dur", 0.0)
-            dur = raw_dur if type(raw_dur) is float else (_number(raw_dur) or 0.0)
-            end = ts + dur
-            starts.append(ts)
-            ends.append(end)
-            name = event.get("name")
-            if not isinstance(name, str):
-                name = str(name)
-            cat = event.get("cat")
-            if not isinstance(cat, str):
-                cat = ""
-            marker = marker_kind(name, cat)
-            if marker is not None:
-                index.markers[marker].append((key[0], name, ts, end))
-                name_id = -1
-            elif cat in _NOT_OPS:
-                if cat == "gpu_user_annotation":
-                    device = marker_kind(name, None)
-                    if device is not None:
-                        index.device_markers[device].append((key[0], name, ts, end))
-                name_id = -1
-            else:
-                name_key = (name, cat in DEVICE_CATEGORIES)
-                name_id = name_ids.get(name_key, -1)
-                if name_id < 0:
-                    name_id = name_ids[name_key] = len(names)
-                    names.append(name_key)
-            # Runtime calls (cudaLaunchKernel, ...) come from CUPTI and are written after all
-            # operators, on the operators' thread: they get their own stack on that thread.
-            lane = (key, cat in _RUNTIME_CATEGORIES)
-            stack = stacks.get(lane)
-            if stack is None:
-                stack = stacks[lane] = []
-            if ts < last_ts.get(lane, -inf):
-                # Out of time order: the stack cannot place it; close what is open and restart.
-                index.unordered += 1
-                while stack:
-                    close_entry(stack.pop())
-            last_ts[lane] = ts
-            while stack and stack[-1][0] <= ts:
-                close_entry(stack.pop())
-            entry = [end, ts, dur, 0.0, name_id]
-            # Open events with the same start that fit inside this one are nested in it (the
-            # parent was written after them): slide it under them, the outermost becoming its
-            # direct child instead of the enclosing event's.
-            moved = []
-            while stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
-                moved.append(stack.pop())
-            if moved:
-                direct = moved[-1]
-                entry[3] += direct[2]
-                if stack and stack[-1][0] >= direct[0]:
-                    stack[-1][3] -= direct[2]
-            if stack and stack[-1][0] >= end:
-                stack[-1][3] += dur
-            stack.append(entry)
-            if moved:
-                stack.extend(reversed(moved))
             if len(t_starts) >= SPILL_ROWS:
-                index.timed.maybe_spill()
-        if len(offsets) >= SPILL_ROWS:
-            index.placed.maybe_spill()
-    for stack in stacks.values():
-        while stack:
-            close_entry(stack.pop())
-    index.events = count
-    index.event_chars = chars
+                self.index.timed.maybe_spill()
+
+    def complete(self, key: tuple[Any, Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
+        index = self.index
+        end = ts + dur
+        marker = self.matcher.match(name, cat)
+        if len(name) > MAX_NAME_CHARS:
+            name = name[: MAX_NAME_CHARS - 1] + "…"
+        if marker is not None:
+            index.markers.setdefault(marker, []).append((key[0], name, ts, end))
+            name_id = -1
+        elif cat in _NOT_OPS:
+            if cat == "gpu_user_annotation":
+                device = self.matcher.match(name, None)
+                if device is not None:
+                    index.device_markers.setdefault(device, []).append((key[0], name, ts, end))
+            name_id = -1
+        else:
+            is_kernel = cat in DEVICE_CATEGORIES
+            name_id = self.name_id(name, is_kernel)
+            corr = _number(correlation) if correlation is not None else None
+            if is_kernel:
+                kind = self.kinds.get(name)
+                if kind is None:
+                    kind = kernel_kind(name)
+                    if len(self.kinds) < MAX_NAMES:
+                        self.kinds[name] = kind
+                columns = index.device.columns
+                columns[0].append(ts)
+                columns[1].append(end)
+                columns[2].append(math.nan if corr is None else corr)
+                columns[3].append(kind)
+                if len(columns[0]) >= SPILL_ROWS:
+                    index.device.maybe_spill()
+            elif corr is not None and name in _LAUNCHES and cat in _RUNTIME_CATEGORIES:
+                columns = index.launches.columns
+                columns[0].append(corr)
+                columns[1].append(ts)
+                columns[2].append(end)
+                if len(columns[0]) >= SPILL_ROWS:
+                    index.launches.maybe_spill()
+        # Runtime calls (cudaLaunchKernel, ...) come from CUPTI and are written after all
+        # operators, on the operators' thread: they get their own stack on that thread.
+        lane = (key, cat in _RUNTIME_CATEGORIES)
+        stack = self.stacks.get(lane)
+        if stack is None:
+            stack = self.stacks[lane] = []
+        if ts < self.last_ts.get(lane, -math.inf):
+            # Out of time order: the stack cannot place it; close what is open and restart.
+            index.unordered += 1
+            while stack:
+                self.close_entry(stack.pop())
+        self.last_ts[lane] = ts
+        while stack and stack[-1][0] <= ts:
+            self.close_entry(stack.pop())
+        entry = [end, ts, dur, 0.0, name_id]
+        # Open events with the same start that fit inside this one are nested in it (the
+        # parent was written after them): slide it under them, the outermost becoming its
+        # direct child instead of the enclosing event's.
+        moved = []
+        while stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
+            moved.append(stack.pop())
+        if moved:
+            direct = moved[-1]
+            entry[3] += direct[2]
+            if stack and stack[-1][0] >= direct[0]:
+                stack[-1][3] -= direct[2]
+        if stack and stack[-1][0] >= end:
+            stack[-1][3] += dur
+        stack.append(entry)
+        if moved:
+            stack.extend(reversed(moved))
+
+    def name_id(self, name: str, is_kernel: bool) -> int:
+        name_key = (name, is_kernel)
+        name_id = self.name_ids.get(name_key)
+        if name_id is None:
+            if len(self.name_ids) >= MAX_NAMES:
+                self.index.names_capped = True
+                name_key = (OTHER_NAMES, is_kernel)
+                name_id = self.name_ids.get(name_key)
+                if name_id is not None:
+                    return name_id
+            names = self.index.names
+            name_id = self.name_ids[name_key] = len(names)
+            names.append(name_key)
+        return name_id
 
 
 def require_events(index: TraceIndex) -> None:

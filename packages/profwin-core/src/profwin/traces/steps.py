@@ -1,18 +1,13 @@
-"""Step markers: which events mark a step, for each producer, and how steps are numbered.
+"""Steps: which events of a trace are step markers, and how the steps are numbered.
 
-=========  =====================================================  ===============================
-producer   marker (a host-side complete event, ``ph: X``)         step number
-=========  =====================================================  ===============================
-torch      ``ProfilerStep#k`` (torch.profiler, profwin sessions)  ``k`` itself
-vllm       ``execute_context_<n>(<t>)_generation_<n>(<t>)``       order in the trace, from 0
-sglang     ``step[<MODE> bs=N toks=T]`` (and richer variants)     order in the trace, from 0
-=========  =====================================================  ===============================
-
-GPU-side copies of annotations (category ``gpu_user_annotation``) are not markers: they trail
-their host step and would make steps overlap. A trace cut by :func:`profwin.traces.trim` records
-the number of its first step (top-level key ``profwin.first_step``), so order-numbered steps keep
-their numbers across a trim. When a trace holds several producers' markers, ``torch`` wins (its
-numbers are the session's), then ``vllm``, then ``sglang``.
+The markers come from the registry (:func:`profwin.traces.markers.step_markers`): torch's
+``ProfilerStep#k`` from core, and each installed engine plugin's (vLLM's
+``execute_context_…`` annotations, SGLang's ``step[…]`` spans). Only host-side complete events
+count: GPU-side copies of annotations (category ``gpu_user_annotation``) trail their host step
+and would make steps overlap. A trace cut by :func:`profwin.traces.trim` records the number of
+its first step (top-level key ``profwin.first_step``), so order-numbered steps keep their
+numbers across a trim. When a trace holds several producers' markers, the most preferred wins
+(torch, then vLLM, then SGLang).
 
 When markers of one number appear on several processes (a merged multi-rank trace), the step is
 their union: from the earliest start to the latest end. Order numbering is per process.
@@ -20,7 +15,6 @@ their union: from the earliest start to the latest end. Order numbering is per p
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,31 +22,32 @@ from typing import Any
 from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.traces.markers import MAX_STEP_DIGITS, StepMarker, step_markers
 from profwin.traces.reader import TraceError
 from profwin.window import Window
 
-__all__ = ["PRODUCERS", "Step", "as_window", "marker_kind", "number_steps", "select_steps"]
+__all__ = ["MarkerMatcher", "Step", "as_window", "number_steps", "select_steps"]
 
-PRODUCERS: tuple[str, ...] = ("torch", "vllm", "sglang")
-"""Marker kinds, in the order of preference when a trace holds several."""
-
-_TORCH = re.compile(r"ProfilerStep#(\d+)")
-_VLLM = re.compile(r"execute_context_\d+\(\d+\)_generation_\d+\(\d+\)")
-_SGLANG = re.compile(r"step\[[A-Z_]+\b")
+_MAX_PLAIN_NAMES = 1 << 16  # names remembered as "not a marker"; beyond, each is matched again
 
 
-def marker_kind(name: str, category: object) -> str | None:
-    """The producer whose step marker ``name`` is, or ``None`` (cheap enough for every event)."""
-    first = name[:1]
-    if not first or first not in "Pes" or (isinstance(category, str) and category.startswith("gpu_")):
+class MarkerMatcher:
+    """Tells which producer's step marker an event name is; cheap enough for every event."""
+
+    def __init__(self, markers: Sequence[StepMarker] | None = None) -> None:
+        self.markers = tuple(step_markers() if markers is None else markers)
+        self._plain: set[str] = set()
+
+    def match(self, name: str, category: object) -> StepMarker | None:
+        """The marker ``name`` is, or ``None``; events of a ``gpu_*`` category never are."""
+        if name in self._plain or (isinstance(category, str) and category.startswith("gpu_")):
+            return None
+        for marker in self.markers:
+            if marker.regex.match(name):
+                return marker
+        if len(self._plain) < _MAX_PLAIN_NAMES:
+            self._plain.add(name)
         return None
-    if first == "P" and _TORCH.fullmatch(name):
-        return "torch"
-    if first == "e" and _VLLM.match(name):
-        return "vllm"
-    if first == "s" and _SGLANG.match(name):
-        return "sglang"
-    return None
 
 
 @frozen
@@ -75,32 +70,40 @@ Marker = tuple[Any, str, float, float]
 """``(pid, name, start, end)`` of one marker event."""
 
 
-def number_steps(markers: Mapping[str, Sequence[Marker]], *, first_step: int = 0) -> tuple[str | None, list[Step]]:
+def number_steps(
+    markers: Mapping[StepMarker, Sequence[Marker]], *, first_step: int = 0, path: str | Path = "trace"
+) -> tuple[str | None, list[Step]]:
     """Pick the producer (see the module docstring) and turn its markers into numbered steps."""
-    producer = next((p for p in PRODUCERS if markers.get(p)), None)
-    if producer is None:
+    found = [m for m, events in markers.items() if events]
+    if not found:
         return None, []
+    chosen = min(found, key=lambda m: (m.preference, m.producer))
     spans: dict[int, list[Any]] = {}
-    for number, (_, name, start, end) in _numbered(producer, markers[producer], first_step):
+    for number, (_, name, start, end) in _numbered(chosen, markers[chosen], first_step, path):
         span = spans.get(number)
         if span is None:
             spans[number] = [start, end, name]
         else:
             span[0], span[1] = min(span[0], start), max(span[1], end)
     steps = [Step(number, start, end, name) for number, (start, end, name) in sorted(spans.items())]
-    return producer, steps
+    return chosen.producer, steps
 
 
-def _numbered(producer: str, markers: Iterable[Marker], first_step: int) -> Iterable[tuple[int, Marker]]:
-    if producer == "torch":
-        for marker in markers:
-            match = _TORCH.fullmatch(marker[1])
-            assert match is not None  # marker_kind admitted it
-            yield int(match.group(1)), marker
+def _numbered(marker: StepMarker, markers: Iterable[Marker], first_step: int, path: str | Path) -> Iterable[tuple[int, Marker]]:
+    if marker.numbering == "number":
+        for found in markers:
+            match = marker.regex.match(found[1])
+            assert match is not None  # the matcher admitted it
+            digits = match.group(1)
+            if len(digits) > MAX_STEP_DIGITS:
+                raise TraceError(
+                    path, f"step marker {found[1][:40]}… has a {len(digits)}-digit number; at most {MAX_STEP_DIGITS} digits"
+                )
+            yield int(digits), found
         return
     by_process: dict[Any, list[Marker]] = {}
-    for marker in markers:
-        by_process.setdefault(marker[0], []).append(marker)
+    for found in markers:
+        by_process.setdefault(found[0], []).append(found)
     for group in by_process.values():
         group.sort(key=lambda m: m[2])
         yield from enumerate(group, start=first_step)
@@ -112,8 +115,8 @@ def select_steps(steps: Sequence[Step], window: Window | None, *, path: str | Pa
     if not steps:
         raise TraceError(
             path,
-            "no step markers found; expected ProfilerStep#k (torch.profiler, profwin), "
-            "execute_context_…_generation_… (vLLM) or step[…] (SGLang) complete events",
+            "no step markers found; expected host-side complete events named like "
+            + ", ".join(f"{m.pattern!r} ({m.producer})" for m in step_markers()),
         )
     if window is None:
         return list(steps)

@@ -11,12 +11,24 @@ from typing import Any
 from attrs import asdict, frozen
 
 from profwin.errors import ConfigError
+from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.reader import Progress
-from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.scan import MAX_NAMES, TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
 from profwin.window import Window
 
-__all__ = ["OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "render_summary", "selection", "summarize"]
+__all__ = [
+    "OpStat",
+    "StepStat",
+    "Summary",
+    "ThreadInfo",
+    "TraceMeta",
+    "count_steps",
+    "render_device",
+    "render_summary",
+    "selection",
+    "summarize",
+]
 
 TRIM_KEY = "profwin"
 """Top-level key a trimmed trace carries: ``{"first_step", "window", "steps", "producer", "source"}``."""
@@ -36,6 +48,8 @@ class StepStat:
     bytes: int
     """Uncompressed JSON text of those events (characters; equal to bytes for ASCII)."""
     in_window: bool
+    device: DeviceStat | None = None
+    """Device time of the step (window steps of traces with device lanes only)."""
 
 
 @frozen
@@ -67,6 +81,9 @@ class TraceMeta:
     events: int
     event_bytes: int
     top_level_keys: tuple[str, ...]
+    rank: int | None = None
+    """The rank the trace's ``distributedInfo`` names (``None``: it has none)."""
+    world_size: int | None = None
 
 
 @frozen
@@ -89,6 +106,11 @@ class Summary:
     threads: tuple[ThreadInfo, ...]
     bytes_outside_steps: int
     notes: tuple[str, ...]
+    device: DeviceStat | None = None
+    """Device time over the window's steps (``None``: the trace has no device lanes)."""
+    bad_times: int = 0
+    """Events whose ``ts``/``dur`` is NaN, infinite, not a number or (``dur``) negative: counted
+    as untimed (or as lasting 0), and named in :attr:`notes`."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,7 +125,7 @@ def selection(
     so kernels that run after their host step are inside.
     """
     first = _first_step(index, first_step)
-    producer, steps = number_steps(index.markers, first_step=first)
+    producer, steps = number_steps(index.markers, first_step=first, path=index.path)
     chosen = select_steps(steps, window, path=index.path, producer=producer)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
@@ -112,7 +134,7 @@ def selection(
         notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
     t0 = min(s.start for s in chosen)
     t1 = max(s.end for s in chosen)
-    _, device = number_steps(index.device_markers, first_step=first)
+    _, device = number_steps(index.device_markers, first_step=first, path=index.path)
     device_ends = [s.end for s in device if s.number in numbers]
     if device_ends:
         t1 = max(t1, *device_ends)
@@ -147,12 +169,25 @@ def summarize(
     non-trace files, traces without step markers, and windows holding none of the trace's steps.
     """
     window = as_window(window)
-    if top < 0:
-        raise ValueError(f"top must be >= 0 (got {top})")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ConfigError(f"must be a non-negative int (got {top!r})", path="top")
     index = scan(path, progress=progress)
     try:
         require_events(index)
         return _summary(index, window, top, first_step)
+    finally:
+        index.close()
+
+
+def count_steps(path: str | Path) -> int:
+    """How many steps the trace at ``path`` holds, by the registered step markers (0: none).
+
+    One streaming pass in bounded memory, as :func:`summarize`; for backends checking what a
+    session recorded.
+    """
+    index = scan(path)
+    try:
+        return len(number_steps(index.markers, path=index.path)[1])
     finally:
         index.close()
 
@@ -193,6 +228,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
 
     origin = by_start[0].start
     selected = {s.number for s in chosen}
+    per_step_device, device = device_stats(index, steps, selected, t0, t1)
     stats = tuple(
         StepStat(
             number=s.number,
@@ -202,6 +238,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             events=step_events[i],
             bytes=step_bytes[i],
             in_window=s.number in selected,
+            device=per_step_device.get(s.number),
         )
         for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
     )
@@ -209,6 +246,13 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         notes.append(
             f"{index.unordered} complete events were out of time order on their thread; self times near them are approximate"
         )
+    if index.bad_times:
+        notes.append(
+            f"{index.bad_times} events have a ts or dur that is NaN, infinite, not a number or negative; "
+            "they count as untimed (bad ts) or as lasting 0 (bad dur)"
+        )
+    if index.names_capped:
+        notes.append(f"over {MAX_NAMES:,} distinct operator names: the rest are totalled as one")
     threads = tuple(
         ThreadInfo(
             pid=pid,
@@ -231,6 +275,8 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
                 "traceEvents",
                 *(k for k in index.header if k not in index.keys_before_events),
             ),
+            rank=_distributed(index, "rank"),
+            world_size=_distributed(index, "world_size"),
         ),
         producer=producer,
         window=None if window is None else str(window),
@@ -242,7 +288,17 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         threads=threads,
         bytes_outside_steps=outside,
         notes=tuple(notes),
+        device=device,
+        bad_times=index.bad_times,
     )
+
+
+def _distributed(index: TraceIndex, key: str) -> int | None:
+    """``distributedInfo[key]`` when it is a non-negative int (Kineto writes it when
+    torch.distributed is initialised; profwin's torch driver always does)."""
+    info = index.header.get("distributedInfo")
+    value = info.get(key) if isinstance(info, dict) else None
+    return value if type(value) is int and 0 <= value < 1 << 31 else None
 
 
 def _stats(durations: Sequence[float]) -> dict[str, float]:
@@ -271,6 +327,23 @@ def _size(n: float) -> str:
     raise AssertionError("unreachable")
 
 
+def render_device(d: DeviceStat, title: str) -> str:
+    """Device busy/idle time, by kind and launch delay, as a few lines of text."""
+    kinds = ", ".join(f"{kind} {_ms(us)}" for kind, us in d.by_kind_us.items() if us)
+    lines = [
+        title,
+        f"  busy {_ms(d.busy_us)} of {_ms(d.span_us)} ({100 * d.busy_us / d.span_us if d.span_us else 0:.1f} %), "
+        f"idle {_ms(d.idle_us)}; {d.work:,} kernels/copies",
+        f"  by kind: {kinds or 'none'}",
+    ]
+    if d.launch_delay_mean_us is not None:
+        lines.append(
+            f"  launch delay (call end to kernel start) over {d.launches:,} launches: "
+            f"mean {d.launch_delay_mean_us:.1f} us, max {d.launch_delay_max_us:.1f} us"
+        )
+    return "\n".join(lines)
+
+
 def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
     """The summary as text for a terminal (``profwin summarize`` without ``--json``)."""
     t, s = summary.trace, summary.step_us
@@ -293,6 +366,8 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
     if len(shown) < len(summary.steps):
         lines.append(f"  ... {len(summary.steps) - len(shown)} more steps (--json lists all)")
     lines.append(f"{'':6} outside any step: {_size(summary.bytes_outside_steps)}")
+    if summary.device is not None:
+        lines += ["", render_device(summary.device, f"device time in steps {summary.selected}")]
     for title, rows in (("operators", summary.top_ops), ("kernels", summary.top_kernels)):
         if not rows:
             continue

@@ -1,0 +1,78 @@
+"""Step markers: which trace events mark a step, declared by the producer that writes them.
+
+Core knows one marker, torch's ``ProfilerStep#k`` (torch.profiler and profwin sessions). Every
+other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
+(``step_marker=StepMarker(...)``), so a new engine never edits core::
+
+    PLUGIN = PluginSpec(name="vllm", ..., step_marker=StepMarker(
+        producer="vllm", pattern=r"execute_(?:\\d+_)?context_", numbering="order", preference=10))
+
+:func:`step_markers` is the registry: core's marker plus those of the installed plugins, read
+once per process from the entry points' specs (nothing heavy is imported).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Literal
+
+from attrs import field, frozen, validators
+
+__all__ = ["MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker", "step_markers"]
+
+MAX_STEP_DIGITS = 18
+"""A step number written with more digits than this is refused (it fits in an int64)."""
+
+
+def _compiles(_: object, attribute: object, value: str) -> None:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"step_marker.pattern: {value!r} is not a regular expression ({exc})") from None
+
+
+@frozen(kw_only=True)
+class StepMarker:
+    """How one producer marks its steps in a Chrome/Kineto trace.
+
+    Attributes:
+        producer: the name reported as the trace's producer (``torch``, ``vllm``).
+        pattern: a regular expression matched at the start of a host-side complete event's
+            name (``ph: "X"``; GPU-side copies, category ``gpu_*``, never count).
+        numbering: ``"number"``: the pattern's first group is the step number, as written;
+            ``"order"``: steps are numbered by their order in the trace, per process.
+        preference: when a trace holds several producers' markers the lowest wins.
+    """
+
+    producer: str = field(validator=validators.min_len(1))
+    pattern: str = field(validator=_compiles)
+    numbering: Literal["number", "order"] = field(validator=validators.in_(("number", "order")))
+    preference: int = 100
+    regex: re.Pattern[str] = field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        regex = re.compile(self.pattern)
+        if self.numbering == "number" and regex.groups < 1:
+            raise ValueError(f"step_marker.pattern: {self.pattern!r} numbers steps but has no group for the number")
+        object.__setattr__(self, "regex", regex)
+
+
+TORCH_MARKER = StepMarker(producer="torch", pattern=r"ProfilerStep#(\d+)$", numbering="number", preference=0)
+"""torch.profiler's (and profwin's) ``ProfilerStep#k``."""
+
+
+@functools.cache
+def step_markers() -> tuple[StepMarker, ...]:
+    """Core's marker and every installed plugin's, by preference (cached per process).
+
+    A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
+    """
+    from profwin.discovery import plugins  # discovery imports plugin_api, which imports this module
+
+    found = {TORCH_MARKER.producer: TORCH_MARKER}
+    for info in plugins():
+        marker = info.spec.step_marker if info.spec is not None else None
+        if marker is not None and marker.producer not in found:
+            found[marker.producer] = marker
+    return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))

@@ -1,0 +1,230 @@
+"""``summarize_ranks``: the traces of one session on many ranks, side by side, step by step.
+
+Each trace is summarized on its own (streaming, one at a time, so memory does not grow with the
+number of ranks); then each step's wall time is compared across ranks: its spread and its
+slowest rank (the straggler), and per rank the median step time and how often it was slowest.
+
+A trace's rank is its ``distributedInfo.rank`` (Kineto writes it under torch.distributed, and
+profwin's torch driver always does), else the one its file name carries: profwin's and vLLM's
+``…rank<k>…`` (``dp0_pp0_tp0_rank3.….pt.trace.json.gz``), SGLang's ``…-TP-<k>…``.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from attrs import asdict, frozen
+
+from profwin.traces.reader import Progress, TraceError
+from profwin.traces.summarize import Summary, render_device, summarize
+from profwin.window import Window
+
+__all__ = ["RankRow", "RankStat", "Ranks", "StepSpread", "rank_of", "render_ranks", "summarize_ranks", "trace_files"]
+
+_RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
+_SUFFIXES = (".json", ".json.gz")
+
+
+@frozen
+class RankRow:
+    """One step on one rank."""
+
+    step: int
+    rank: int
+    dur_us: float
+
+
+@frozen
+class StepSpread:
+    """One step across the ranks that ran it."""
+
+    step: int
+    ranks: int
+    min_us: float
+    median_us: float
+    max_us: float
+    spread_us: float
+    """``max - min``: how long the fastest rank waits for the slowest at this step's end."""
+    slowest_rank: int
+
+
+@frozen
+class RankStat:
+    """One rank over the window."""
+
+    rank: int
+    path: str
+    steps: int
+    median_us: float
+    total_us: float
+    slowest: int
+    """Steps at which this rank was the slowest (ties: the lowest rank)."""
+
+
+@frozen
+class Ranks:
+    """What :func:`summarize_ranks` found; ``to_dict()`` is ``profwin summarize --json`` for many traces."""
+
+    producer: str
+    window: str | None
+    ranks: tuple[RankStat, ...]
+    spread: tuple[StepSpread, ...]
+    rows: tuple[RankRow, ...]
+    summaries: tuple[Summary, ...]
+    """Each rank's own summary, by rank."""
+    notes: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def trace_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The trace files named by ``paths``: files as given, folders expanded to the ``.json`` and
+    ``.json.gz`` files directly inside them (hidden ones skipped), in name order."""
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.endswith(_SUFFIXES))
+            if not inside:
+                raise TraceError(path, "the folder holds no .json or .json.gz trace files")
+            found += inside
+        else:
+            found.append(path)
+    return found
+
+
+def rank_of(summary: Summary) -> int | None:
+    """The trace's rank: ``distributedInfo``, else its file name, else ``None``."""
+    if summary.trace.rank is not None:
+        return summary.trace.rank
+    name = Path(summary.trace.path).name
+    for pattern in _RANK_NAMES:
+        match = pattern.search(name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def summarize_ranks(
+    paths: Iterable[str | Path],
+    *,
+    window: Window | str | None = None,
+    top: int = 20,
+    first_step: int | None = None,
+    progress: Callable[[Path], Progress | None] | None = None,
+) -> Ranks:
+    """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
+
+    Traces without step markers (an engine's front-end process, say) are left out with a
+    note. Raises :class:`TraceError` when two traces have the same rank, when a trace's rank
+    cannot be told, or when no trace has steps.
+    """
+    summaries: dict[int, Summary] = {}
+    notes: list[str] = []
+    for path in trace_files(paths):
+        try:
+            summary = summarize(path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None)
+        except TraceError as exc:
+            if not exc.reason.startswith("no step markers"):
+                raise
+            notes.append(f"{path.name}: no step markers; left out")
+            continue
+        rank = rank_of(summary)
+        if rank is None:
+            raise TraceError(
+                path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank<k> or -TP-<k> in its name"
+            )
+        if rank in summaries:
+            raise TraceError(path, f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank")
+        summaries[rank] = summary
+    if not summaries:
+        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
+    by_rank = [summaries[r] for r in sorted(summaries)]
+    producers = {s.producer for s in by_rank}
+    if len(producers) > 1:
+        notes.append(f"ranks were numbered by different markers: {sorted(producers)}")
+    rows = [
+        RankRow(step=st.number, rank=rank, dur_us=st.dur_us)
+        for rank, s in sorted(summaries.items())
+        for st in s.steps
+        if st.in_window
+    ]
+    spread = _spread(rows)
+    slowest: dict[int, int] = {}
+    for sp in spread:
+        slowest[sp.slowest_rank] = slowest.get(sp.slowest_rank, 0) + 1
+    stats = []
+    for rank, s in sorted(summaries.items()):
+        durs = [st.dur_us for st in s.steps if st.in_window]
+        stats.append(
+            RankStat(
+                rank=rank,
+                path=s.trace.path,
+                steps=len(durs),
+                median_us=round(statistics.median(durs), 3),
+                total_us=round(sum(durs), 3),
+                slowest=slowest.get(rank, 0),
+            )
+        )
+    for s in by_rank:
+        notes += [f"rank {rank_of(s)}: {note}" for note in s.notes]
+    return Ranks(
+        producer=by_rank[0].producer,
+        window=by_rank[0].window,
+        ranks=tuple(stats),
+        spread=tuple(spread),
+        rows=tuple(rows),
+        summaries=tuple(by_rank),
+        notes=tuple(notes),
+    )
+
+
+def _spread(rows: Sequence[RankRow]) -> list[StepSpread]:
+    by_step: dict[int, list[RankRow]] = {}
+    for row in rows:
+        by_step.setdefault(row.step, []).append(row)
+    out = []
+    for step, group in sorted(by_step.items()):
+        durs = [r.dur_us for r in group]
+        slow = max(group, key=lambda r: (r.dur_us, -r.rank))
+        out.append(
+            StepSpread(
+                step=step,
+                ranks=len(group),
+                min_us=min(durs),
+                median_us=round(statistics.median(durs), 3),
+                max_us=max(durs),
+                spread_us=round(max(durs) - min(durs), 3),
+                slowest_rank=slow.rank,
+            )
+        )
+    return out
+
+
+def render_ranks(ranks: Ranks, *, max_steps: int = 40) -> str:
+    """The ranks summary as text for a terminal."""
+    window = "all steps" if ranks.window is None else f"window {ranks.window}"
+    lines = [f"{len(ranks.ranks)} ranks, {ranks.producer} steps, {window}", ""]
+    lines.append(f"{'rank':>5} {'steps':>6} {'median':>12} {'total':>12} {'slowest':>8}  trace")
+    lines += [
+        f"{r.rank:>5} {r.steps:>6} {r.median_us / 1000:>9.3f} ms {r.total_us / 1000:>9.3f} ms {r.slowest:>8}  {Path(r.path).name}"
+        for r in ranks.ranks
+    ]
+    lines += ["", f"{'step':>6} {'ranks':>5} {'min':>12} {'median':>12} {'max':>12} {'spread':>12} {'slowest':>8}"]
+    for sp in ranks.spread[:max_steps]:
+        lines.append(
+            f"{sp.step:>6} {sp.ranks:>5} {sp.min_us / 1000:>9.3f} ms {sp.median_us / 1000:>9.3f} ms "
+            f"{sp.max_us / 1000:>9.3f} ms {sp.spread_us / 1000:>9.3f} ms {sp.slowest_rank:>8}"
+        )
+    if len(ranks.spread) > max_steps:
+        lines.append(f"  ... {len(ranks.spread) - max_steps} more steps (--json lists all)")
+    for s in ranks.summaries:
+        if s.device is not None:
+            lines += ["", render_device(s.device, f"rank {rank_of(s)}: device time in steps {s.selected}")]
+    lines += [f"note  {note}" for note in ranks.notes]
+    return "\n".join(lines)
