@@ -24,7 +24,8 @@ __all__ = ["build_parser", "main"]
 
 
 def _print_json(data: Any) -> None:
-    json.dump(data, sys.stdout, indent=2)
+    # allow_nan=False: bare NaN/Infinity is not JSON; the data printed must never hold them.
+    json.dump(data, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
 
 
@@ -33,6 +34,16 @@ def _window_arg(text: str) -> Window:
         return Window.parse(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _count_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative int (got {text!r})")
+    return value
 
 
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
@@ -212,18 +223,46 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
-    from profwin.traces import plot_steps, render_summary, summarize, tty_progress
+    from pathlib import Path
 
-    summary = summarize(
-        args.trace, window=args.window, top=args.top, first_step=args.first_step, progress=tty_progress(f"reading {args.trace}")
-    )
+    from profwin.traces import plot_ranks, plot_steps, render_ranks, render_summary, summarize, summarize_ranks, tty_progress
+
+    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+        summary = summarize(
+            args.trace[0], window=args.window, top=args.top, first_step=args.first_step,
+            progress=tty_progress(f"reading {args.trace[0]}"),
+        )  # fmt: skip
+        if args.plot:
+            plot_steps(summary, args.plot)
+        data, text = summary.to_dict(), render_summary(summary)
+    else:
+        ranks = summarize_ranks(
+            args.trace, window=args.window, top=args.top, first_step=args.first_step,
+            progress=lambda path: tty_progress(f"reading {path}"),
+        )  # fmt: skip
+        if args.plot:
+            plot_ranks(ranks, args.plot)
+        data, text = ranks.to_dict(), render_ranks(ranks)
     if args.plot:
-        plot_steps(summary, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
     if args.json:
-        _print_json(summary.to_dict())
+        _print_json(data)
     else:
-        print(render_summary(summary))
+        print(text)
+    return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    from profwin.traces import diff, plot_diff, render_diff
+
+    result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
+    if args.plot:
+        plot_diff(result, args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(render_diff(result))
     return 0
 
 
@@ -325,28 +364,38 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spec_options(p, window_default="20:80")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("summarize", help="steps, per-step time and top operators of a trace (streaming)")
-    p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin")
-    p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
-    p.add_argument("--top", type=int, default=20, help="operators to list by self time (default 20)")
+    first_step_help = "number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)"
+    p = sub.add_parser("summarize", help="steps, per-step time, device time and top operators of traces (streaming)")
     p.add_argument(
-        "--first-step", type=int, metavar="N",
-        help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
+        "trace", nargs="+",
+        help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin; several, or a folder: one per rank",
     )  # fmt: skip
-
-    p.add_argument("--plot", metavar="PNG", help="draw per-step time with the window highlighted (needs matplotlib)")
+    p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
+    p.add_argument("--top", type=_count_arg, default=20, help="operators to list by self time (default 20)")
+    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
+    p.add_argument(
+        "--plot", metavar="PNG",
+        help="draw per-step time (one trace) or a steps x ranks heat map (several); needs matplotlib",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_summarize)
+
+    p = sub.add_parser("diff", help="compare two traces (or two folders of per-rank traces) step by step and by operator")
+    p.add_argument("a", help="the trace or folder before (A)")
+    p.add_argument("b", help="the trace or folder after (B)")
+    p.add_argument("--window", type=_window_arg, help="only these steps, on both sides")
+    p.add_argument("--b-window", type=_window_arg, help="other steps for B (default: --window)")
+    p.add_argument("--top", type=_count_arg, default=20, help="operators to list, largest change first (default 20)")
+    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
+    p.add_argument("--plot", metavar="PNG", help="draw per-operator bars of A and B (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_diff)
 
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
     p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
-    p.add_argument(
-        "--first-step", type=int, metavar="N",
-        help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
-    )  # fmt: skip
-
+    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_trim)
     return parser

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import time
 import warnings
 from collections.abc import Mapping
@@ -127,11 +128,14 @@ class WindowedProfile:
     share it and differ only in what they write from :attr:`prof` after :meth:`stop`.
     """
 
-    def __init__(self, torch: Any, *, window: Window, first_step: int, **profile_kwargs: Any) -> None:
+    def __init__(
+        self, torch: Any, *, window: Window, first_step: int, metadata: Mapping[str, Any] | None = None, **profile_kwargs: Any
+    ) -> None:
         from torch.profiler import profile
 
         self._torch = torch
         self._window = window
+        self._metadata = dict(metadata or {})
         self._marker: Any = None
         self.step = first_step
         """The step in progress (the last one :meth:`advance` began)."""
@@ -144,6 +148,9 @@ class WindowedProfile:
         self.step = step
         if step == self._window.start:
             self.prof.start_trace()
+            for key, value in self._metadata.items():
+                # Top-level keys of the exported trace; Kineto accepts them only while recording.
+                self.prof.add_metadata_json(key, json.dumps(value))
             self.recording = True
         if self.recording:
             self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
@@ -195,7 +202,9 @@ class TorchDriver:
         }
         if spec.modules:
             kwargs["with_modules"] = True
-        self._window = WindowedProfile(torch, window=window, first_step=first_step, **kwargs)
+        self._window = WindowedProfile(
+            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), **kwargs
+        )
 
     def advance(self, step: int) -> None:
         self._window.advance(step)
@@ -212,6 +221,19 @@ class TorchDriver:
         drop_from = steps.end if self._window.step >= steps.end else None
         size = _export_atomically(self._window.prof, final, drop_steps_from=drop_from)
         return [Artifact(path=final, steps=steps, bytes=size, rank=self._rank, kind="trace", producer="torch")]
+
+
+def _distributed_info(torch: Any, rank: int) -> dict[str, Any]:
+    """``distributedInfo`` (rank, world size) for traces that torch would write without it: it
+    adds its own only under an initialised torch.distributed. HTA and profwin read the rank there."""
+    dist = getattr(torch, "distributed", None)
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return {}
+    world = os.environ.get("WORLD_SIZE", "")
+    info: dict[str, Any] = {"rank": rank}
+    if world.isascii() and world.isdigit():
+        info["world_size"] = int(world)
+    return {"distributedInfo": info}
 
 
 def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -> int:

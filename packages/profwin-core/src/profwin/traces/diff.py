@@ -43,6 +43,9 @@ class OpChange:
     a_us: float
     b_us: float
     change_us: float
+    a_calls: float
+    b_calls: float
+    """Calls per step on each side."""
     share: float | None
     """``change_us`` over the change of the mean step time (``None`` when that is 0)."""
 
@@ -71,8 +74,10 @@ class Diff:
         return asdict(self)
 
 
-def _side(path: str | Path, window: Window | str | None, first_step: int | None) -> tuple[dict[int, float], dict[tuple[str, bool], float]]:
-    """Step times by number and self time per step by (name, is_kernel)."""
+def _side(
+    path: str | Path, window: Window | str | None, first_step: int | None
+) -> tuple[dict[int, float], dict[tuple[str, bool], tuple[float, float]]]:
+    """Step times by number, and self time and calls per step by (name, is_kernel)."""
     files = trace_files([path])
     summaries: list[Summary]
     if len(files) == 1 and not Path(path).is_dir():
@@ -84,12 +89,13 @@ def _side(path: str | Path, window: Window | str | None, first_step: int | None)
         for st in s.steps:
             if st.in_window:
                 steps[st.number] = max(steps.get(st.number, 0.0), st.dur_us)
-    ops: dict[tuple[str, bool], float] = {}
+    ops: dict[tuple[str, bool], tuple[float, float]] = {}
     for s in summaries:
         n = int(s.step_us["count"]) * len(summaries)
         for kernel, rows in ((False, s.top_ops), (True, s.top_kernels)):
             for op in rows:
-                ops[(op.name, kernel)] = ops.get((op.name, kernel), 0.0) + op.self_us / n
+                us, calls = ops.get((op.name, kernel), (0.0, 0.0))
+                ops[(op.name, kernel)] = (us + op.self_us / n, calls + op.count / n)
     return steps, ops
 
 
@@ -112,7 +118,7 @@ def diff(
     change = b_mean - a_mean
     ops = []
     for key in set(a_ops) | set(b_ops):
-        x, y = a_ops.get(key, 0.0), b_ops.get(key, 0.0)
+        (x, x_calls), (y, y_calls) = a_ops.get(key, (0.0, 0.0)), b_ops.get(key, (0.0, 0.0))
         ops.append(
             OpChange(
                 name=key[0],
@@ -120,6 +126,8 @@ def diff(
                 a_us=round(x, 3),
                 b_us=round(y, 3),
                 change_us=round(y - x, 3),
+                a_calls=round(x_calls, 3),
+                b_calls=round(y_calls, 3),
                 share=round((y - x) / change, 4) if change else None,
             )
         )

@@ -53,6 +53,7 @@ def plot_steps(summary: Summary, png_path: str | Path) -> Path:
     try:
         ax.bar(numbers, ms, width=0.8 if len(numbers) <= 200 else 1.0, color=colors)
         ax.axhline(summary.step_us["median"] / 1000, color="tab:blue", linestyle="--", linewidth=1)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel(f"step ({summary.producer} markers)")
         ax.set_ylabel("wall time (ms)")
         handles = [
@@ -106,7 +107,11 @@ def plot_diff(d: Diff, png_path: str | Path, *, top: int = 15) -> Path:
         y = range(len(ops))
         ax.barh([i + 0.2 for i in y], [o.a_us / 1000 for o in ops], height=0.4, color="tab:gray", label=f"A: {Path(d.a).name}")
         ax.barh([i - 0.2 for i in y], [o.b_us / 1000 for o in ops], height=0.4, color="tab:orange", label=f"B: {Path(d.b).name}")
+        for i, o in zip(y, ops, strict=True):
+            ax.annotate(f"{o.change_us / 1000:+.3f} ms", (max(o.a_us, o.b_us) / 1000, i), xytext=(4, -3),
+                        textcoords="offset points", fontsize=7)  # fmt: skip
         ax.set_yticks(list(y), labels, fontsize=7)
+        ax.margins(x=0.12)
         ax.set_xlabel("self time per step (ms)")
         ax.legend(loc="lower right", fontsize=8)
         ratio = "" if d.ratio is None else f" ({d.ratio:.3f}x)"
