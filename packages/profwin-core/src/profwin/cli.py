@@ -364,7 +364,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spec_options(p, window_default="20:80")
     p.set_defaults(func=_cmd_demo)
 
-    first_step_help = "number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)"
+    first_step_help = (
+        "number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)"
+    )
     p = sub.add_parser("summarize", help="steps, per-step time, device time and top operators of traces (streaming)")
     p.add_argument(
         "trace", nargs="+",

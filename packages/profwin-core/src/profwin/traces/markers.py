@@ -57,6 +57,19 @@ class StepMarker:
             raise ValueError(f"step_marker.pattern: {self.pattern!r} numbers steps but has no group for the number")
         object.__setattr__(self, "regex", regex)
 
+    def step_number(self, name: str) -> int:
+        """The number a ``numbering="number"`` marker's name carries (its first group).
+
+        Raises ValueError when ``name`` is not this marker or the number has more than
+        :data:`MAX_STEP_DIGITS` digits."""
+        match = self.regex.match(name)
+        digits = match.group(1) if match else None
+        if digits is None or not (digits.isascii() and digits.isdigit()):
+            raise ValueError(f"{name[:40]!r} does not carry a {self.producer} step number")
+        if len(digits) > MAX_STEP_DIGITS:
+            raise ValueError(f"step marker {name[:40]}… has a {len(digits)}-digit number; at most {MAX_STEP_DIGITS} digits")
+        return int(digits)
+
 
 TORCH_MARKER = StepMarker(producer="torch", pattern=r"ProfilerStep#(\d+)$", numbering="number", preference=0)
 """torch.profiler's (and profwin's) ``ProfilerStep#k``."""

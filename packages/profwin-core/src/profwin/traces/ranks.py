@@ -89,7 +89,9 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.endswith(_SUFFIXES))
+            inside = sorted(
+                p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.endswith(_SUFFIXES)
+            )
             if not inside:
                 raise TraceError(path, "the folder holds no .json or .json.gz trace files")
             found += inside
@@ -128,7 +130,9 @@ def summarize_ranks(
     notes: list[str] = []
     for path in trace_files(paths):
         try:
-            summary = summarize(path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None)
+            summary = summarize(
+                path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
+            )
         except TraceError as exc:
             if not exc.reason.startswith("no step markers"):
                 raise

@@ -204,8 +204,9 @@ class TraceReader:
                     ) from None
             except RecursionError:
                 raise TraceError(
-                    self.path, f"{what} at character {self._offset + start} is nested too deeply (about 1,000 levels, "
-                    "Python's recursion limit; real events nest 3 or 4)"
+                    self.path,
+                    f"{what} at character {self._offset + start} is nested too deeply (about 1,000 levels, "
+                    "Python's recursion limit; real events nest 3 or 4)",
                 ) from None
             else:
                 # A number can be cut by the chunk edge ("12" of "12.5") and still decode.

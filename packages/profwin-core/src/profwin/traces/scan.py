@@ -166,7 +166,8 @@ class TraceIndex:
     """Complete events that arrived earlier than the one before them on their thread."""
     bad_times: int = 0
     """Events whose ``ts`` or ``dur`` is not a finite number, or whose ``dur`` is negative."""
-    names_capped: bool = False
+    names_capped: int = 0
+    """The cap on distinct names when the trace went past it (0: it did not)."""
 
     def close(self) -> None:
         for table in (self.placed, self.timed, self.device, self.launches):
@@ -247,7 +248,11 @@ class _Filler:
                     self.metadata(name, pid, tid, arg_name)
             else:
                 key = (pid, tid)
-                if key not in thread_events:
+                try:
+                    known = key in thread_events
+                except TypeError:  # a list or dict: new_thread says what is wrong
+                    known = False
+                if not known:
                     self.new_thread(key)
                 thread_events[key] += 1
                 if ph != "X":
@@ -260,7 +265,9 @@ class _Filler:
                         dur = 0.0
                     starts.append(ts)
                     ends.append(ts + dur)
-                    self.complete(key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation)
+                    self.complete(
+                        key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
+                    )
             if len(offsets) >= SPILL_ROWS:
                 index.placed.maybe_spill()
         for stack in self.stacks.values():
@@ -274,9 +281,7 @@ class _Filler:
         _thread_id(key[0], "pid", index)
         _thread_id(key[1], "tid", index)
         if len(index.thread_events) >= MAX_THREADS:
-            raise TraceError(
-                index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred"
-            )
+            raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
 
     def metadata(self, name: Any, pid: Any, tid: Any, arg_name: Any) -> None:
         kind = _NAMED.get(name) if type(name) is str else None
@@ -304,16 +309,18 @@ class _Filler:
         index = self.index
         end = ts + dur
         marker = self.matcher.match(name, cat)
+        number = -1 if marker is None or marker.numbering == "order" else self.number(marker, name)
         if len(name) > MAX_NAME_CHARS:
             name = name[: MAX_NAME_CHARS - 1] + "…"
         if marker is not None:
-            index.markers.setdefault(marker, []).append((key[0], name, ts, end))
+            index.markers.setdefault(marker, []).append((key[0], name, ts, end, number))
             name_id = -1
         elif cat in _NOT_OPS:
             if cat == "gpu_user_annotation":
                 device = self.matcher.match(name, None)
                 if device is not None:
-                    index.device_markers.setdefault(device, []).append((key[0], name, ts, end))
+                    number = -1 if device.numbering == "order" else self.number(device, name)
+                    index.device_markers.setdefault(device, []).append((key[0], name, ts, end, number))
             name_id = -1
         else:
             is_kernel = cat in DEVICE_CATEGORIES
@@ -371,12 +378,18 @@ class _Filler:
         if moved:
             stack.extend(reversed(moved))
 
+    def number(self, marker: StepMarker, name: str) -> int:
+        try:
+            return marker.step_number(name)
+        except ValueError as exc:
+            raise TraceError(self.index.path, f"event {self.index.events}: {exc}") from None
+
     def name_id(self, name: str, is_kernel: bool) -> int:
         name_key = (name, is_kernel)
         name_id = self.name_ids.get(name_key)
         if name_id is None:
             if len(self.name_ids) >= MAX_NAMES:
-                self.index.names_capped = True
+                self.index.names_capped = MAX_NAMES
                 name_key = (OTHER_NAMES, is_kernel)
                 name_id = self.name_ids.get(name_key)
                 if name_id is not None:

@@ -22,7 +22,7 @@ from typing import Any
 from attrs import frozen
 
 from profwin.errors import ConfigError
-from profwin.traces.markers import MAX_STEP_DIGITS, StepMarker, step_markers
+from profwin.traces.markers import StepMarker, step_markers
 from profwin.traces.reader import TraceError
 from profwin.window import Window
 
@@ -66,20 +66,18 @@ class Step:
         return self.end - self.start
 
 
-Marker = tuple[Any, str, float, float]
-"""``(pid, name, start, end)`` of one marker event."""
+Marker = tuple[Any, str, float, float, int]
+"""``(pid, name, start, end, number)`` of one marker event (number -1 for order-numbered markers)."""
 
 
-def number_steps(
-    markers: Mapping[StepMarker, Sequence[Marker]], *, first_step: int = 0, path: str | Path = "trace"
-) -> tuple[str | None, list[Step]]:
+def number_steps(markers: Mapping[StepMarker, Sequence[Marker]], *, first_step: int = 0) -> tuple[str | None, list[Step]]:
     """Pick the producer (see the module docstring) and turn its markers into numbered steps."""
     found = [m for m, events in markers.items() if events]
     if not found:
         return None, []
     chosen = min(found, key=lambda m: (m.preference, m.producer))
     spans: dict[int, list[Any]] = {}
-    for number, (_, name, start, end) in _numbered(chosen, markers[chosen], first_step, path):
+    for number, (_, name, start, end, _) in _numbered(chosen, markers[chosen], first_step):
         span = spans.get(number)
         if span is None:
             spans[number] = [start, end, name]
@@ -89,17 +87,10 @@ def number_steps(
     return chosen.producer, steps
 
 
-def _numbered(marker: StepMarker, markers: Iterable[Marker], first_step: int, path: str | Path) -> Iterable[tuple[int, Marker]]:
+def _numbered(marker: StepMarker, markers: Iterable[Marker], first_step: int) -> Iterable[tuple[int, Marker]]:
     if marker.numbering == "number":
         for found in markers:
-            match = marker.regex.match(found[1])
-            assert match is not None  # the matcher admitted it
-            digits = match.group(1)
-            if len(digits) > MAX_STEP_DIGITS:
-                raise TraceError(
-                    path, f"step marker {found[1][:40]}… has a {len(digits)}-digit number; at most {MAX_STEP_DIGITS} digits"
-                )
-            yield int(digits), found
+            yield found[4], found
         return
     by_process: dict[Any, list[Marker]] = {}
     for found in markers:

@@ -13,7 +13,7 @@ from attrs import asdict, frozen
 from profwin.errors import ConfigError
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.reader import Progress
-from profwin.traces.scan import MAX_NAMES, TraceIndex, require_events, scan
+from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
 from profwin.window import Window
 
@@ -125,7 +125,7 @@ def selection(
     so kernels that run after their host step are inside.
     """
     first = _first_step(index, first_step)
-    producer, steps = number_steps(index.markers, first_step=first, path=index.path)
+    producer, steps = number_steps(index.markers, first_step=first)
     chosen = select_steps(steps, window, path=index.path, producer=producer)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
@@ -134,7 +134,7 @@ def selection(
         notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
     t0 = min(s.start for s in chosen)
     t1 = max(s.end for s in chosen)
-    _, device = number_steps(index.device_markers, first_step=first, path=index.path)
+    _, device = number_steps(index.device_markers, first_step=first)
     device_ends = [s.end for s in device if s.number in numbers]
     if device_ends:
         t1 = max(t1, *device_ends)
@@ -187,7 +187,7 @@ def count_steps(path: str | Path) -> int:
     """
     index = scan(path)
     try:
-        return len(number_steps(index.markers, path=index.path)[1])
+        return len(number_steps(index.markers)[1])
     finally:
         index.close()
 
@@ -252,7 +252,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             "they count as untimed (bad ts) or as lasting 0 (bad dur)"
         )
     if index.names_capped:
-        notes.append(f"over {MAX_NAMES:,} distinct operator names: the rest are totalled as one")
+        notes.append(f"over {index.names_capped:,} distinct operator names: the rest are totalled as one")
     threads = tuple(
         ThreadInfo(
             pid=pid,
