@@ -88,7 +88,8 @@ def test_summarize_a_folder_of_ranks(rank_dir: Path) -> None:
     assert ranks.ranks[1].slowest >= 3
     assert ranks.ranks[1].median_us > ranks.ranks[0].median_us
     text = render_ranks(ranks)
-    assert "slowest" in text and "rank" in text
+    assert "slowest" in text
+    assert "rank" in text
 
 
 def test_two_traces_of_one_rank_are_an_error(rank_dir: Path, tmp_path: Path) -> None:
@@ -113,7 +114,8 @@ def test_diff_of_the_two_ranks(rank_dir: Path) -> None:
     assert (addmm.a_calls, addmm.b_calls) == (8, 16)
     assert "largest change first" in render_diff(d)
     same = diff(rank_dir, rank_dir)
-    assert same.change_us == 0 and all(o.change_us == 0 for o in same.ops)
+    assert same.change_us == 0
+    assert all(o.change_us == 0 for o in same.ops)
 
 
 def test_cli_many_ranks_json_and_plots(rank_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
