@@ -67,14 +67,14 @@ def test_step_marker_is_validated(kwargs: dict[str, Any], message: str) -> None:
         StepMarker(**{"producer": "x", **kwargs})
 
 
-_PLUGIN_MODULE = '''
+_PLUGIN_MODULE = """
 from profwin import PluginSpec, StepMarker
 
 PLUGIN = PluginSpec(
     name="toyengine", kind="backend", target="toyengine_backend:Backend",
     step_marker=StepMarker(producer="toyengine", pattern=r"engine_iteration_", numbering="order", preference=15),
 )
-'''
+"""
 
 
 @pytest.fixture
@@ -107,4 +107,3 @@ def test_a_new_engine_declares_its_marker_without_editing_core(tmp_path: Path, c
     assert main(["plugins", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
     assert listed["toyengine"]["status"] == "ok"
-

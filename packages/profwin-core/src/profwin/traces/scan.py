@@ -74,7 +74,11 @@ KERNEL_KINDS = ("compute", "communication", "memory", "other")
 # Spans that are not operators: the profiler's own span, GPU copies of annotations, flows.
 _NOT_OPS = frozenset({"Trace", "gpu_user_annotation"})
 _RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "runtime", "xpu_runtime", "privateuse1_runtime"})
-_LAUNCHES = frozenset({"cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "hipLaunchKernel", "hipExtLaunchKernel"})  # fmt: skip
+# Host calls that start device work (HTA 0.5 counts these, memory copies and sets included).
+_LAUNCHES = frozenset({
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync", "cudaMemsetAsync",
+    "hipLaunchKernel", "hipExtLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
+})  # fmt: skip
 _NAMED = {"process_name": "processes", "thread_name": "threads"}
 _COMMUNICATION = re.compile(r"nccl.*Kernel")
 _MEMORY = re.compile(r"Memcpy|Memset|dma")
