@@ -37,7 +37,6 @@ def add_device_lanes(cpu_trace: Path, out: Path) -> dict[str, int]:
     events: list[dict[str, Any]] = trace["traceEvents"]
     steps = sorted((e for e in events if e.get("ph") == "X" and _STEP.fullmatch(str(e.get("name")))), key=lambda e: e["ts"])
     ops = sorted((e for e in events if e.get("ph") == "X" and e.get("name") in KERNEL_OPS), key=lambda e: e["ts"])
-    pid = ops[0]["pid"]
     device: list[dict[str, Any]] = [
         {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},
         {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
