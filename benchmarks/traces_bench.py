@@ -1,6 +1,11 @@
-"""Trace tools benchmark: profwin's streaming summarize/trim against json.load + a Python loop.
+"""Trace tools benchmark: profwin's streaming summarize/trim against json.load + a loop, HTA and gzip.
 
-    uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024
+    uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024 --hta-python ~/.cache/profwin/venvs/hta-0.5.0/bin/python
+
+Prints, in one run, the four ratios issue 15 asks for: summarize and trim CPU time against
+``json.load`` + a loop (goal >= 5x), against HTA loading the same trace (goal >= 5x), profwin's
+peak RSS (goal <= 200 MB), and summarize of the ``.json.gz`` against ``gzip -dc FILE >
+/dev/null`` (goal: within 3x of the decompression floor).
 
 1. Records a real template trace: a tiny decoder profiled by ``profwin.Session`` with the torch
    driver on CPU (``record_shapes`` on, so events carry ``Input Dims`` like a real decode trace).
@@ -25,7 +30,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -212,9 +220,30 @@ def naive_trim(path: str, out: str, first_step: str, end_step: str) -> str:
 
 def profwin_summarize(path: str) -> str:
     from profwin.traces import summarize
+    from profwin.traces.reader import fast_decoder
 
     summary = summarize(path)
-    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name}"
+    reader = "msgspec" if fast_decoder() else "stdlib"
+    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name} ({reader} reader)"
+
+
+def hta_load(path: str) -> str:
+    """HTA 0.5.0 loading the trace (its folder must hold only this trace): what any HTA analysis pays first."""
+    import logging
+
+    from hta.trace_analysis import TraceAnalysis
+
+    logging.disable(logging.WARNING)
+    analysis = TraceAnalysis(trace_dir=str(Path(path).parent))
+    return f"{len(analysis.t.get_trace(0)):,} events in HTA's frame"
+
+
+def gzip_dc(path: str) -> str:
+    """``gzip -dc FILE > /dev/null``: the decompression floor for a .json.gz."""
+    with open("/dev/null", "wb") as null:
+        subprocess.run(["gzip", "-dc", path], stdout=null, check=True)
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return f"child cpu {r.ru_utime + r.ru_stime:.3f} s"
 
 
 def profwin_trim(path: str, out: str, first_step: str, end_step: str) -> str:
@@ -268,6 +297,8 @@ def parse_json_load(path: str) -> str:
 
 CONTENDERS = {
     "profwin_summarize": profwin_summarize,
+    "hta_load": hta_load,
+    "gzip_dc": gzip_dc,
     "profwin_trim": profwin_trim,
     "naive_summarize": naive_summarize,
     "naive_trim": naive_trim,
@@ -279,20 +310,22 @@ CONTENDERS = {
 }
 
 
-def measure(name: str, *args: str, python: str = sys.executable) -> dict[str, Any]:
-    """Run one contender in a fresh interpreter; its wall time and peak RSS (from getrusage)."""
+def measure(name: str, *args: str, python: str = sys.executable, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run one contender in a fresh interpreter; its wall time, CPU time (children included)
+    and peak RSS (VmHWM: unlike ru_maxrss it does not carry over from the parent across exec)."""
     code = (
-        "import resource, sys, time\n"
+        "import re, resource, sys, time\n"
         f"sys.path[:0] = [{str(Path(__file__).parent)!r}, {str(CORE_SRC)!r}]\n"
         "import traces_bench\n"
         "t = time.perf_counter()\n"
         "msg = traces_bench.CONTENDERS[sys.argv[1]](*sys.argv[2:])\n"
-        "r = resource.getrusage(resource.RUSAGE_SELF)\n"
-        "print(f'{time.perf_counter() - t:.3f}', f'{r.ru_utime + r.ru_stime:.3f}', r.ru_maxrss, msg, sep='\\t')\n"
+        "cpu = sum(r.ru_utime + r.ru_stime for r in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))\n"
+        "hwm = int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1))\n"
+        "print(f'{time.perf_counter() - t:.3f}', f'{cpu:.3f}', hwm, msg, sep='\\t')\n"
     )
     # Linux carries ru_maxrss across fork+exec, so this process must stay small: it never
     # imports torch (the template is recorded in a child of its own) nor loads a trace.
-    proc = subprocess.run([python, "-c", code, name, *args], capture_output=True, text=True, check=False)
+    proc = subprocess.run([python, "-c", code, name, *args], capture_output=True, text=True, check=False, env=env)
     if proc.returncode != 0:
         return {"name": name, "error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
     seconds, cpu, rss_kib, msg = proc.stdout.strip().splitlines()[-1].split("\t")
@@ -301,8 +334,8 @@ def measure(name: str, *args: str, python: str = sys.executable) -> dict[str, An
 
 def _row(r: dict[str, Any]) -> str:
     if "error" in r:
-        return f"  {r['name']:<20} unavailable: {r['error']}"
-    return f"  {r['name']:<20} {r['seconds']:>8.2f} s wall {r['cpu']:>8.2f} s cpu {r['rss_mb']:>9.1f} MB   {r['result']}"
+        return f"  {r['name']:<28} unavailable: {r['error']}"
+    return f"  {r['name']:<28} {r['seconds']:>8.2f} s wall {r['cpu']:>8.2f} s cpu {r['rss_mb']:>9.1f} MB   {r['result']}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -315,6 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         "--parser-python", default=sys.executable, help="interpreter for the parser runs (one with ijson/msgspec/orjson)"
     )
     parser.add_argument("--skip-naive", action="store_true", help="do not run the json.load baselines")
+    parser.add_argument(
+        "--hta-python", help="interpreter with HolisticTraceAnalysis 0.5.0 (integration_tests/traces/build_hta_env.sh)"
+    )
     args = parser.parse_args(argv)
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="profwin-traces-bench-"))
@@ -333,30 +369,64 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"reusing {trace} ({trace.stat().st_size / 2**20:.0f} MiB)")
 
-    results = []
-    for name in ("profwin_summarize",) + (() if args.skip_naive else ("naive_summarize",)):
-        results.append(measure(name, str(trace)))
-        print(_row(results[-1]), flush=True)
-    n_steps = int(results[0]["result"].split()[0]) if "error" not in results[0] else 100
+    gz = trace.with_name(trace.name + ".gz")
+    if not gz.exists():
+        with open(trace, "rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    hta_dir = work / "hta"
+    hta_dir.mkdir(exist_ok=True)
+    hta_trace = hta_dir / trace.name
+    if not hta_trace.exists():
+        hta_trace.symlink_to(trace)
+    stdlib = {**os.environ, "PROFWIN_TRACES_FAST": "0"}
+
+    runs: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
+        ("profwin summarize", "profwin_summarize", (str(trace),), {}),
+        ("profwin summarize (stdlib)", "profwin_summarize", (str(trace),), {"env": stdlib}),
+        ("profwin summarize .json.gz", "profwin_summarize", (str(gz),), {}),
+        ("gzip -dc .json.gz", "gzip_dc", (str(gz),), {}),
+    ]
+    if not args.skip_naive:
+        runs.append(("json.load + loop", "naive_summarize", (str(trace),), {}))
+    if args.hta_python:
+        runs.append(("HTA 0.5.0 load", "hta_load", (str(hta_trace),), {"python": args.hta_python}))
+    results: dict[str, dict[str, Any]] = {}
+    for label, name, call, kwargs in runs:
+        results[label] = measure(name, *call, **kwargs)
+        print(_row(dict(results[label], name=label)), flush=True)
+    n_steps = int(results["profwin summarize"]["result"].split()[0]) if "error" not in results["profwin summarize"] else 100
     first, last = n_steps // 5, n_steps * 4 // 5
-    for name in ("profwin_trim",) + (() if args.skip_naive else ("naive_trim",)):
+    trims = [("profwin trim", "profwin_trim")] + ([] if args.skip_naive else [("json.load + filter + dump", "naive_trim")])
+    for label, name in trims:
         out = work / f"{name}.pt.trace.json"
-        results.append(measure(name, str(trace), str(out), str(first), str(last)))
-        print(_row(results[-1]), flush=True)
-        if not args.keep:
-            out.unlink(missing_ok=True)
+        results[label] = measure(name, str(trace), str(out), str(first), str(last))
+        print(_row(dict(results[label], name=label)), flush=True)
+        out.unlink(missing_ok=True)
     if args.parsers:
         for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
-            results.append(measure(name, str(trace), python=args.parser_python))
-            print(_row(results[-1]), flush=True)
+            results[name] = measure(name, str(trace), python=args.parser_python)
+            print(_row(dict(results[name], name=name)), flush=True)
 
-    by = {r["name"]: r for r in results if "error" not in r}
-    print(f"\ntrace: {trace.stat().st_size / 2**20:.0f} MiB, window {first}:{last} of {n_steps} steps for trim")
-    for task in ("summarize", "trim"):
-        ours, naive = by.get(f"profwin_{task}"), by.get(f"naive_{task}")
-        if ours and naive:
-            print(f"{task:<10} naive/profwin: wall {naive['seconds'] / ours['seconds']:.2f}x, "
-                  f"cpu {naive['cpu'] / ours['cpu']:.2f}x, peak RSS {naive['rss_mb'] / ours['rss_mb']:.1f}x")  # fmt: skip
+    ok = {k: r for k, r in results.items() if "error" not in r}
+    print(f"\ntrace: {trace.stat().st_size / 2**20:.0f} MiB ({gz.stat().st_size / 2**20:.0f} MiB gzip -1), "
+          f"{n_steps} steps; trim keeps {first}:{last}")  # fmt: skip
+    ours, ours_trim = ok.get("profwin summarize"), ok.get("profwin trim")
+    if ours and "json.load + loop" in ok:
+        print(f"1. vs json.load + loop, CPU: summarize {ok['json.load + loop']['cpu'] / ours['cpu']:.2f}x"
+              + (f", trim {ok['json.load + filter + dump']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim and "json.load + filter + dump" in ok else "")
+              + "  (goal >= 5x)")  # fmt: skip
+    if ours and "HTA 0.5.0 load" in ok:
+        print(f"2. vs HTA load, CPU: summarize {ok['HTA 0.5.0 load']['cpu'] / ours['cpu']:.2f}x"
+              + (f", trim {ok['HTA 0.5.0 load']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim else "") + "  (goal >= 5x)")  # fmt: skip
+    if ours:
+        peak = max(r["rss_mb"] for k, r in ok.items() if k.startswith("profwin"))
+        print(f"3. peak RSS of profwin: {peak:.0f} MB  (goal <= 200 MB)")
+    if "profwin summarize .json.gz" in ok and "gzip -dc .json.gz" in ok:
+        mine, floor = ok["profwin summarize .json.gz"], ok["gzip -dc .json.gz"]
+        print(f"4. summarize .json.gz / gzip -dc: wall {mine['seconds'] / floor['seconds']:.2f}x, "
+              f"CPU {mine['cpu'] / floor['cpu']:.2f}x  (goal <= 3x)")  # fmt: skip
+    if "profwin summarize (stdlib)" in ok and ours:
+        print(f"   msgspec reader vs stdlib reader, CPU: {ok['profwin summarize (stdlib)']['cpu'] / ours['cpu']:.2f}x")
     if not args.keep and not args.dir:
         for path in sorted(work.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()

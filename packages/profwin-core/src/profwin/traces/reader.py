@@ -224,9 +224,45 @@ class TraceReader:
 
     # -- the document ------------------------------------------------------------------------
 
-    def raw_events(self) -> Iterator[tuple[Any, int, int]]:
+    def raw_events(self) -> Iterator[tuple[dict[str, Any], int, int]]:
         """Yield ``(event, offset, length)`` for each event: where its exact JSON source text
         starts (in characters of the decoded file) and how long it is."""
+        for events, offsets, lengths in self._document():
+            yield from zip(events, offsets, lengths, strict=True)
+
+    def record_batches(self) -> Iterator[list[Record]]:
+        """Yield the events as lists of :data:`Record`: only the fields the trace tools read,
+        decoded a buffer at a time by msgspec when it is installed (see the module docstring)."""
+        self._batch = self._typed
+        for events, offsets, lengths in self._document():
+            if type(events[0]) is dict:
+                yield [_record(e, o, n) for e, o, n in zip(events, offsets, lengths, strict=True)]
+            else:
+                yield [
+                    (e.ph, e.cat, e.name, e.pid, e.tid, e.ts, e.dur,
+                     None if (a := e.args) is None else a.correlation, None if a is None else a.name, o, n)
+                    for e, o, n in zip(events, offsets, lengths, strict=True)
+                ]  # fmt: skip
+
+    def records(self) -> Iterator[Record]:
+        """Yield each event as a :data:`Record` (see :meth:`record_batches`)."""
+        for batch in self.record_batches():
+            yield from batch
+
+    def text_chunks(self) -> Iterator[tuple[int, str]]:
+        """Yield ``(offset, text)`` for the whole decoded file in order, without parsing it."""
+        if self._started:
+            raise RuntimeError("a TraceReader can be iterated once")
+        self._started = True
+        while self._fill():
+            yield self._offset, self._buf
+            self._pos = len(self._buf)
+        if self._progress is not None:
+            self._progress(self.size, self.size)
+
+    def _document(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+        """The events as ``(events, offsets, lengths)`` batches: one event each from the
+        standard decoder, a buffer's worth from the fast one (msgspec structs, not dicts)."""
         if self._started:
             raise RuntimeError("a TraceReader can be iterated once")
         self._started = True
@@ -269,7 +305,7 @@ class TraceReader:
             shown = keys if len(keys) <= 10 else [*keys[:10], f"... {len(keys) - 10} more"]
             raise TraceError(self.path, f"no 'traceEvents' key (top-level keys: {shown}); expected {_EXPECTED}")
 
-    def _array(self) -> Iterator[tuple[Any, int, int]]:
+    def _array(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         if self._skip_ws() == "]":
             self._pos += 1
             return
@@ -282,11 +318,11 @@ class TraceReader:
                     self.path, f"event {self.events_read} is {type(event).__name__}, not an object; expected {_EXPECTED}"
                 )
             self.events_read += 1
-            yield event, self._offset + start, end - start
+            yield [event], [self._offset + start], [end - start]
             if self._expect(",]", "',' or ']' after an event") == "]":
                 return
 
-    def _batches(self) -> Iterator[tuple[Any, int, int]]:
+    def _batches(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         """Decode the buffered events up to the last ``},{`` in one call each time; return,
         leaving the cursor on an event, when a batch cannot be taken that way."""
         assert self._batch is not None
@@ -308,12 +344,11 @@ class TraceReader:
                 # A "},{" inside a string or a nested list: read this buffer one event at a time.
                 self._plain_until = self._offset + cut
                 return
-            begin = start
-            for event, sep in zip(events, [*separators, last], strict=True):
-                end = sep.start() + 1
-                self.events_read += 1
-                yield event, self._offset + begin, end - begin
-                begin = sep.end() - 1
+            base = self._offset
+            begins = [start, *(m.end() - 1 for m in separators)]
+            ends = [*(m.start() + 1 for m in separators), cut]
+            self.events_read += len(events)
+            yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
             self._pos = last.end() - 1
             if len(self._buf) - self._pos < self._chunk // 2:
                 self._fill()
@@ -329,37 +364,13 @@ class TraceReader:
         for event, _, _ in self.raw_events():
             yield event
 
-    def records(self) -> Iterator[Record]:
-        """Yield each event as a :data:`Record`: only the fields the trace tools read, decoded
-        in batches by msgspec when it is installed (much faster than whole dicts)."""
-        if self._typed is not None:
-            self._batch = self._typed
-        for event, offset, length in self.raw_events():
-            if type(event) is dict:
-                args = event.get("args")
-                if type(args) is dict:
-                    yield (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"),
-                           event.get("ts"), event.get("dur"), args.get("correlation"), args.get("name"),
-                           offset, length)  # fmt: skip
-                else:
-                    yield (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"),
-                           event.get("ts"), event.get("dur"), None, None, offset, length)  # fmt: skip
-            else:
-                a = event.args
-                yield (event.ph, event.cat, event.name, event.pid, event.tid, event.ts, event.dur,
-                       None if a is None else a.correlation, None if a is None else a.name,
-                       offset, length)  # fmt: skip
 
-    def text_chunks(self) -> Iterator[tuple[int, str]]:
-        """Yield ``(offset, text)`` for the whole decoded file in order, without parsing it."""
-        if self._started:
-            raise RuntimeError("a TraceReader can be iterated once")
-        self._started = True
-        while self._fill():
-            yield self._offset, self._buf
-            self._pos = len(self._buf)
-        if self._progress is not None:
-            self._progress(self.size, self.size)
+def _record(event: dict[str, Any], offset: int, length: int) -> Record:
+    args = event.get("args")
+    if type(args) is not dict:
+        args = {}
+    return (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"), event.get("ts"),
+            event.get("dur"), args.get("correlation"), args.get("name"), offset, length)  # fmt: skip
 
 
 def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool = True) -> TraceReader:

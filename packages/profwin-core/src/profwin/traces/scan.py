@@ -23,6 +23,7 @@ one bucket), the length of a name kept (:data:`MAX_NAME_CHARS`).
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import tempfile
@@ -194,7 +195,7 @@ def scan(path: str | Path, *, progress: Progress | None = None, fast: bool = Tru
     with read_trace(path, progress=progress, fast=fast) as reader:
         index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
         try:
-            _Filler(index).fill(reader.records())
+            _Filler(index).fill(reader.record_batches())
         except BaseException:
             index.close()
             raise
@@ -224,19 +225,23 @@ class _Filler:
     def __init__(self, index: TraceIndex) -> None:
         self.index = index
         self.matcher = MarkerMatcher()
+        self.plain_names = self.matcher.plain
+        self.t_starts, self.t_selfs, self.t_names = index.timed.columns
         self.name_ids: dict[tuple[str, bool], int] = {}
         self.kinds: dict[str, int] = {}
         # Per thread lane: a stack of open events [end, ts, dur, children_dur, name_id] and the last ts.
         self.stacks: dict[tuple[tuple[Any, Any], bool], list[list[Any]]] = {}
         self.last_ts: dict[tuple[tuple[Any, Any], bool], float] = {}
 
-    def fill(self, records: Iterator[Record]) -> None:
+    def fill(self, batches: Iterator[list[Record]]) -> None:
         index = self.index
         offsets, lengths, starts, ends = index.placed.columns
         thread_events = index.thread_events
         inf = math.inf
         count = chars = 0
-        for ph, cat, name, pid, tid, raw_ts, raw_dur, correlation, arg_name, offset, length in records:
+        for ph, cat, name, pid, tid, raw_ts, raw_dur, correlation, arg_name, offset, length in itertools.chain.from_iterable(
+            batches
+        ):
             count += 1
             chars += length
             offsets.append(offset)
@@ -302,54 +307,27 @@ class _Filler:
 
     def close_entry(self, entry: list[Any]) -> None:
         if entry[4] >= 0:
-            t_starts, t_selfs, t_names = self.index.timed.columns
-            t_starts.append(entry[1])
-            t_selfs.append(max(entry[2] - entry[3], 0.0))
-            t_names.append(entry[4])
-            if len(t_starts) >= SPILL_ROWS:
+            self.t_starts.append(entry[1])
+            self.t_selfs.append(max(entry[2] - entry[3], 0.0))
+            self.t_names.append(entry[4])
+            if len(self.t_starts) >= SPILL_ROWS:
                 self.index.timed.maybe_spill()
 
     def complete(self, key: tuple[Any, Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
-        index = self.index
         end = ts + dur
-        marker = self.matcher.match(name, cat)
-        number = -1 if marker is None or marker.numbering == "order" else self.number(marker, name)
-        if len(name) > MAX_NAME_CHARS:
-            name = name[: MAX_NAME_CHARS - 1] + "…"
-        if marker is not None:
-            index.markers.setdefault(marker, []).append((key[0], name, ts, end, number))
-            name_id = -1
-        elif cat in _NOT_OPS:
-            if cat == "gpu_user_annotation":
-                device = self.matcher.match(name, None)
-                if device is not None:
-                    number = -1 if device.numbering == "order" else self.number(device, name)
-                    index.device_markers.setdefault(device, []).append((key[0], name, ts, end, number))
-            name_id = -1
+        # The hot path: most events are operators whose name was seen before.
+        marker = None if name in self.plain_names else self.matcher.match(name, cat)
+        if marker is not None or cat in _NOT_OPS:
+            name_id = self.special(key, ts, end, name, cat, marker)
         else:
             is_kernel = cat in DEVICE_CATEGORIES
-            name_id = self.name_id(name, is_kernel)
-            corr = _number(correlation) if correlation is not None else None
+            name_id = self.name_ids.get((name, is_kernel), -1)
+            if name_id < 0:
+                name_id = self.name_id(name, is_kernel)
             if is_kernel:
-                kind = self.kinds.get(name)
-                if kind is None:
-                    kind = kernel_kind(name)
-                    if len(self.kinds) < MAX_NAMES:
-                        self.kinds[name] = kind
-                columns = index.device.columns
-                columns[0].append(ts)
-                columns[1].append(end)
-                columns[2].append(math.nan if corr is None else corr)
-                columns[3].append(kind)
-                if len(columns[0]) >= SPILL_ROWS:
-                    index.device.maybe_spill()
-            elif corr is not None and name in _LAUNCHES and cat in _RUNTIME_CATEGORIES:
-                columns = index.launches.columns
-                columns[0].append(corr)
-                columns[1].append(ts)
-                columns[2].append(end)
-                if len(columns[0]) >= SPILL_ROWS:
-                    index.launches.maybe_spill()
+                self.device_work(ts, end, name, correlation)
+            elif correlation is not None and name in _LAUNCHES and cat in _RUNTIME_CATEGORIES:
+                self.launch(ts, end, correlation)
         # Runtime calls (cudaLaunchKernel, ...) come from CUPTI and are written after all
         # operators, on the operators' thread: they get their own stack on that thread.
         lane = (key, cat in _RUNTIME_CATEGORIES)
@@ -358,7 +336,7 @@ class _Filler:
             stack = self.stacks[lane] = []
         if ts < self.last_ts.get(lane, -math.inf):
             # Out of time order: the stack cannot place it; close what is open and restart.
-            index.unordered += 1
+            self.index.unordered += 1
             while stack:
                 self.close_entry(stack.pop())
         self.last_ts[lane] = ts
@@ -382,6 +360,46 @@ class _Filler:
         if moved:
             stack.extend(reversed(moved))
 
+    def special(self, key: tuple[Any, Any], ts: float, end: float, name: str, cat: str, marker: StepMarker | None) -> int:
+        """Record a step marker or a GPU copy of one; neither is an operator (name id -1)."""
+        index = self.index
+        if marker is None:
+            marker = self.matcher.match(name, None) if cat == "gpu_user_annotation" else None
+            table = index.device_markers
+        else:
+            table = index.markers
+        if marker is not None:
+            number = -1 if marker.numbering == "order" else self.number(marker, name)
+            label = name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
+            table.setdefault(marker, []).append((key[0], label, ts, end, number))
+        return -1
+
+    def device_work(self, ts: float, end: float, name: str, correlation: Any) -> None:
+        kind = self.kinds.get(name)
+        if kind is None:
+            kind = kernel_kind(name)
+            if len(self.kinds) < MAX_NAMES:
+                self.kinds[name] = kind
+        corr = _number(correlation) if correlation is not None else None
+        columns = self.index.device.columns
+        columns[0].append(ts)
+        columns[1].append(end)
+        columns[2].append(math.nan if corr is None else corr)
+        columns[3].append(kind)
+        if len(columns[0]) >= SPILL_ROWS:
+            self.index.device.maybe_spill()
+
+    def launch(self, ts: float, end: float, correlation: Any) -> None:
+        corr = _number(correlation)
+        if corr is None:
+            return
+        columns = self.index.launches.columns
+        columns[0].append(corr)
+        columns[1].append(ts)
+        columns[2].append(end)
+        if len(columns[0]) >= SPILL_ROWS:
+            self.index.launches.maybe_spill()
+
     def number(self, marker: StepMarker, name: str) -> int:
         try:
             return marker.step_number(name)
@@ -389,6 +407,9 @@ class _Filler:
             raise TraceError(self.index.path, f"event {self.index.events}: {exc}") from None
 
     def name_id(self, name: str, is_kernel: bool) -> int:
+        """The id of a name not seen before (cut to MAX_NAME_CHARS; past MAX_NAMES, the bucket's)."""
+        if len(name) > MAX_NAME_CHARS:
+            name = name[: MAX_NAME_CHARS - 1] + "…"
         name_key = (name, is_kernel)
         name_id = self.name_ids.get(name_key)
         if name_id is None:

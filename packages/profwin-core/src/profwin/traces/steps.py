@@ -36,17 +36,18 @@ class MarkerMatcher:
 
     def __init__(self, markers: Sequence[StepMarker] | None = None) -> None:
         self.markers = tuple(step_markers() if markers is None else markers)
-        self._plain: set[str] = set()
+        self.plain: set[str] = set()
+        """Names known not to be markers (callers may test it first: it is the fast path)."""
 
     def match(self, name: str, category: object) -> StepMarker | None:
         """The marker ``name`` is, or ``None``; events of a ``gpu_*`` category never are."""
-        if name in self._plain or (isinstance(category, str) and category.startswith("gpu_")):
+        if name in self.plain or (isinstance(category, str) and category.startswith("gpu_")):
             return None
         for marker in self.markers:
             if marker.regex.match(name):
                 return marker
-        if len(self._plain) < _MAX_PLAIN_NAMES:
-            self._plain.add(name)
+        if len(self.plain) < _MAX_PLAIN_NAMES:
+            self.plain.add(name)
         return None
 
 
