@@ -128,7 +128,8 @@ def summarize_ranks(
     """
     summaries: dict[int, Summary] = {}
     notes: list[str] = []
-    for path in trace_files(paths):
+    files = trace_files(paths)
+    for path in files:
         try:
             summary = summarize(
                 path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
@@ -139,6 +140,9 @@ def summarize_ranks(
             notes.append(f"{path.name}: no step markers; left out")
             continue
         rank = rank_of(summary)
+        if rank is None and len(files) == 1:
+            rank = 0
+            notes.append(f"{path.name}: no rank in the trace or its name; taken as rank 0")
         if rank is None:
             raise TraceError(
                 path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank<k> or -TP-<k> in its name"

@@ -335,7 +335,7 @@ class TraceReader:
             if last is None or self._offset + start < self._plain_until:
                 return
             cut = last.start() + 1
-            separators = list(_SEPARATOR.finditer(buf, start, cut))
+            separators = [m.span() for m in _SEPARATOR.finditer(buf, start, cut)]
             try:
                 events = self._batch("[" + buf[start:cut] + "]")
             except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
@@ -345,8 +345,8 @@ class TraceReader:
                 self._plain_until = self._offset + cut
                 return
             base = self._offset
-            begins = [start, *(m.end() - 1 for m in separators)]
-            ends = [*(m.start() + 1 for m in separators), cut]
+            begins = [start, *[b - 1 for _, b in separators]]
+            ends = [*[a + 1 for a, _ in separators], cut]
             self.events_read += len(events)
             yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
             self._pos = last.end() - 1

@@ -227,6 +227,7 @@ class _Filler:
         self.matcher = MarkerMatcher()
         self.plain_names = self.matcher.plain
         self.t_starts, self.t_selfs, self.t_names = index.timed.columns
+        self.add_timed = (self.t_starts.append, self.t_selfs.append, self.t_names.append)
         self.name_ids: dict[tuple[str, bool], int] = {}
         self.kinds: dict[str, int] = {}
         # Per thread lane: a stack of open events [end, ts, dur, children_dur, name_id] and the last ts.
@@ -236,6 +237,8 @@ class _Filler:
     def fill(self, batches: Iterator[list[Record]]) -> None:
         index = self.index
         offsets, lengths, starts, ends = index.placed.columns
+        # Bound methods in locals: this loop runs once per event.
+        add_offset, add_length, add_start, add_end = offsets.append, lengths.append, starts.append, ends.append
         thread_events = index.thread_events
         inf = math.inf
         count = chars = 0
@@ -244,15 +247,15 @@ class _Filler:
         ):
             count += 1
             chars += length
-            offsets.append(offset)
-            lengths.append(length)
+            add_offset(offset)
+            add_length(length)
             ts = raw_ts if type(raw_ts) is float else _number(raw_ts)
             if ts is not None and not -inf < ts < inf:
                 index.bad_times += 1
                 ts = None
             if ph == "M" or ts is None:
-                starts.append(-inf)
-                ends.append(inf)
+                add_start(-inf)
+                add_end(inf)
                 if ph == "M":
                     self.metadata(name, pid, tid, arg_name)
             else:
@@ -265,15 +268,15 @@ class _Filler:
                     self.new_thread(key)
                 thread_events[key] += 1
                 if ph != "X":
-                    starts.append(ts)
-                    ends.append(ts)
+                    add_start(ts)
+                    add_end(ts)
                 else:
                     dur = raw_dur if type(raw_dur) is float else (_number(raw_dur) if raw_dur is not None else 0.0)
                     if dur is None or not 0.0 <= dur < inf:
                         index.bad_times += 1
                         dur = 0.0
-                    starts.append(ts)
-                    ends.append(ts + dur)
+                    add_start(ts)
+                    add_end(ts + dur)
                     self.complete(
                         key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
                     )
@@ -310,8 +313,8 @@ class _Filler:
             self.t_starts.append(entry[1])
             self.t_selfs.append(max(entry[2] - entry[3], 0.0))
             self.t_names.append(entry[4])
-            if len(self.t_starts) >= SPILL_ROWS:
-                self.index.timed.maybe_spill()
+        if len(self.t_starts) >= SPILL_ROWS:
+            self.index.timed.maybe_spill()
 
     def complete(self, key: tuple[Any, Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
         end = ts + dur
@@ -340,8 +343,18 @@ class _Filler:
             while stack:
                 self.close_entry(stack.pop())
         self.last_ts[lane] = ts
-        while stack and stack[-1][0] <= ts:
-            self.close_entry(stack.pop())
+        if stack and stack[-1][0] <= ts:
+            # close_entry, inlined: this is once per event.
+            add_start, add_self, add_name = self.add_timed
+            while stack and stack[-1][0] <= ts:
+                done = stack.pop()
+                if done[4] >= 0:
+                    add_start(done[1])
+                    own = done[2] - done[3]
+                    add_self(own if own > 0.0 else 0.0)
+                    add_name(done[4])
+            if len(self.t_starts) >= SPILL_ROWS:
+                self.index.timed.maybe_spill()
         entry = [end, ts, dur, 0.0, name_id]
         # Open events with the same start that fit inside this one are nested in it (the
         # parent was written after them): slide it under them, the outermost becoming its
