@@ -200,3 +200,10 @@ def test_fast_and_standard_readers_agree(
     path.write_text(json.dumps({"traceEvents": events, "tail": 1}, indent=indent, ensure_ascii=False), encoding="utf-8")
     with TraceReader(path, chunk_chars=chunk, fast=True) as fast, TraceReader(path, chunk_chars=chunk, fast=False) as slow:
         assert list(fast.records()) == list(slow.records())
+
+
+def test_too_many_step_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan_module, "MAX_MARKERS", 5)
+    path = write(tmp_path / "steps.json", doc([step(k, 10.0 * k) for k in range(6)]))
+    assert error(path) == "more than 5 torch step markers"
+    assert summarize(write(tmp_path / "five.json", doc([step(k, 10.0 * k) for k in range(5)]))).steps[-1].number == 4

@@ -17,8 +17,8 @@ While the reader decodes events, :func:`scan` keeps:
 
 The tables are typed arrays spilled to a temporary file every :data:`SPILL_ROWS` rows, so memory
 stays bounded whatever the trace size. The few unbounded things a hostile trace could grow are
-capped: distinct threads (:data:`MAX_THREADS`), distinct operator names (:data:`MAX_NAMES`, then
-one bucket), the length of a name kept (:data:`MAX_NAME_CHARS`).
+capped: distinct threads (:data:`MAX_THREADS`), step markers (:data:`MAX_MARKERS`), distinct
+operator names (:data:`MAX_NAMES`, then one bucket), the length of a name or label kept.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ from profwin.traces.steps import Marker, MarkerMatcher
 __all__ = [
     "DEVICE_CATEGORIES",
     "KERNEL_KINDS",
+    "MAX_LABEL_CHARS",
+    "MAX_MARKERS",
     "MAX_NAMES",
     "MAX_NAME_CHARS",
     "MAX_THREADS",
@@ -58,8 +60,12 @@ SPILL_ROWS = 1 << 20
 
 MAX_THREADS = 1 << 16
 """Distinct ``(pid, tid)`` pairs a trace may hold; more is refused (real traces have hundreds)."""
-MAX_NAMES = 1 << 18
+MAX_NAMES = 1 << 16
 """Distinct operator and kernel names kept apart; the rest are totalled under :data:`OTHER_NAMES`."""
+MAX_MARKERS = 1 << 18
+"""Step markers a trace may hold (a 10 GB trace of 200 KB steps has 50,000); more is refused."""
+MAX_LABEL_CHARS = 200
+"""Step markers' names (the step's label) are cut to this many characters."""
 MAX_NAME_CHARS = 1024
 """Names are cut to this many characters (with ``…``) before they are kept."""
 MAX_ID_CHARS = 256
@@ -383,8 +389,11 @@ class _Filler:
             table = index.markers
         if marker is not None:
             number = -1 if marker.numbering == "order" else self.number(marker, name)
-            label = name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
-            table.setdefault(marker, []).append((key[0], label, ts, end, number))
+            label = name if len(name) <= MAX_LABEL_CHARS else name[: MAX_LABEL_CHARS - 1] + "…"
+            found = table.setdefault(marker, [])
+            if len(found) >= MAX_MARKERS:
+                raise TraceError(index.path, f"more than {MAX_MARKERS:,} {marker.producer} step markers")
+            found.append((key[0], label, ts, end, number))
         return -1
 
     def device_work(self, ts: float, end: float, name: str, correlation: Any) -> None:

@@ -29,6 +29,7 @@ from profwin.window import Window
 __all__ = ["MarkerMatcher", "Step", "as_window", "number_steps", "select_steps"]
 
 _MAX_PLAIN_NAMES = 1 << 16  # names remembered as "not a marker"; beyond, each is matched again
+_MAX_PLAIN_CHARS = 256  # longer names are matched each time rather than remembered
 
 
 class MarkerMatcher:
@@ -46,7 +47,7 @@ class MarkerMatcher:
         for marker in self.markers:
             if marker.regex.match(name):
                 return marker
-        if len(self.plain) < _MAX_PLAIN_NAMES:
+        if len(self.plain) < _MAX_PLAIN_NAMES and len(name) <= _MAX_PLAIN_CHARS:
             self.plain.add(name)
         return None
 
