@@ -32,8 +32,8 @@ from typing import IO, Any
 
 __all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
 
-Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, int, int]
-"""``(ph, cat, name, pid, tid, ts, dur, args.correlation, args.name, offset, length)``
+Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
+"""``(ph, cat, name, pid, tid, ts, dur, args.correlation, args.name)``
 of one event, as :meth:`TraceReader.records` yields it (absent fields are ``None``)."""
 
 Progress = Callable[[int, int], None]
@@ -230,24 +230,25 @@ class TraceReader:
         for events, offsets, lengths in self._document():
             yield from zip(events, offsets, lengths, strict=True)
 
-    def record_batches(self) -> Iterator[list[Record]]:
-        """Yield the events as lists of :data:`Record`: only the fields the trace tools read,
-        decoded a buffer at a time by msgspec when it is installed (see the module docstring)."""
+    def record_batches(self) -> Iterator[tuple[list[Record], list[int], list[int]]]:
+        """Yield the events as ``(records, offsets, lengths)`` batches of :data:`Record` (only the
+        fields the trace tools read) with where each event's text is; decoded a buffer at a time
+        by msgspec when it is installed (see the module docstring)."""
         self._batch = self._typed
         for events, offsets, lengths in self._document():
             if type(events[0]) is dict:
-                yield [_record(e, o, n) for e, o, n in zip(events, offsets, lengths, strict=True)]
+                yield [_record(e) for e in events], offsets, lengths
             else:
                 yield [
                     (e.ph, e.cat, e.name, e.pid, e.tid, e.ts, e.dur,
-                     None if (a := e.args) is None else a.correlation, None if a is None else a.name, o, n)
-                    for e, o, n in zip(events, offsets, lengths, strict=True)
-                ]  # fmt: skip
+                     None if (a := e.args) is None else a.correlation, None if a is None else a.name)
+                    for e in events
+                ], offsets, lengths  # fmt: skip
 
-    def records(self) -> Iterator[Record]:
-        """Yield each event as a :data:`Record` (see :meth:`record_batches`)."""
-        for batch in self.record_batches():
-            yield from batch
+    def records(self) -> Iterator[tuple[Record, int, int]]:
+        """Yield ``(record, offset, length)`` for each event (see :meth:`record_batches`)."""
+        for records, offsets, lengths in self.record_batches():
+            yield from zip(records, offsets, lengths, strict=True)
 
     def text_chunks(self) -> Iterator[tuple[int, str]]:
         """Yield ``(offset, text)`` for the whole decoded file in order, without parsing it."""
@@ -365,12 +366,12 @@ class TraceReader:
             yield event
 
 
-def _record(event: dict[str, Any], offset: int, length: int) -> Record:
+def _record(event: dict[str, Any]) -> Record:
     args = event.get("args")
     if type(args) is not dict:
         args = {}
     return (event.get("ph"), event.get("cat"), event.get("name"), event.get("pid"), event.get("tid"), event.get("ts"),
-            event.get("dur"), args.get("correlation"), args.get("name"), offset, length)  # fmt: skip
+            event.get("dur"), args.get("correlation"), args.get("name"))  # fmt: skip
 
 
 def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool = True) -> TraceReader:

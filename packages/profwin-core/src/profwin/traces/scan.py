@@ -23,7 +23,6 @@ operator names (:data:`MAX_NAMES`, then one bucket), the length of a name or lab
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import tempfile
@@ -240,31 +239,30 @@ class _Filler:
         self.stacks: dict[tuple[tuple[Any, Any], bool], list[list[Any]]] = {}
         self.last_ts: dict[tuple[tuple[Any, Any], bool], float] = {}
 
-    def fill(self, batches: Iterator[list[Record]]) -> None:
+    def fill(self, batches: Iterator[tuple[list[Record], list[int], list[int]]]) -> None:
         index = self.index
         offsets, lengths, starts, ends = index.placed.columns
-        # Bound methods in locals: this loop runs once per event.
-        add_offset, add_length, add_start, add_end = offsets.append, lengths.append, starts.append, ends.append
+        # Bound methods in locals: the inner loop runs once per event.
+        add_start, add_end = starts.append, ends.append
         thread_events = index.thread_events
         inf = math.inf
         count = chars = 0
-        for ph, cat, name, pid, tid, raw_ts, raw_dur, correlation, arg_name, offset, length in itertools.chain.from_iterable(
-            batches
-        ):
-            count += 1
-            chars += length
-            add_offset(offset)
-            add_length(length)
-            ts = raw_ts if type(raw_ts) is float else _number(raw_ts)
-            if ts is not None and not -inf < ts < inf:
-                index.bad_times += 1
-                ts = None
-            if ph == "M" or ts is None:
-                add_start(-inf)
-                add_end(inf)
-                if ph == "M":
-                    self.metadata(name, pid, tid, arg_name)
-            else:
+        for records, batch_offsets, batch_lengths in batches:
+            offsets.extend(batch_offsets)
+            lengths.extend(batch_lengths)
+            count += len(records)
+            chars += sum(batch_lengths)
+            for ph, cat, name, pid, tid, raw_ts, raw_dur, correlation, arg_name in records:
+                ts = raw_ts if type(raw_ts) is float else _number(raw_ts)
+                if ts is not None and not -inf < ts < inf:
+                    index.bad_times += 1
+                    ts = None
+                if ph == "M" or ts is None:
+                    add_start(-inf)
+                    add_end(inf)
+                    if ph == "M":
+                        self.metadata(name, pid, tid, arg_name)
+                    continue
                 key = (pid, tid)
                 try:
                     known = key in thread_events
@@ -276,16 +274,16 @@ class _Filler:
                 if ph != "X":
                     add_start(ts)
                     add_end(ts)
-                else:
-                    dur = raw_dur if type(raw_dur) is float else (_number(raw_dur) if raw_dur is not None else 0.0)
-                    if dur is None or not 0.0 <= dur < inf:
-                        index.bad_times += 1
-                        dur = 0.0
-                    add_start(ts)
-                    add_end(ts + dur)
-                    self.complete(
-                        key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
-                    )
+                    continue
+                dur = raw_dur if type(raw_dur) is float else (_number(raw_dur) if raw_dur is not None else 0.0)
+                if dur is None or not 0.0 <= dur < inf:
+                    index.bad_times += 1
+                    dur = 0.0
+                add_start(ts)
+                add_end(ts + dur)
+                self.complete(
+                    key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
+                )
             if len(offsets) >= SPILL_ROWS:
                 index.placed.maybe_spill()
         for stack in self.stacks.values():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
@@ -195,36 +196,8 @@ def count_steps(path: str | Path) -> int:
 def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int | None) -> Summary:
     producer, steps, chosen, t0, t1, notes = selection(index, window, first_step=first_step)
     by_start = sorted(steps, key=lambda s: s.start)
-    starts = [s.start for s in by_start]
-    ends = [s.end for s in by_start]
-    step_bytes = [0] * len(by_start)
-    step_events = [0] * len(by_start)
-    outside = 0
-    right = bisect.bisect_right
-    for _, lengths, ts_col, _ in index.placed.chunks():
-        for length, ts in zip(lengths, ts_col, strict=True):
-            i = right(starts, ts) - 1
-            if i >= 0 and ts < ends[i]:
-                step_bytes[i] += length
-                step_events[i] += 1
-            else:
-                outside += length
-
-    totals: dict[int, list[float]] = {}
-    for ts_col, self_col, name_col in index.timed.chunks():
-        for ts, self_us, name_id in zip(ts_col, self_col, name_col, strict=True):
-            if t0 <= ts < t1:
-                total = totals.get(name_id)
-                if total is None:
-                    totals[name_id] = [1, self_us]
-                else:
-                    total[0] += 1
-                    total[1] += self_us
-    ops: list[OpStat] = []
-    kernels: list[OpStat] = []
-    for name_id, (count, self_us) in totals.items():
-        name, is_kernel = index.names[name_id]
-        (kernels if is_kernel else ops).append(OpStat(name=name, count=int(count), self_us=round(self_us, 3)))
+    step_bytes, step_events, outside = _bytes_per_step(index, by_start)
+    ops, kernels = _op_totals(index, t0, t1)
 
     origin = by_start[0].start
     selected = {s.number for s in chosen}
@@ -299,6 +272,51 @@ def _distributed(index: TraceIndex, key: str) -> int | None:
     info = index.header.get("distributedInfo")
     value = info.get(key) if isinstance(info, dict) else None
     return value if type(value) is int and 0 <= value < 1 << 31 else None
+
+
+def _bytes_per_step(index: TraceIndex, by_start: Sequence[Step]) -> tuple[list[int], list[int], int]:
+    """Bytes and events starting inside each step (in start order), and bytes outside all."""
+    starts = [s.start for s in by_start]
+    ends = [s.end for s in by_start]
+    step_bytes = [0] * len(by_start)
+    step_events = [0] * len(by_start)
+    outside = 0
+    right = bisect.bisect_right
+    # Where the last event fell: step i, for times in [lo, hi) (hi stops at the next step's
+    # start, so the fast path agrees with the lookup). Events mostly come in time order.
+    i, lo, hi = -1, math.inf, -math.inf
+    for _, lengths, ts_col, _ in index.placed.chunks():
+        for length, ts in zip(lengths, ts_col, strict=True):
+            if not lo <= ts < hi:
+                i = right(starts, ts) - 1
+                lo, hi = (
+                    (starts[i], min(ends[i], starts[i + 1] if i + 1 < len(starts) else math.inf))
+                    if i >= 0
+                    else (math.inf, -math.inf)
+                )
+                if not lo <= ts < ends[i]:
+                    outside += length
+                    continue
+            step_bytes[i] += length
+            step_events[i] += 1
+    return step_bytes, step_events, outside
+
+
+def _op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[OpStat], list[OpStat]]:
+    """Calls and self time per operator and per kernel name, over events starting in ``[t0, t1)``."""
+    counts = [0] * len(index.names)
+    selfs = [0.0] * len(index.names)
+    for ts_col, self_col, name_col in index.timed.chunks():
+        for ts, self_us, name_id in zip(ts_col, self_col, name_col, strict=True):
+            if t0 <= ts < t1:
+                counts[name_id] += 1
+                selfs[name_id] += self_us
+    ops: list[OpStat] = []
+    kernels: list[OpStat] = []
+    for (name, is_kernel), count, self_us in zip(index.names, counts, selfs, strict=True):
+        if count:
+            (kernels if is_kernel else ops).append(OpStat(name=name, count=count, self_us=round(self_us, 3)))
+    return ops, kernels
 
 
 def _stats(durations: Sequence[float]) -> dict[str, float]:
