@@ -86,6 +86,7 @@ _LAUNCHES = frozenset({
     "hipLaunchKernel", "hipExtLaunchKernel", "hipMemcpyAsync", "hipMemsetAsync",
 })  # fmt: skip
 _NAMED = {"process_name": "processes", "thread_name": "threads"}
+_MAX_CATEGORIES = 4096  # categories remembered; real traces have a dozen
 _COMMUNICATION = re.compile(r"nccl.*Kernel")
 _MEMORY = re.compile(r"Memcpy|Memset|dma")
 _NOT_COMPUTE = re.compile(r".*(?:Memcpy|Memset)|.*Sync")
@@ -233,11 +234,11 @@ class _Filler:
         self.plain_names = self.matcher.plain
         self.t_starts, self.t_selfs, self.t_names = index.timed.columns
         self.add_timed = (self.t_starts.append, self.t_selfs.append, self.t_names.append)
-        self.name_ids: dict[tuple[str, bool], int] = {}
+        self.name_ids: tuple[dict[str, int], dict[str, int]] = ({}, {})  # operators, kernels
         self.kinds: dict[str, int] = {}
-        # Per thread lane: a stack of open events [end, ts, dur, children_dur, name_id] and the last ts.
-        self.stacks: dict[tuple[tuple[Any, Any], bool], list[list[Any]]] = {}
-        self.last_ts: dict[tuple[tuple[Any, Any], bool], float] = {}
+        self.categories: dict[str, tuple[bool, bool, bool]] = {}
+        # Per thread lane: [the last ts, a stack of open events [end, ts, dur, children_dur, name_id]].
+        self.lanes: dict[tuple[tuple[Any, Any], bool], list[Any]] = {}
 
     def fill(self, batches: Iterator[tuple[list[Record], list[int], list[int]]]) -> None:
         index = self.index
@@ -286,7 +287,7 @@ class _Filler:
                 )
             if len(offsets) >= SPILL_ROWS:
                 index.placed.maybe_spill()
-        for stack in self.stacks.values():
+        for _, stack in self.lanes.values():
             while stack:
                 self.close_entry(stack.pop())
         index.events = count
@@ -322,31 +323,34 @@ class _Filler:
 
     def complete(self, key: tuple[Any, Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
         end = ts + dur
+        kind = self.categories.get(cat)
+        if kind is None:
+            kind = self.category(cat)
+        not_op, is_kernel, is_runtime = kind
         # The hot path: most events are operators whose name was seen before.
         marker = None if name in self.plain_names else self.matcher.match(name, cat)
-        if marker is not None or cat in _NOT_OPS:
+        if marker is not None or not_op:
             name_id = self.special(key, ts, end, name, cat, marker)
         else:
-            is_kernel = cat in DEVICE_CATEGORIES
-            name_id = self.name_ids.get((name, is_kernel), -1)
+            name_id = self.name_ids[is_kernel].get(name, -1)
             if name_id < 0:
                 name_id = self.name_id(name, is_kernel)
             if is_kernel:
                 self.device_work(ts, end, name, correlation)
-            elif correlation is not None and name in _LAUNCHES and cat in _RUNTIME_CATEGORIES:
+            elif is_runtime and correlation is not None and name in _LAUNCHES:
                 self.launch(ts, end, correlation)
         # Runtime calls (cudaLaunchKernel, ...) come from CUPTI and are written after all
         # operators, on the operators' thread: they get their own stack on that thread.
-        lane = (key, cat in _RUNTIME_CATEGORIES)
-        stack = self.stacks.get(lane)
-        if stack is None:
-            stack = self.stacks[lane] = []
-        if ts < self.last_ts.get(lane, -math.inf):
+        lane = self.lanes.get((key, is_runtime))
+        if lane is None:
+            lane = self.lanes[(key, is_runtime)] = [-math.inf, []]
+        stack: list[list[Any]] = lane[1]
+        if ts < lane[0]:
             # Out of time order: the stack cannot place it; close what is open and restart.
             self.index.unordered += 1
             while stack:
                 self.close_entry(stack.pop())
-        self.last_ts[lane] = ts
+        lane[0] = ts
         if stack and stack[-1][0] <= ts:
             # close_entry, inlined: this is once per event.
             add_start, add_self, add_name = self.add_timed
@@ -360,22 +364,32 @@ class _Filler:
             if len(self.t_starts) >= SPILL_ROWS:
                 self.index.timed.maybe_spill()
         entry = [end, ts, dur, 0.0, name_id]
-        # Open events with the same start that fit inside this one are nested in it (the
-        # parent was written after them): slide it under them, the outermost becoming its
-        # direct child instead of the enclosing event's.
-        moved = []
-        while stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
-            moved.append(stack.pop())
-        if moved:
+        if stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
+            # Open events with the same start that fit inside this one are nested in it (the
+            # parent was written after them): slide it under them, the outermost becoming its
+            # direct child instead of the enclosing event's.
+            moved = []
+            while stack and stack[-1][1] == ts and stack[-1][0] <= end and stack[-1][2] < dur:
+                moved.append(stack.pop())
             direct = moved[-1]
             entry[3] += direct[2]
             if stack and stack[-1][0] >= direct[0]:
                 stack[-1][3] -= direct[2]
+            if stack and stack[-1][0] >= end:
+                stack[-1][3] += dur
+            stack.append(entry)
+            stack.extend(reversed(moved))
+            return
         if stack and stack[-1][0] >= end:
             stack[-1][3] += dur
         stack.append(entry)
-        if moved:
-            stack.extend(reversed(moved))
+
+    def category(self, cat: str) -> tuple[bool, bool, bool]:
+        """``(not an operator, device work, runtime call)`` for a category, remembered."""
+        kind = (cat in _NOT_OPS, cat in DEVICE_CATEGORIES, cat in _RUNTIME_CATEGORIES)
+        if len(self.categories) < _MAX_CATEGORIES:
+            self.categories[cat] = kind
+        return kind
 
     def special(self, key: tuple[Any, Any], ts: float, end: float, name: str, cat: str, marker: StepMarker | None) -> int:
         """Record a step marker or a GPU copy of one; neither is an operator (name id -1)."""
@@ -428,20 +442,20 @@ class _Filler:
 
     def name_id(self, name: str, is_kernel: bool) -> int:
         """The id of a name not seen before (cut to MAX_NAME_CHARS; past MAX_NAMES, the bucket's)."""
+        ids = self.name_ids[is_kernel]
         if len(name) > MAX_NAME_CHARS:
             name = name[: MAX_NAME_CHARS - 1] + "…"
-        name_key = (name, is_kernel)
-        name_id = self.name_ids.get(name_key)
-        if name_id is None:
-            if len(self.name_ids) >= MAX_NAMES:
-                self.index.names_capped = MAX_NAMES
-                name_key = (OTHER_NAMES, is_kernel)
-                name_id = self.name_ids.get(name_key)
-                if name_id is not None:
-                    return name_id
-            names = self.index.names
-            name_id = self.name_ids[name_key] = len(names)
-            names.append(name_key)
+        name_id = ids.get(name)
+        if name_id is not None:
+            return name_id
+        if len(self.index.names) >= MAX_NAMES:
+            self.index.names_capped = MAX_NAMES
+            name = OTHER_NAMES
+            name_id = ids.get(name)
+            if name_id is not None:
+                return name_id
+        name_id = ids[name] = len(self.index.names)
+        self.index.names.append((name, is_kernel))
         return name_id
 
 
