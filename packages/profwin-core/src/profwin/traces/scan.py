@@ -237,15 +237,18 @@ class _Filler:
         self.name_ids: tuple[dict[str, int], dict[str, int]] = ({}, {})  # operators, kernels
         self.kinds: dict[str, int] = {}
         self.categories: dict[str, tuple[bool, bool, bool]] = {}
-        # Per thread lane: [the last ts, a stack of open events [end, ts, dur, children_dur, name_id]].
-        self.lanes: dict[tuple[tuple[Any, Any], bool], list[Any]] = {}
+        # Per thread: [events, pid, lane, lane]; a lane is [the last ts, a stack of open events
+        # [end, ts, dur, children_dur, name_id]], one for operators and one for runtime calls.
+        self.threads: dict[tuple[Any, Any], list[Any]] = {}
 
     def fill(self, batches: Iterator[tuple[list[Record], list[int], list[int]]]) -> None:
         index = self.index
         offsets, lengths, starts, ends = index.placed.columns
         # Bound methods in locals: the inner loop runs once per event.
         add_start, add_end = starts.append, ends.append
-        thread_events = index.thread_events
+        threads = self.threads
+        thread: list[Any] = []
+        last_pid = last_tid = object()  # equal to no pid
         inf = math.inf
         count = chars = 0
         for records, batch_offsets, batch_lengths in batches:
@@ -264,14 +267,14 @@ class _Filler:
                     if ph == "M":
                         self.metadata(name, pid, tid, arg_name)
                     continue
-                key = (pid, tid)
-                try:
-                    known = key in thread_events
-                except TypeError:  # a list or dict: new_thread says what is wrong
-                    known = False
-                if not known:
-                    self.new_thread(key)
-                thread_events[key] += 1
+                if pid != last_pid or tid != last_tid:  # consecutive events mostly share a thread
+                    try:
+                        known = threads.get((pid, tid))
+                    except TypeError:  # a list or dict: new_thread says what is wrong
+                        known = None
+                    thread = self.new_thread(pid, tid) if known is None else known
+                    last_pid, last_tid = pid, tid
+                thread[0] += 1
                 if ph != "X":
                     add_start(ts)
                     add_end(ts)
@@ -283,22 +286,27 @@ class _Filler:
                 add_start(ts)
                 add_end(ts + dur)
                 self.complete(
-                    key, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
+                    thread, ts, dur, name if type(name) is str else str(name), cat if type(cat) is str else "", correlation
                 )
             if len(offsets) >= SPILL_ROWS:
                 index.placed.maybe_spill()
-        for _, stack in self.lanes.values():
-            while stack:
-                self.close_entry(stack.pop())
+        for thread in threads.values():
+            for lane in thread[2:]:
+                while lane is not None and lane[1]:
+                    self.close_entry(lane[1].pop())
+        index.thread_events.update({key: thread[0] for key, thread in threads.items()})
         index.events = count
         index.event_chars = chars
 
-    def new_thread(self, key: tuple[Any, Any]) -> None:
+    def new_thread(self, pid: Any, tid: Any) -> list[Any]:
+        """The state of a thread not seen before: [events, pid, operators' lane, runtime calls' lane]."""
         index = self.index
-        _thread_id(key[0], "pid", index)
-        _thread_id(key[1], "tid", index)
-        if len(index.thread_events) >= MAX_THREADS:
+        _thread_id(pid, "pid", index)
+        _thread_id(tid, "tid", index)
+        if len(self.threads) >= MAX_THREADS:
             raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
+        thread = self.threads[(pid, tid)] = [0, pid, None, None]
+        return thread
 
     def metadata(self, name: Any, pid: Any, tid: Any, arg_name: Any) -> None:
         kind = _NAMED.get(name) if type(name) is str else None
@@ -321,7 +329,7 @@ class _Filler:
         if len(self.t_starts) >= SPILL_ROWS:
             self.index.timed.maybe_spill()
 
-    def complete(self, key: tuple[Any, Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
+    def complete(self, thread: list[Any], ts: float, dur: float, name: str, cat: str, correlation: Any) -> None:
         end = ts + dur
         kind = self.categories.get(cat)
         if kind is None:
@@ -330,7 +338,7 @@ class _Filler:
         # The hot path: most events are operators whose name was seen before.
         marker = None if name in self.plain_names else self.matcher.match(name, cat)
         if marker is not None or not_op:
-            name_id = self.special(key, ts, end, name, cat, marker)
+            name_id = self.special(thread[1], ts, end, name, cat, marker)
         else:
             name_id = self.name_ids[is_kernel].get(name, -1)
             if name_id < 0:
@@ -341,9 +349,9 @@ class _Filler:
                 self.launch(ts, end, correlation)
         # Runtime calls (cudaLaunchKernel, ...) come from CUPTI and are written after all
         # operators, on the operators' thread: they get their own stack on that thread.
-        lane = self.lanes.get((key, is_runtime))
+        lane = thread[3 if is_runtime else 2]
         if lane is None:
-            lane = self.lanes[(key, is_runtime)] = [-math.inf, []]
+            lane = thread[3 if is_runtime else 2] = [-math.inf, []]
         stack: list[list[Any]] = lane[1]
         if ts < lane[0]:
             # Out of time order: the stack cannot place it; close what is open and restart.
@@ -391,7 +399,7 @@ class _Filler:
             self.categories[cat] = kind
         return kind
 
-    def special(self, key: tuple[Any, Any], ts: float, end: float, name: str, cat: str, marker: StepMarker | None) -> int:
+    def special(self, pid: Any, ts: float, end: float, name: str, cat: str, marker: StepMarker | None) -> int:
         """Record a step marker or a GPU copy of one; neither is an operator (name id -1)."""
         index = self.index
         if marker is None:
@@ -405,7 +413,7 @@ class _Filler:
             found = table.setdefault(marker, [])
             if len(found) >= MAX_MARKERS:
                 raise TraceError(index.path, f"more than {MAX_MARKERS:,} {marker.producer} step markers")
-            found.append((key[0], label, ts, end, number))
+            found.append((pid, label, ts, end, number))
         return -1
 
     def device_work(self, ts: float, end: float, name: str, correlation: Any) -> None:
