@@ -90,7 +90,8 @@ def plot_ranks(ranks: Ranks, png_path: str | Path) -> Path:
         ax.set_xticks(range(0, len(steps), stride), [str(n) for n in steps[::stride]])
         ax.set_xlabel(f"step ({ranks.producer} markers)")
         ax.set_ylabel("rank")
-        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
+        # Below the axes: over the map it would hide cells.
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), fontsize=8, frameon=False)
         scope = "all steps" if ranks.window is None else f"window {ranks.window}"
         return _save(fig, ax, f"step wall time on {len(rank_ids)} ranks, {scope}", png_path)
     finally:
