@@ -13,7 +13,7 @@ import pytest
 
 from profwin import StepMarker
 from profwin.cli import main
-from profwin.traces import TORCH_MARKER, count_steps, step_markers, summarize
+from profwin.traces import TORCH_MARKER, TraceError, count_steps, step_markers, summarize
 
 
 def trace(path: Path, events: list[dict[str, Any]]) -> Path:
@@ -107,3 +107,17 @@ def test_a_new_engine_declares_its_marker_without_editing_core(tmp_path: Path, c
     assert main(["plugins", "--json"]) == 0
     listed = {p["name"]: p for p in json.loads(capsys.readouterr().out)}
     assert listed["toyengine"]["status"] == "ok"
+
+
+def test_explicit_markers_need_no_registry(tmp_path: Path) -> None:
+    """A backend names its marker itself (its engine process may lack the entry points)."""
+    mine = StepMarker(producer="unregistered", pattern=r"iteration_", numbering="order")
+    path = trace(tmp_path / "it.json", [span(f"iteration_{i}", 20.0 * i) for i in range(4)])
+    assert all(m.producer != "unregistered" for m in step_markers())
+    assert summarize(path, markers=(mine,)).producer == "unregistered"
+    assert count_steps(path, markers=(mine,)) == 4
+    assert count_steps(path) == 0
+    with pytest.raises(
+        TraceError, match=r"no step markers found; expected host-side complete events named like 'ProfilerStep#[^,]*' \(torch\)$"
+    ):
+        summarize(path, markers=(TORCH_MARKER,))

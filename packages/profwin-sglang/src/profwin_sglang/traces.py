@@ -18,18 +18,22 @@ import re
 from pathlib import Path
 
 from profwin.plugin_api import Artifact
-from profwin.traces import TraceError, summarize, trim
+from profwin.traces import TORCH_MARKER, TraceError, summarize, trim
 from profwin.window import Window
+from profwin_sglang._plugin import PLUGIN
 
 __all__ = ["count_steps", "find_artifacts", "step_names", "trim_in_place"]
 
 _TP = re.compile(r"-TP-(\d+)")
+# Named, not looked up: the engine process may have profwin on PYTHONPATH without the entry
+# points that fill the registry. torch's marker first, as the registry would rank it.
+_MARKERS = (TORCH_MARKER, PLUGIN.step_marker) if PLUGIN.step_marker else None
 
 
 def step_names(path: str | os.PathLike[str]) -> list[str]:
     """The ``step[...]`` span names of a chrome trace, in time order (one per scheduler batch)."""
     try:
-        return [step.label for step in summarize(Path(path), top=0).steps]
+        return [step.label for step in summarize(Path(path), top=0, markers=_MARKERS).steps]
     except TraceError:  # no step markers at all: no batch ran while recording
         return []
 
@@ -46,7 +50,7 @@ def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
     path = Path(path)
     partial = path.with_name(f".profwin-trim-{path.name}")
     try:
-        result = trim(path, keep, partial)
+        result = trim(path, keep, partial, markers=_MARKERS)
     except TraceError:
         return 0
     os.replace(partial, path)

@@ -28,7 +28,7 @@ import re
 import tempfile
 from array import array
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -177,6 +177,8 @@ class TraceIndex:
     """Complete events that arrived earlier than the one before them on their thread."""
     bad_times: int = 0
     """Events whose ``ts`` or ``dur`` is not a finite number, or whose ``dur`` is negative."""
+    searched: tuple[StepMarker, ...] = ()
+    """The step markers looked for."""
     names_capped: int = 0
     """The cap on distinct names when the trace went past it (0: it did not)."""
 
@@ -196,12 +198,17 @@ def _number(value: object) -> float | None:
     return None
 
 
-def scan(path: str | Path, *, progress: Progress | None = None, fast: bool = True) -> TraceIndex:
-    """Read ``path`` once and index it; the caller closes the returned index."""
+def scan(
+    path: str | Path, *, progress: Progress | None = None, fast: bool = True, markers: Sequence[StepMarker] | None = None
+) -> TraceIndex:
+    """Read ``path`` once and index it; the caller closes the returned index.
+
+    ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
+    """
     with read_trace(path, progress=progress, fast=fast) as reader:
         index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
         try:
-            _Filler(index).fill(reader.record_batches())
+            _Filler(index, markers).fill(reader.record_batches())
         except BaseException:
             index.close()
             raise
@@ -228,9 +235,10 @@ def _thread_id(value: object, what: str, index: TraceIndex) -> Any:
 class _Filler:
     """The per-event work of :func:`scan`, with its per-thread stacks."""
 
-    def __init__(self, index: TraceIndex) -> None:
+    def __init__(self, index: TraceIndex, markers: Sequence[StepMarker] | None) -> None:
         self.index = index
-        self.matcher = MarkerMatcher()
+        self.matcher = MarkerMatcher(markers)
+        index.searched = self.matcher.markers
         self.plain_names = self.matcher.plain
         self.t_starts, self.t_selfs, self.t_names = index.timed.columns
         self.add_timed = (self.t_starts.append, self.t_selfs.append, self.t_names.append)

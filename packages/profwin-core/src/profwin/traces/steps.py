@@ -102,14 +102,17 @@ def _numbered(marker: StepMarker, markers: Iterable[Marker], first_step: int) ->
         yield from enumerate(group, start=first_step)
 
 
-def select_steps(steps: Sequence[Step], window: Window | None, *, path: str | Path, producer: str | None) -> list[Step]:
+def select_steps(
+    steps: Sequence[Step], window: Window | None, *, path: str | Path, producer: str | None, searched: Sequence[StepMarker]
+) -> list[Step]:
     """The steps of ``window`` (all of them for ``None``); a window reaching past the trace is
-    clipped to it, one that holds none of its steps is a :class:`TraceError`."""
+    clipped to it, one that holds none of its steps is a :class:`TraceError`. ``searched``: the
+    markers looked for, named when none was found."""
     if not steps:
         raise TraceError(
             path,
             "no step markers found; expected host-side complete events named like "
-            + ", ".join(f"{m.pattern!r} ({m.producer})" for m in step_markers()),
+            + ", ".join(f"{m.pattern!r} ({m.producer})" for m in searched),
         )
     if window is None:
         return list(steps)

@@ -13,6 +13,7 @@ from attrs import asdict, frozen
 
 from profwin.errors import ConfigError
 from profwin.traces.device import DeviceStat, device_stats
+from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
@@ -127,7 +128,7 @@ def selection(
     """
     first = _first_step(index, first_step)
     producer, steps = number_steps(index.markers, first_step=first)
-    chosen = select_steps(steps, window, path=index.path, producer=producer)
+    chosen = select_steps(steps, window, path=index.path, producer=producer, searched=index.searched)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
     numbers = {s.number for s in chosen}
@@ -160,6 +161,7 @@ def summarize(
     top: int = 20,
     first_step: int | None = None,
     progress: Progress | None = None,
+    markers: Sequence[StepMarker] | None = None,
 ) -> Summary:
     """Summarize the trace at ``path`` (``.json`` or gzip) in one streaming pass.
 
@@ -168,11 +170,15 @@ def summarize(
     ``first_step`` (default: 0, or the number a trim recorded), so a trace of session steps
     20..79 can be addressed by those numbers. Raises :class:`TraceError` for unreadable or
     non-trace files, traces without step markers, and windows holding none of the trace's steps.
+
+    ``markers`` replaces the registry's step markers (:func:`~profwin.traces.step_markers`):
+    a backend checking its own traces passes its marker, so it works where its plugin's entry
+    point is not installed (an engine process given the source tree on ``PYTHONPATH``).
     """
     window = as_window(window)
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ConfigError(f"must be a non-negative int (got {top!r})", path="top")
-    index = scan(path, progress=progress)
+    index = scan(path, progress=progress, markers=markers)
     try:
         require_events(index)
         return _summary(index, window, top, first_step)
@@ -180,13 +186,12 @@ def summarize(
         index.close()
 
 
-def count_steps(path: str | Path) -> int:
-    """How many steps the trace at ``path`` holds, by the registered step markers (0: none).
-
-    One streaming pass in bounded memory, as :func:`summarize`; for backends checking what a
-    session recorded.
+def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None) -> int:
+    """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``
+    (0: none). One streaming pass in bounded memory, as :func:`summarize`; for backends
+    checking what a session recorded.
     """
-    index = scan(path)
+    index = scan(path, markers=markers)
     try:
         return len(number_steps(index.markers)[1])
     finally:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,6 +23,7 @@ from attrs import asdict, frozen
 
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
+from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import as_window
@@ -66,11 +67,12 @@ def trim(
     *,
     first_step: int | None = None,
     progress: Progress | None = None,
+    markers: Sequence[StepMarker] | None = None,
 ) -> TrimResult:
     """Write the steps of ``window`` from the trace at ``path`` to ``out``.
 
-    ``first_step`` numbers vLLM and SGLang steps as in :func:`~profwin.traces.summarize`; the
-    output records the number of its first step, so later summaries and trims keep the numbers.
+    ``first_step`` and ``markers`` work as in :func:`~profwin.traces.summarize`; the output
+    records the number of its first step, so later summaries and trims keep the numbers.
 
     gzip is read by content and written when ``out`` ends in ``.gz``. ``progress(done, total)``
     counts the input's bytes over both passes (``total`` is twice its size). Raises
@@ -87,7 +89,7 @@ def trim(
         raise ConfigError(f"directory {target.parent} does not exist", path="out")
     size = source.stat().st_size if source.exists() else 0
     first_pass = None if progress is None else (lambda done, _total: progress(done, 2 * size))
-    index = scan(source, progress=first_pass)
+    index = scan(source, progress=first_pass, markers=markers)
     try:
         require_events(index)
         producer, _, chosen, t0, t1, notes = selection(index, chosen_window, first_step=first_step)
