@@ -143,11 +143,11 @@ def test_slow_servers_end_at_the_total_deadline(serve: Callable[[Handler], Serve
     reply = request(server.url, "/start_profile", timeout=0.5)
     took = time.monotonic() - began
     assert reply.status == status
-    assert reply.error == "no complete answer within 0.5 s"
+    assert reply.error == "did not answer within 0.5 s (no complete answer)"
     assert not reply.ok
     assert 0.5 <= took < 1.0, took  # a per-read timeout would never fire: a byte comes every 0.2 s
     said = "failed:" if status is None else "returned 200, but"
-    assert reply.describe() == f"POST {server.url}/start_profile {said} no complete answer within 0.5 s"
+    assert reply.describe() == f"POST {server.url}/start_profile {said} did not answer within 0.5 s (no complete answer)"
 
 
 @pytest.mark.parametrize("length", [f"Content-Length: {50 << 20}\r\n", ""])
@@ -196,7 +196,7 @@ def test_transport_failures_become_replies(serve: Callable[[Handler], Server]) -
         conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
 
     cases = [
-        (f"http://127.0.0.1:{closed_port()}", None, "cannot connect: connection refused"),
+        (f"http://127.0.0.1:{closed_port()}", None, "cannot reach the server: connection refused"),
         ("http://profwin-test.invalid:80", None, "cannot resolve host 'profwin-test.invalid'"),
         (serve(hang_up).url, None, "the server closed the connection without answering"),
         (serve(half).url, 200, "the server closed the connection mid-answer (90 bytes missing)"),
@@ -314,7 +314,7 @@ def test_concurrent_requests_each_get_their_own_answer() -> None:
         server.server_close()
         thread.join(timeout=5)
     assert [r.data for r in replies[:12]] == [{"i": i} for i in range(12)]
-    assert replies[12].error.startswith("cannot connect")  # one failure hides none of the others
+    assert replies[12].error.startswith("cannot reach")  # one failure hides none of the others
     assert took < 1.0, took  # 12 answers of 0.1 s each came in parallel
 
 

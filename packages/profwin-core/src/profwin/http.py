@@ -200,7 +200,7 @@ def request(
         watchdog.cancel()
         conn.close()
     if expired.is_set():
-        error = f"no complete answer within {timeout:g} s"
+        error = f"did not answer within {timeout:g} s (no complete answer)"
     elif len(raw) > max_body:
         error = f"answer larger than {max_body} bytes"
     ok_status = status is not None and 200 <= status < 300
@@ -276,7 +276,7 @@ def _why(exc: BaseException, host: str) -> str:
     if isinstance(exc, ssl.SSLError):
         return f"TLS failed: {exc}"
     if isinstance(exc, ConnectionRefusedError):
-        return "cannot connect: connection refused (is the server running, on this port?)"
+        return "cannot reach the server: connection refused (is it running, on this port?)"
     if isinstance(exc, http.client.RemoteDisconnected):
         return "the server closed the connection without answering"
     if isinstance(exc, ConnectionResetError):
