@@ -51,12 +51,11 @@ def main() -> None:
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    import profwin
     import profwin_vllm
     from profwin import ProfileSpec, Window
 
     out = Path(tempfile.mkdtemp(prefix="profwin-vllm-bench-"))
-    launch = profwin.backend("vllm").plan(ProfileSpec(output_dir=out), version="0.32.0")
+    launch = profwin_vllm.VllmBackend().plan(ProfileSpec(output_dir=out), version="0.32.0")
     llm = LLM(
         model=args.model,
         dtype="bfloat16",

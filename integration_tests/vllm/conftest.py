@@ -146,14 +146,13 @@ def launched_servers(
 ) -> Iterator[dict[str, Server]]:
     """Two servers, started but not waited for: ``profiled`` (launched with profwin's
     ``--profiler-config`` for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
-    from profwin import ProfileSpec, Window
-    from profwin_vllm import VllmBackend
+    from profwin import ProfileSpec, Window, backend, render_plan
 
     logs = tmp_path_factory.mktemp("vllm-server-logs")
     trace_dir = tmp_path_factory.mktemp("vllm-server-traces")
     launch = ProfileSpec(window=Window(2, 5), output_dir=trace_dir, prefix="server")
     # The first line of `profwin args vllm --for serve`, exactly as a user would paste it.
-    serve_args = shlex.split(VllmBackend().render_args(launch, form="serve", version=ENGINE_VERSION).splitlines()[0])
+    serve_args = shlex.split(render_plan(backend("vllm").plan(launch, version=ENGINE_VERSION), "serve").splitlines()[0])
     started = {
         "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir),
         "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),

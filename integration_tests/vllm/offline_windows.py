@@ -21,7 +21,6 @@ import traceback
 import warnings
 from pathlib import Path
 
-import profwin
 from profwin import ProfileSpec, Window
 from profwin.traces import count_steps
 
@@ -69,7 +68,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
     def spec(window: str, prefix: str) -> ProfileSpec:
         return ProfileSpec(window=Window.parse(window), output_dir=trace_dir, prefix=prefix)
 
-    launch = profwin.backend("vllm").plan(spec("2:5", "launch"), version="0.32.0")
+    launch = profwin_vllm.VllmBackend().plan(spec("2:5", "launch"), version="0.32.0")
     imported = time.monotonic()
     llm = LLM(
         model=model,
@@ -133,7 +132,7 @@ async def async_session(model: str, spec: ProfileSpec) -> dict[str, object]:
     import profwin_vllm
 
     spec = spec.replace(options={"vllm": {"frontend": True}})
-    launch = profwin.backend("vllm").plan(spec, version="0.32.0")
+    launch = profwin_vllm.VllmBackend().plan(spec, version="0.32.0")
     engine = AsyncLLM.from_engine_args(
         AsyncEngineArgs(
             model=model,

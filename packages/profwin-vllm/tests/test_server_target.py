@@ -80,7 +80,7 @@ def test_start_reports_each_server_and_never_raises(server: tuple[str, type[Reco
     spec = ProfileSpec(window=Window(20, 80), output_dir=tmp_path, prefix="fan")
     ok, failed = start_remote("vllm", [url, down], spec, timeout=5)
     assert ok.ok
-    assert ok.message.startswith("started: vllm 0.32.0 records steps 20:80 of this session (per-session)")
+    assert ok.message.startswith("started: vllm 0.32.0 records engine steps 20:80 of this session (per-session)")
     assert ok.details["request"] == {"profile_prefix": "fan-0", "delay_iterations": 21, "max_iterations": 60}
     assert ok.details["version_source"] == "server"
     assert not failed.ok

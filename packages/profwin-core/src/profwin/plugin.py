@@ -40,7 +40,7 @@ from profwin.plugin_api import (
     RemoteResult,
     fan_out,
 )
-from profwin.remote import OnActive, RemoteSession, SessionError, remote_session
+from profwin.remote import OnActive, RemoteSession, SessionError, remote_session, session_function
 from profwin.render import render_plan
 from profwin.spec import ProfileSpec, Ranks
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
@@ -93,6 +93,7 @@ __all__ = [
     "render_plan",
     "request",
     "resolve_activities",
+    "session_function",
     "shown",
     "trim",
     "unknown_key",

@@ -24,7 +24,7 @@ import asyncio
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -43,6 +43,7 @@ __all__ = [
     "as_spec",
     "remote_session",
     "resume_session",
+    "session_function",
     "start_remote",
     "stop_remote",
 ]
@@ -195,7 +196,7 @@ class RemoteSession:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details())
         part.started = True
         plan = part.plan
-        records = "until the stop" if plan.records is None else f"steps {plan.records}"
+        records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
         message = (
             f"started: {plan.engine} {plan.version or '(version unknown)'} records {records} of this session ({plan.mechanism})"
         )
@@ -409,6 +410,25 @@ def remote_session(
     timeout = _check_timeout(timeout)
     targets = _targets(backend, target, api_key, timeout)
     return RemoteSession(backend, targets, as_spec(spec), version=version, timeout=timeout, on_active=on_active)
+
+
+def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]:
+    """A plugin's own ``session(target, spec, ...)``: :func:`remote_session` with ``backend`` and
+    the same keyword arguments, documented by ``doc`` (``profwin_vllm.session`` is one)."""
+
+    def session(
+        target: Any,
+        spec: ProfileSpec | Window | str,
+        *,
+        version: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        on_active: OnActive = "error",
+    ) -> RemoteSession:
+        return remote_session(backend, target, spec, version=version, api_key=api_key, timeout=timeout, on_active=on_active)
+
+    session.__doc__ = doc
+    return session
 
 
 def resume_session(

@@ -16,29 +16,19 @@ collect the files, trim them in ``trim`` mode, and say which steps each holds.
 
 from __future__ import annotations
 
-from typing import Any
-
-from profwin.plugin import OnActive, ProfileSpec, RemoteSession, Window, remote_session
+from profwin.plugin import session_function
 from profwin_sglang.backend import SglangBackend
 
 __all__ = ["session"]
 
-
-def session(
-    target: Any,
-    spec: ProfileSpec | Window | str,
-    *,
-    version: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 30.0,
-    on_active: OnActive = "error",
-) -> RemoteSession:
+session = session_function(
+    SglangBackend(),
     """A profiling session for ``spec``'s window on ``target``: an ``sglang.Engine``, a server URL,
-    or a list of URLs (driven concurrently). ``spec`` may be a :class:`~profwin.ProfileSpec`, a
-    :class:`~profwin.Window` or text like ``"20:80"``.
+or a list of URLs (driven concurrently). ``spec`` may be a :class:`~profwin.ProfileSpec`, a
+:class:`~profwin.Window` or text like ``"20:80"``.
 
-    ``version`` overrides the version the server reports; ``api_key`` is sent as a bearer token
-    (SGLang's ``--admin-api-key`` or ``--api-key``); ``timeout`` bounds every call, in seconds;
-    ``on_active="restart"`` stops a session someone else left running and starts again.
-    """
-    return remote_session(SglangBackend(), target, spec, version=version, api_key=api_key, timeout=timeout, on_active=on_active)
+``version`` overrides the version the server reports; ``api_key`` is sent as a bearer token
+(SGLang's ``--admin-api-key`` or ``--api-key``); ``timeout`` bounds every call, in seconds;
+``on_active="restart"`` stops a session someone else left running and starts again.
+""",
+)

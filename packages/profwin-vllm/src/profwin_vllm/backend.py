@@ -64,7 +64,9 @@ class VllmServer:
 
     def _failure(self, path: str, reply: Reply, plan: EnginePlan) -> str:
         """The message for a failed POST, saying what to do about it."""
-        said = reply.describe()
+        if reply.status is None or reply.status not in (400, 404, 409):
+            return reply.describe()
+        said = f"POST {path} returned {reply.status}"
         if reply.status == 404:
             return (
                 f"{said}: this server was started without a profiler, so it has no profiling endpoints. "
@@ -72,13 +74,11 @@ class VllmServer:
             )
         if reply.status == 409:
             return (
-                f"POST {path} returned 409: a profiling session is already active on this server ({reply.detail}). "
+                f"{said}: a profiling session is already active on this server ({reply.detail}). "
                 f"Stop it with `profwin stop --engine vllm --url {self.name} --out DIR`, or pass on_active='restart' "
                 "to stop it and start again"
             )
-        if reply.status == 400:
-            return f"POST {path} returned 400: vLLM rejected the request: {reply.detail}"
-        return said
+        return f"{said}: vLLM rejected the request: {reply.detail}"
 
     def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
         source: VersionSource = "given"

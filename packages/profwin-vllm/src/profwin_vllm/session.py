@@ -14,33 +14,23 @@ collects the traces, errors included.
 
 from __future__ import annotations
 
-from typing import Any
-
-from profwin.plugin import OnActive, ProfileSpec, RemoteSession, Window, remote_session
+from profwin.plugin import session_function
 from profwin_vllm.backend import VllmBackend
 
 __all__ = ["session"]
 
-
-def session(
-    target: Any,
-    spec: ProfileSpec | Window | str,
-    *,
-    version: str | None = None,
-    api_key: str | None = None,
-    timeout: float = 30.0,
-    on_active: OnActive = "error",
-) -> RemoteSession:
+session = session_function(
+    VllmBackend(),
     """A :class:`profwin.RemoteSession` (``with`` or ``async with``) profiling ``spec.window`` on ``target``.
 
-    Args:
-        target: a ``vllm.LLM``, a ``vllm.v1.engine.async_llm.AsyncLLM`` (``async with`` only), a
-            server URL, or a list of URLs (started and stopped concurrently).
-        spec: a :class:`profwin.ProfileSpec`, or just the window (``"20:80"``).
-        version: the vLLM version, for servers that cannot be asked (``GET /version``).
-        api_key: bearer token for servers started with ``--api-key``.
-        timeout: seconds for each request (a total deadline).
-        on_active: a server or engine already profiling is an ``"error"``, or is stopped and
-            started again (``"restart"``).
-    """
-    return remote_session(VllmBackend(), target, spec, version=version, api_key=api_key, timeout=timeout, on_active=on_active)
+Args:
+    target: a ``vllm.LLM``, a ``vllm.v1.engine.async_llm.AsyncLLM`` (``async with`` only), a
+        server URL, or a list of URLs (started and stopped concurrently).
+    spec: a :class:`profwin.ProfileSpec`, or just the window (``"20:80"``).
+    version: the vLLM version, for servers that cannot be asked (``GET /version``).
+    api_key: bearer token for servers started with ``--api-key``.
+    timeout: seconds for each request (a total deadline).
+    on_active: a server or engine already profiling is an ``"error"``, or is stopped and
+        started again (``"restart"``).
+""",
+)
