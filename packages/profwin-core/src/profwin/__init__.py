@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from profwin.atomic import atomic_path
+from profwin.atomic import atomic_path, check_output_path
+from profwin.cli_support import run_cli
 from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
 from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.errors import ConfigError, PluginError
@@ -57,12 +58,14 @@ __all__ = [
     "atomic_path",
     "backend",
     "check_bounds",
+    "check_output_path",
     "current_rank",
     "engine_flavours",
     "fan_out",
     "load_spec",
     "plugins",
     "profiler",
+    "run_cli",
     "spec_from_mapping",
     "spec_from_verl",
     "spec_from_yaml",

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from profwin import run_cli
 from profwin_memory.provenance import UntrustedSnapshotError
 from profwin_memory.reader import summarize
 
@@ -43,6 +44,11 @@ def _render(summary: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``profwin-memory``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    return run_cli(_main, argv, prog="profwin-memory")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="profwin-memory", description="read what the profwin memory profiler wrote")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("summarize", help="peak, per-step and top allocators of snapshots and timelines")
@@ -62,8 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"profwin-memory: refusing {path}: {exc}", file=sys.stderr)
             status = 1
             continue
+        except FileNotFoundError:
+            print(f"profwin-memory: cannot read {path}: no such file", file=sys.stderr)
+            status = 1
+            continue
         except (OSError, ValueError) as exc:
-            print(f"profwin-memory: cannot read {path}: {exc}", file=sys.stderr)
+            print(f"profwin-memory: cannot read {path}: {' '.join(str(exc).split())}", file=sys.stderr)
             status = 1
             continue
         print(json.dumps(summary) if args.json else _render(summary))
