@@ -29,7 +29,9 @@ def synthetic_trace(path: Path, steps: int, ops_per_step: int) -> Path:
         first = True
         for k in range(steps):
             t = k * 10_000.0
-            events = [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t, "dur": 9000.0}]
+            events = [
+                {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t, "dur": 9000.0}
+            ]
             events += [
                 {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 50}", "pid": 1, "tid": 1, "ts": t + i, "dur": 0.5}
                 for i in range(ops_per_step)
@@ -50,7 +52,7 @@ def test_check_output_path_accepts_new_and_regular_files(tmp_path: Path) -> None
     assert check_output_path(tmp_path / "new.json") == tmp_path / "new.json"
     (tmp_path / "old.json").write_text("{}")
     assert check_output_path(tmp_path / "old.json") == tmp_path / "old.json"
-    with pytest.raises(ConfigError, match="its directory .* does not exist"):
+    with pytest.raises(ConfigError, match=r"its directory .* does not exist"):
         check_output_path(tmp_path / "missing" / "new.json")
 
 
@@ -78,7 +80,8 @@ def test_trim_refuses_special_outputs_before_reading(tmp_path: Path, small_trace
     # The input does not exist: the output is refused first, so no work is done at all.
     done = profwin("trim", str(tmp_path / "no-such-input.json"), "--window", "1:3", "-o", str(out))
     assert done.returncode == EXIT_ERROR
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
     assert f"cannot write {str(out)!r}: it is a" in done.stderr
     after = os.stat(out)
     assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
@@ -125,9 +128,18 @@ def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
         (["summarize", "x.json", "--top", "-1"], "argument --top: must be an integer >= 0 (got '-1')"),
         (["summarize", "x.json", "--first-step", "٣"], "argument --first-step: must be an integer >= 0"),
         (["demo", "--steps", "0"], "argument --steps: must be an integer >= 1 and <= 2147483647 (got '0')"),
-        (["stop", "--engine", "x", "--url", "u", "--timeout", "nan"], "argument --timeout: must be a number of seconds > 0 (got 'nan')"),
-        (["stop", "--engine", "x", "--url", "u", "--timeout", "-1"], "argument --timeout: must be a number of seconds > 0 (got '-1')"),
-        (["stop", "--engine", "x", "--url", "u", "--timeout", "0"], "argument --timeout: must be a number of seconds > 0 (got '0')"),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "nan"],
+            "argument --timeout: must be a number of seconds > 0 (got 'nan')",
+        ),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "-1"],
+            "argument --timeout: must be a number of seconds > 0 (got '-1')",
+        ),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "0"],
+            "argument --timeout: must be a number of seconds > 0 (got '0')",
+        ),
     ],
 )
 def test_numeric_flags_are_checked_by_the_parser(args: list[str], expected: str) -> None:
@@ -141,11 +153,13 @@ def test_errors_are_one_line_or_json(tmp_path: Path) -> None:
     missing = tmp_path / "missing.json"
     done = profwin("summarize", str(missing))
     assert done.returncode == EXIT_ERROR
-    assert done.stderr.startswith("profwin: error: ") and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("profwin: error: ")
+    assert done.stderr.count("\n") == 1
     done = profwin("summarize", str(missing), "--json")
     assert done.returncode == EXIT_ERROR
     error = json.loads(done.stdout)
-    assert set(error) == {"error", "path"} and str(missing) in error["error"]
+    assert set(error) == {"error", "path"}
+    assert str(missing) in error["error"]
 
 
 def test_unexpected_exceptions_are_one_line_too(tmp_path: Path) -> None:
@@ -157,7 +171,8 @@ def test_unexpected_exceptions_are_one_line_too(tmp_path: Path) -> None:
     done = profwin("plugins", env=env)
     assert (done.returncode, done.stderr) == (EXIT_ERROR, "profwin: error: internal error, please report it: TypeError: a bug\n")
     done = profwin("plugins", env=dict(env, PROFWIN_TRACEBACK="1"))
-    assert "Traceback" in done.stderr and done.returncode == EXIT_ERROR
+    assert "Traceback" in done.stderr
+    assert done.returncode == EXIT_ERROR
 
 
 def test_version_lists_each_distribution_once() -> None:

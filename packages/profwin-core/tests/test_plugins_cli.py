@@ -197,9 +197,13 @@ def test_version_lists_core_and_plugins(fake_site: Path) -> None:
         [sys.executable, "-m", "profwin", "--version"], env=env, capture_output=True, text=True, check=True
     ).stdout
     lines = out.splitlines()
-    assert [line.split(" (")[0] for line in lines[:2]] == [f"profwin {profwin.__version__}", f"profwin-core {profwin.__version__}"]
+    assert [line.split(" (")[0] for line in lines[:2]] == [
+        f"profwin {profwin.__version__}",
+        f"profwin-core {profwin.__version__}",
+    ]
     (fakeplug,) = [line for line in lines if line.startswith("fakeplug ")]
-    assert fakeplug.startswith("fakeplug 1.2.3 (") and "profwin.backends: echo, ok" in fakeplug
+    assert fakeplug.startswith("fakeplug 1.2.3 (")
+    assert "profwin.backends: echo, ok" in fakeplug
 
 
 def test_validate_checks_plugin_options_without_their_engines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
