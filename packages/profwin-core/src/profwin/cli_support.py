@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from profwin.errors import ConfigError, PluginError, shown
+from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.traces.reader import TraceError
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "int_arg", "run_cli", "seconds_arg"]
@@ -43,16 +43,8 @@ EXIT_BROKEN_PIPE = 141
 EXIT_TERMINATED = 143
 
 
-class _Terminated(BaseException):
-    """Raised in the main thread on SIGTERM, so ``finally`` blocks and atomic writers clean up.
-
-    A BaseException, like KeyboardInterrupt: ``except Exception`` in user or library code must
-    not swallow it.
-    """
-
-
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
-    raise _Terminated
+    raise Terminated
 
 
 def _message(exc: BaseException) -> tuple[str, str]:
@@ -95,7 +87,7 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except _Terminated:
+    except Terminated:
         print(f"{prog}: terminated", file=sys.stderr)
         return EXIT_TERMINATED
     except Exception as exc:

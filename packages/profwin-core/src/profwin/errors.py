@@ -63,5 +63,11 @@ def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = 
     return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(valid)}){hint}", path=path)
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived; the ``profwin`` commands raise it in the main thread so files being
+    written are removed. A BaseException, like KeyboardInterrupt: ``except Exception`` must not
+    swallow it."""
+
+
 class WindowWarning(UserWarning):
     """A session ended without recording all of its window (or any of it)."""
