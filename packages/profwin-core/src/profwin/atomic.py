@@ -63,6 +63,8 @@ def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
         os.replace(tmp, final)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError) and exc.filename is not None and os.fspath(exc.filename) == os.fspath(tmp):
+        # An error on the hidden file, or on an open file object (no name: a full disk, a size
+        # limit), is about writing ``final``; one naming another file is the caller's own.
+        if isinstance(exc, OSError) and (exc.filename is None or os.fspath(exc.filename) == os.fspath(tmp)):
             raise ConfigError(f"cannot write {str(final)!r}: {exc.strerror or exc}") from exc
         raise

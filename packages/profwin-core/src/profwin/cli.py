@@ -173,9 +173,6 @@ def _remote(args: argparse.Namespace, action: str) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    # Kineto logs every profiler start/stop on stderr at its default level; the demo's output
-    # is what the user reads, so quiet it unless the user chose a level.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
     spec = _spec_from_args(args)
