@@ -28,7 +28,7 @@ from profwin.plugin_api import (
 )
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
-from profwin.window import Window, check_bounds
+from profwin.window import MAX_STEP, Window, check_bounds
 
 try:
     __version__ = version("profwin-core")
@@ -39,6 +39,7 @@ __all__ = [
     "ACTIVITIES",
     "BACKENDS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
+    "MAX_STEP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "RECORD_OPTIONS",
