@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from profwin import ConfigError, check_output_path
-from profwin.cli_support import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_TERMINATED
+from profwin.cli_support import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED
 
 
 def profwin(*args: str, timeout: float = 120, **kwargs: object) -> subprocess.CompletedProcess[str]:
@@ -88,8 +88,19 @@ def test_trim_refuses_special_outputs_before_reading(tmp_path: Path, small_trace
     assert not list(tmp_path.glob(".*.partial*"))
 
 
-def test_sigterm_during_trim_removes_the_partial_file(tmp_path: Path) -> None:
-    trace = synthetic_trace(tmp_path / "big.json", steps=40, ops_per_step=20_000)
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_trace(tmp_path_factory.mktemp("trace") / "big.json", steps=40, ops_per_step=20_000)
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "message"),
+    [(signal.SIGTERM, EXIT_TERMINATED, "profwin: terminated"), (signal.SIGINT, EXIT_INTERRUPTED, "profwin: interrupted")],
+)
+def test_a_signal_during_trim_removes_the_partial_file(
+    tmp_path: Path, big_trace: Path, sig: int, code: int, message: str
+) -> None:
+    trace = big_trace
     out = tmp_path / "out" / "trimmed.json.gz"
     out.parent.mkdir()
     proc = subprocess.Popen(
@@ -103,10 +114,10 @@ def test_sigterm_during_trim_removes_the_partial_file(tmp_path: Path) -> None:
         assert proc.poll() is None, f"trim ended before it began writing: {proc.communicate()}"
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == EXIT_TERMINATED, stderr
-    assert stderr.strip() == "profwin: terminated"
+    assert proc.returncode == code, stderr
+    assert stderr.strip() == message
     assert list(out.parent.iterdir()) == []
 
 
