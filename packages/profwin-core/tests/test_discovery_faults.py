@@ -88,5 +88,5 @@ def test_unknown_backend_names_the_package_to_install(hostile_site: dict[str, st
     code = "import profwin, importlib.metadata as m\nm.entry_points = lambda group=None: []\ntry:\n    profwin.backend('vllm')\nexcept profwin.PluginError as e:\n    print(e)"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == (
-        "unknown backend 'vllm'; installed backends: none; install it with: pip install profwin-vllm  (or: pip install 'profwin[vllm]')"
+        "unknown backend 'vllm'; installed backends: none; install it with: pip install profwin-vllm (or: pip install 'profwin[vllm]')"
     )

@@ -173,7 +173,7 @@ def _load(group: str, name: str) -> object:
     if name not in infos:
         installed = ", ".join(sorted(infos)) or "none"
         extra = _PUBLISHED.get(name)
-        hint = f"; install it with: pip install profwin-{extra}  (or: pip install 'profwin[{extra}]')" if extra else ""
+        hint = f"; install it with: pip install profwin-{extra} (or: pip install 'profwin[{extra}]')" if extra else ""
         raise PluginError(f"unknown {kind} {shown(name)}; installed {kind}s: {installed}{hint}")
     info = infos[name]
     if info.status != "ok" or info.spec is None:

@@ -31,7 +31,7 @@ def current_rank(explicit: int | None = None) -> int:
     """
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or not 0 <= explicit <= _MAX_RANK:
-            raise ConfigError(f"rank must be None or an int in [0, {_MAX_RANK}] (got {shown(explicit)})", path="rank")
+            raise ConfigError(f"must be None or an int in [0, {_MAX_RANK}] (got {shown(explicit)})", path="rank")
         return explicit
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
