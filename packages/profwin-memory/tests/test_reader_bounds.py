@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,9 @@ def test_a_missing_file_says_no_such_file(tmp_path: Path, name: str) -> None:
         (load_timeline if name.endswith(".gz") else load_snapshot)(tmp_path / name)
     done = memory_cli("summarize", str(tmp_path / name))
     assert (done.returncode, done.stderr) == (1, f"profwin-memory: cannot read {tmp_path / name}: no such file\n")
+    done = memory_cli("summarize", str(tmp_path / name), "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {"error": f"cannot read {tmp_path / name}: no such file", "path": str(tmp_path / name)}
 
 
 def test_cli_errors_are_one_line_or_json(tmp_path: Path) -> None:

@@ -65,16 +65,17 @@ def _main(argv: Sequence[str] | None) -> int:
         try:
             summary = summarize(path, trust=args.trust)
         except UntrustedSnapshotError as exc:
-            print(f"profwin-memory: refusing {path}: {exc}", file=sys.stderr)
-            status = 1
-            continue
+            error = f"refusing {path}: {exc}"
         except FileNotFoundError:
-            print(f"profwin-memory: cannot read {path}: no such file", file=sys.stderr)
-            status = 1
-            continue
+            error = f"cannot read {path}: no such file"
         except (OSError, ValueError) as exc:
-            print(f"profwin-memory: cannot read {path}: {' '.join(str(exc).split())}", file=sys.stderr)
-            status = 1
+            error = f"cannot read {path}: {' '.join(str(exc).split())}"
+        else:
+            print(json.dumps(summary) if args.json else _render(summary))
             continue
-        print(json.dumps(summary) if args.json else _render(summary))
+        status = 1
+        if args.json:  # one JSON object per file, failures included
+            print(json.dumps({"error": error, "path": str(path)}))
+        else:
+            print(f"profwin-memory: {error}", file=sys.stderr)
     return status
