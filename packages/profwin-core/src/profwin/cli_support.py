@@ -3,15 +3,13 @@
 :func:`run_cli` runs a command's main function and turns whatever escapes it into one line and a
 documented exit code:
 
-==========  =========================================================================
-exit code   meaning
-==========  =========================================================================
-0 / 1       the command's own answer (e.g. ``validate``: 1 when the spec is invalid)
-2           an error: bad input, a missing plugin, an unreadable file, a bug in profwin
-130         interrupted (Ctrl-C, SIGINT)
-141         stdout was closed early (``profwin ... | head``): a quiet exit
-143         terminated (SIGTERM); files being written are removed first
-==========  =========================================================================
+| exit code | meaning |
+|---|---|
+| 0 / 1 | the command's own answer (e.g. ``validate``: 1 when the spec is invalid) |
+| 2 | an error: bad input, a missing plugin, an unreadable file, a bug in profwin |
+| 130 | interrupted (Ctrl-C, SIGINT) |
+| 141 | stdout was closed early (piped into ``head``): a quiet exit |
+| 143 | terminated (SIGTERM); files being written are removed first |
 
 An error is printed as ``PROG: error: MESSAGE`` on stderr, or, when the command line has
 ``--json``, as ``{"error": MESSAGE, "path": PATH}`` on stdout so a caller parsing JSON always

@@ -229,7 +229,8 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
     """
     found: list[Mapping[str, Any]] = []
     for ep in importlib.metadata.entry_points(group=ENGINE_FLAVOURS_GROUP):
-        flavour = ep.load()(engine, version, spec)
+        describe = cast(Callable[..., Any], _guarded(f"module {ep.module}", ep.load))
+        flavour = describe(engine, version, spec)
         if flavour is not None:
             found.append(flavour)
     return found
