@@ -134,3 +134,18 @@ def test_one_engine_failing_rolls_the_others_back(toy_site: Path, engine, tmp_pa
     assert by_target[engine.url].ok
     assert "cannot reach the server" in by_target[dead].message
     assert engine.session is None  # the started engine was stopped again
+
+
+@pytest.mark.parametrize("damage", ['{"plan": {', "{}", "[1, 2]", '{"plan": {}, "before": {}}'])
+def test_damaged_state_is_a_clear_failure(toy_site: Path, engine, capsys: pytest.CaptureFixture[str], damage: str) -> None:  # type: ignore[no-untyped-def]
+    """`profwin stop` reads what `profwin start` wrote; a truncated, emptied or foreign state file
+    is that engine's failed result (one line), and its profiler is still stopped."""
+    out_dir = str(engine.trace_dir)
+    assert run(capsys, "start", "--engine", "toy", "--url", engine.url, "--window", "0:2", "--out", out_dir)[0] == 0
+    (state,) = (engine.trace_dir / ".profwin-state").iterdir()
+    state.write_text(damage)
+    code, out, err = run(capsys, "stop", "--engine", "toy", "--url", engine.url, "--out", out_dir)
+    assert (code, err) == (1, "")
+    assert f"the state file {state} is damaged" in out
+    assert engine.session is None
+    assert not state.exists()

@@ -288,10 +288,12 @@ def test_details_and_the_api_key_hint(serve: Callable[[Handler], Server]) -> Non
 
 
 def test_concurrent_requests_each_get_their_own_answer() -> None:
+    arrived = threading.Barrier(12, timeout=5)
+
     class Echo(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            time.sleep(0.1)  # overlap the requests
+            arrived.wait()  # answers only once all 12 requests are in flight at the same time
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.end_headers()
@@ -306,16 +308,13 @@ def test_concurrent_requests_each_get_their_own_answer() -> None:
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
-        began = time.monotonic()
-        replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=2), list(range(13)))
-        took = time.monotonic() - began
+        replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
     finally:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
     assert [r.data for r in replies[:12]] == [{"i": i} for i in range(12)]
     assert replies[12].error.startswith("cannot reach")  # one failure hides none of the others
-    assert took < 1.0, took  # 12 answers of 0.1 s each came in parallel
 
 
 def test_bad_arguments_raise_config_errors_naming_them() -> None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
 
-from profwin.atomic import atomic_path
+from profwin.atomic import atomic_path, check_output_path
+from profwin.cli_support import run_cli
 from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
 from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
@@ -30,7 +31,7 @@ from profwin.remote import RemoteSession, SessionError, remote_session
 from profwin.render import FORMS, render_plan
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
-from profwin.window import Window, check_bounds
+from profwin.window import MAX_STEP, Window, check_bounds
 
 try:
     __version__ = version("profwin-core")
@@ -42,6 +43,7 @@ __all__ = [
     "BACKENDS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
     "FORMS",
+    "MAX_STEP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "RECORD_OPTIONS",
@@ -69,6 +71,7 @@ __all__ = [
     "atomic_path",
     "backend",
     "check_bounds",
+    "check_output_path",
     "current_rank",
     "engine_flavours",
     "fan_out",
@@ -77,6 +80,7 @@ __all__ = [
     "profiler",
     "remote_session",
     "render_plan",
+    "run_cli",
     "spec_from_mapping",
     "spec_from_verl",
     "spec_from_yaml",

@@ -7,9 +7,12 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import Any
 
+from profwin.atomic import check_output_path
+from profwin.cli_support import int_arg, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
@@ -19,8 +22,7 @@ from profwin.plugin_api import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
-from profwin.traces.reader import TraceError
-from profwin.window import Window
+from profwin.window import MAX_STEP, Window
 
 __all__ = ["build_parser", "main"]
 
@@ -187,14 +189,9 @@ def _remote(args: argparse.Namespace, action: str) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    # Kineto logs every profiler start/stop on stderr at its default level; the demo's output
-    # is what the user reads, so quiet it unless the user chose a level.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
     spec = _spec_from_args(args)
-    if args.steps < 1:
-        raise ConfigError(f"--steps must be >= 1 (got {args.steps})")
     model = TinyDecoder()
     if args.compare_full:
         warm_up_profiler()
@@ -230,6 +227,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from profwin.traces import plot_steps, render_summary, summarize, tty_progress
 
+    if args.plot:
+        check_output_path(args.plot)
     summary = summarize(
         args.trace, window=args.window, top=args.top, first_step=args.first_step, progress=tty_progress(f"reading {args.trace}")
     )
@@ -246,6 +245,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
 
+    check_output_path(args.out)
     result = trim(args.trace, args.window, args.out, first_step=args.first_step, progress=tty_progress(f"trimming {args.trace}"))
     if args.json:
         _print_json(result.to_dict())
@@ -259,9 +259,17 @@ def _cmd_trim(args: argparse.Namespace) -> int:
 
 
 def _version_text() -> str:
-    lines = [f"profwin-core {dist_version('profwin-core')}"]
+    """One line per distribution: the umbrella (when installed), core, then each plugin's with
+    the entry points it provides."""
+    provides: dict[tuple[str, str], list[str]] = {("profwin-core", dist_version("profwin-core")): []}
     for p in list_plugins():
-        lines.append(f"{p.distribution} {p.version} ({p.group}: {p.name}, {p.status})")
+        provides.setdefault((p.distribution, p.version), []).append(f"{p.group}: {p.name}, {p.status}")
+    try:
+        lines = [f"profwin {dist_version('profwin')}"]
+    except PackageNotFoundError:
+        lines = []
+    for (dist, ver), entries in provides.items():
+        lines.append(f"{dist} {ver}" + (f" ({'; '.join(entries)})" if entries else ""))
     return "\n".join(lines)
 
 
@@ -292,7 +300,7 @@ def _add_remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", action="append", required=True, help="server URL; repeat for several servers")
     p.add_argument("--engine-version", help="engine version, when it cannot be asked from the server")
     p.add_argument("--api-key", help="bearer token (default: $PROFWIN_API_KEY)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    p.add_argument("--timeout", type=seconds_arg, default=30.0, help="seconds per request (default 30)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     _add_spec_options(p)
 
@@ -335,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=lambda a, _action=action: _remote(a, _action))
 
     p = sub.add_parser("demo", help="profile a window of a tiny CPU decoder (the main job; needs torch)")
-    p.add_argument("--steps", type=int, default=100, help="generation steps to run (default 100)")
+    p.add_argument("--steps", type=int_arg(1, MAX_STEP), default=100, help="generation steps to run (default 100)")
     p.add_argument("--compare-full", action="store_true", help="also profile the whole run and compare")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--json", action="store_true", help="print results as JSON")
@@ -345,9 +353,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summarize", help="steps, per-step time and top operators of a trace (streaming)")
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin")
     p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
-    p.add_argument("--top", type=int, default=20, help="operators to list by self time (default 20)")
+    p.add_argument("--top", type=int_arg(0), default=20, help="operators to list by self time (default 20)")
     p.add_argument(
-        "--first-step", type=int, metavar="N",
+        "--first-step", type=int_arg(0, MAX_STEP), metavar="N",
         help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
     )  # fmt: skip
 
@@ -360,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
     p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
     p.add_argument(
-        "--first-step", type=int, metavar="N",
+        "--first-step", type=int_arg(0, MAX_STEP), metavar="N",
         help="number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)",
     )  # fmt: skip
 
@@ -369,16 +377,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (ConfigError, PluginError, TraceError) as exc:
-        print(f"profwin: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("profwin: interrupted", file=sys.stderr)
-        return 130
+    return int(args.func(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    return run_cli(_main, argv, prog="profwin")
 
 
 if __name__ == "__main__":

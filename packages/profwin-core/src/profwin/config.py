@@ -7,13 +7,13 @@ that broke it.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from profwin.errors import ConfigError, unknown_key
+from profwin.inputs import parse_spec_text, read_spec_file
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.window import Window
 
@@ -155,7 +155,7 @@ def _resolve_dir(out: Any, base_dir: str | os.PathLike[str] | None) -> Any:
 
 def spec_from_yaml(text: str, *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
     """Build a spec from YAML (needs PyYAML: ``pip install 'profwin-core[yaml]'``) or JSON text."""
-    return spec_from_mapping(_parse_text(text, source="<text>"), path=path, base_dir=base_dir)
+    return spec_from_mapping(parse_spec_text(text, source="<text>"), path=path, base_dir=base_dir)
 
 
 def load_spec(source: Mapping[str, Any] | str | os.PathLike[str]) -> ProfileSpec:
@@ -165,12 +165,7 @@ def load_spec(source: Mapping[str, Any] | str | os.PathLike[str]) -> ProfileSpec
     block under ``profiler``; verl blocks are recognised by their ``tool_config``/``contents`` keys.
     """
     if isinstance(source, (str, os.PathLike)):
-        file = Path(source)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read spec file {str(file)!r}: {exc.strerror or exc}") from None
-        data = _parse_text(text, source=str(file))
+        data, file = read_spec_file(source)
         return _spec_from_document(data, base_dir=file.parent)
     return _spec_from_document(_plain(source), base_dir=None)
 
@@ -183,25 +178,6 @@ def _spec_from_document(data: Any, *, base_dir: Path | None) -> ProfileSpec:
     if not isinstance(data, Mapping):
         raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})")
     return spec_from_mapping(data, base_dir=base_dir)
-
-
-def _parse_text(text: str, *, source: str) -> Any:
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source} is not valid JSON: {exc}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigError(
-            f"{source} is YAML, which needs PyYAML: pip install 'profwin-core[yaml]' (JSON files need nothing)"
-        ) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
 
 
 def spec_from_verl(

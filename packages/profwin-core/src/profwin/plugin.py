@@ -14,6 +14,7 @@ Groups of names:
   (:func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`;
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`;
+- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes);
 - shared: :class:`ProfileSpec`, :class:`Window`, :class:`Artifact`, :class:`RemoteResult`,
   errors, :func:`parse_options` and its validators, :func:`resolve_activities`,
   :func:`engine_flavours`, :func:`fan_out`.
@@ -22,7 +23,8 @@ Groups of names:
 from __future__ import annotations
 
 from profwin.activities import resolve_activities
-from profwin.atomic import atomic_path
+from profwin.atomic import atomic_path, check_output_path
+from profwin.cli_support import run_cli
 from profwin.discovery import engine_flavours
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, WindowWarning, shown, unknown_key
@@ -80,6 +82,7 @@ __all__ = [
     "WindowWarning",
     "WindowedProfile",
     "atomic_path",
+    "check_output_path",
     "choice",
     "count_steps",
     "engine_flavours",
@@ -93,6 +96,7 @@ __all__ = [
     "render_plan",
     "request",
     "resolve_activities",
+    "run_cli",
     "session_function",
     "shown",
     "trim",
