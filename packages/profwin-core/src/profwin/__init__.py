@@ -1,7 +1,7 @@
 """profwin: profile an exact window of generation steps on any engine.
 
 The public API lives here; submodules hold one concern each (``window``, ``spec``, ``config``,
-``discovery``, ``session``, ``torch_driver``, ``cli``).
+``discovery``, ``session``, ``torch_driver``, ``cli``; ``verl`` for verl's configs and seams).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from profwin.atomic import atomic_path
-from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin.config import load_spec, spec_from_mapping, spec_from_yaml
 from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import (
@@ -27,6 +27,7 @@ from profwin.plugin_api import (
 )
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
+from profwin.verl.config import ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
 from profwin.window import Window, check_bounds
 
 try:
@@ -49,9 +50,11 @@ __all__ = [
     "PluginInfo",
     "PluginSpec",
     "ProfileSpec",
+    "ProfilingDisabled",
     "Profiler",
     "RemoteResult",
     "Session",
+    "VerlProfiling",
     "Window",
     "__version__",
     "atomic_path",
@@ -61,6 +64,7 @@ __all__ = [
     "engine_flavours",
     "fan_out",
     "load_spec",
+    "load_verl",
     "plugins",
     "profiler",
     "spec_from_mapping",

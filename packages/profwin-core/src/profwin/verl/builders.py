@@ -1,0 +1,115 @@
+"""verl's engine-argument builders, exact: the same signatures and return shapes as verl 0.9.1's
+``build_vllm_profiler_args``/``build_sglang_profiler_args``, with the window's numbers taken from
+the engine's plan (``profwin.backend(engine).plan``), so the engine records exactly steps
+``profile_token_start .. profile_token_end - 1`` of each session.
+
+Every other key is what verl sends, read from the same fields. Where the engine records more than
+the window (SGLang without profwin's server plugin, vLLM before 0.13), the builder arms the trim
+that :func:`profwin.verl.relocate_rollout_traces` applies after ``stop_profile``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from typing import Any
+
+from profwin.discovery import backend
+from profwin.errors import PluginError
+from profwin.spec import ProfileSpec
+from profwin.verl.rollout import expect_trim, read, rollout_trace_dir
+from profwin.window import Window
+
+__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan"]
+
+_INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
+
+
+def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, legacy_env: bool = True) -> dict[str, Any]:
+    """``{"profiler_config": <JSON>}`` for vLLM's launch arguments (``--profiler-config``), as verl
+    builds it, with ``delay_iterations``/``max_iterations`` from profwin's vLLM plan. With
+    ``legacy_env`` (vLLM < 0.13) it also exports verl's ``VLLM_TORCH_PROFILER_*`` variables."""
+    if not _usable(profiler_config, tool_config):
+        return {}
+    contents = list(read(tool_config, "contents") or [])
+    with_stack = "stack" in contents or "module" in contents
+    record_shapes = "shapes" in contents
+    with_memory = "memory" in contents
+    save_path = rollout_trace_dir(profiler_config, rank)
+    if legacy_env:
+        os.environ["VLLM_TORCH_PROFILER_DIR"] = save_path
+        os.environ["VLLM_TORCH_PROFILER_WITH_STACK"] = "1" if with_stack else "0"
+        os.environ["VLLM_TORCH_PROFILER_RECORD_SHAPES"] = "1" if record_shapes else "0"
+        os.environ["VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY"] = "1" if with_memory else "0"
+    plan = engine_plan("vllm", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=with_memory)
+    launch = dict(plan.launch.get("profiler_config") or {})
+    _arm_trim(plan, save_path)
+    config = {
+        "profiler": "torch",
+        "torch_profiler_dir": save_path,
+        "torch_profiler_with_memory": with_memory,
+        "torch_profiler_with_stack": with_stack,
+        "torch_profiler_record_shapes": record_shapes,
+        # A vLLM without launch-time window settings records the whole session (then trimmed).
+        "delay_iterations": launch.get("delay_iterations", 0),
+        "max_iterations": launch.get("max_iterations", 0),
+        "ignore_frontend": "true",
+    }
+    return {"profiler_config": json.dumps(config)}
+
+
+def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int) -> dict[str, Any]:
+    """Keyword arguments for SGLang's ``TokenizerManager.start_profile``, as verl builds them, with
+    ``start_step``/``num_steps`` from profwin's SGLang plan (relative to this session with
+    profwin's server plugin; otherwise recorded from the start and trimmed after the stop)."""
+    if not _usable(profiler_config, tool_config):
+        return {}
+    contents = list(read(tool_config, "contents") or [])
+    if "memory" in contents:
+        warnings.warn("SGLang profiler does not support memory profiling. Ignoring memory content.", stacklevel=2)
+    with_stack = "stack" in contents or "module" in contents
+    record_shapes = "shapes" in contents
+    save_path = rollout_trace_dir(profiler_config, rank)
+    plan = engine_plan("sglang", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=False)
+    request = plan.request or {}
+    _arm_trim(plan, save_path)
+    return {
+        "output_dir": save_path,
+        "with_stack": with_stack,
+        "record_shapes": record_shapes,
+        "start_step": request.get("start_step"),
+        "num_steps": request.get("num_steps"),
+    }
+
+
+def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool) -> Any:
+    """profwin's plan for ``engine`` (the installed version, else the newest profwin knows) for
+    verl's tool block: its token window, what verl records, and the trace directory."""
+    bounds = {key: read(tool_config, key) for key in ("profile_token_start", "profile_token_end")}
+    window = Window.from_mapping({key: value for key, value in bounds.items() if value is not None})
+    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path)
+    try:
+        return backend(engine).plan(spec, version=None)
+    except PluginError as exc:
+        raise PluginError(
+            f"profwin.verl needs the {engine} backend for verl's {engine} rollout: pip install {_INSTALL[engine]} ({exc})"
+        ) from None
+
+
+def _usable(profiler_config: Any, tool_config: Any) -> bool:
+    """verl's guard: no profiler config, no tool config, or a tool without ``contents`` builds nothing."""
+    if not profiler_config or not tool_config:
+        return False
+    return ("contents" in tool_config) if isinstance(tool_config, dict) else hasattr(tool_config, "contents")
+
+
+def _arm_trim(plan: Any, trace_dir: str) -> None:
+    """Cut this session's traces to the window after the stop when the engine records more."""
+    window: Window = plan.window
+    records: Window | None = plan.records
+    if records == window:
+        expect_trim(trace_dir, None)
+        return
+    offset = 0 if records is None else records.start
+    expect_trim(trace_dir, Window(window.start - offset, None if window.end is None else window.end - offset))
