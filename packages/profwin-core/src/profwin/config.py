@@ -10,6 +10,7 @@ picks a subtree and resolves its ``${...}`` interpolations.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 from collections.abc import Callable, Mapping
@@ -188,9 +189,11 @@ def select(document: Any, at: str | None) -> Any:
         document = _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
     node, walked = document, ""
     for key in at.split(".") if at else ():
-        keys = list(node.keys()) if isinstance(node, Mapping) else None
+        keys = [str(k) for k in node.keys()] if isinstance(node, Mapping) else None
         if keys is None or key not in keys:
-            found = f"keys: {', '.join(map(str, keys))}" if keys is not None else f"a {type(node).__name__}"
+            close = difflib.get_close_matches(key, keys or [], n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"keys: {', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''}"
+            found = hint if keys is not None else f"it is a {type(node).__name__}"
             raise ConfigError(f"no key {key!r} under {walked or 'the document root'} ({found})", path="at")
         walked = _join(walked, key)
         node = _omegaconf_call(lambda node=node, key=key: node[key], walked) if _is_omegaconf(node) else node[key]
