@@ -33,7 +33,9 @@ def verl_python() -> Path:
         ["bash", str(HERE / "build_env.sh"), VERL_VERSION], capture_output=True, text=True, timeout=1800, check=False
     )
     if proc.returncode != 0:
-        pytest.fail(f"verl {VERL_VERSION} environment could not be built (build_env.sh exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+        pytest.fail(
+            f"verl {VERL_VERSION} environment could not be built (build_env.sh exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+        )
     python = Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
     print(f"verl {VERL_VERSION} environment ready in {time.monotonic() - started:.0f} s: {python}", file=sys.stderr)
     return python
@@ -76,7 +78,13 @@ def verl_env(site: Path) -> dict[str, str]:
 def run_json(python: Path, site: Path, script: str, *args: str, cwd: Path | None = None) -> Any:
     """Run ``script`` (a file in this folder) with the verl environment's python; its JSON output."""
     proc = subprocess.run(
-        [str(python), str(HERE / script), *args], capture_output=True, text=True, env=verl_env(site), cwd=cwd, timeout=900, check=False
+        [str(python), str(HERE / script), *args],
+        capture_output=True,
+        text=True,
+        env=verl_env(site),
+        cwd=cwd,
+        timeout=900,
+        check=False,
     )
     assert proc.returncode == 0, f"{script} {args} failed ({proc.returncode}):\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout)

@@ -29,7 +29,12 @@ from verl.utils.profiler.profile import build_rollout_dist_profiler
 
 import profwin.verl as ours
 
-ENV_KEYS = ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_PROFILER_WITH_STACK", "VLLM_TORCH_PROFILER_RECORD_SHAPES", "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY")
+ENV_KEYS = (
+    "VLLM_TORCH_PROFILER_DIR",
+    "VLLM_TORCH_PROFILER_WITH_STACK",
+    "VLLM_TORCH_PROFILER_RECORD_SHAPES",
+    "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY",
+)
 CONTENTS = {
     "torch": [[], ["cuda"], ["cpu"], ["stack", "shapes"], ["cuda", "cpu", "memory", "shapes", "stack"]],
     "npu": [[], ["npu"], ["npu", "module", "memory"], ["cpu", "shapes"]],
@@ -85,7 +90,12 @@ def builder_cases(save_root: str) -> list[dict[str, Any]]:
             tool_config = kind(contents=list(contents), discrete=True, profile_token_start=start, profile_token_end=end)
             save_path = "outputs/profile" if save_kind == "relative" else os.path.join(save_root, "profile")
             profiler = ProfilerConfig(
-                tool=tool, enable=True, all_ranks=all_ranks, ranks=list(ranks), save_path=save_path, tool_config={tool: tool_config}
+                tool=tool,
+                enable=True,
+                all_ranks=all_ranks,
+                ranks=list(ranks),
+                save_path=save_path,
+                tool_config={tool: tool_config},
             )
             case: dict[str, Any] = {
                 "tool": tool, "contents": contents, "window": [start, end], "all_ranks": all_ranks, "ranks": ranks,
@@ -101,7 +111,9 @@ def builder_cases(save_root: str) -> list[dict[str, Any]]:
                     "global_ranks": sorted(module.rollout_profiler_global_ranks(profiler) or []) or None,
                 }
             case["verl"]["replicas"] = [
-                r for r in REPLICAS if _verl_profiles(build_rollout_dist_profiler(r, REPLICA_WORLD, config=profiler, tool_config=tool_config))
+                r
+                for r in REPLICAS
+                if _verl_profiles(build_rollout_dist_profiler(r, REPLICA_WORLD, config=profiler, tool_config=tool_config))
             ]
             reading = ours.load_verl(profiler)
             case["profwin"]["replicas"] = [r for r in REPLICAS if reading.profiles_replica(r, REPLICA_WORLD)]
@@ -133,7 +145,12 @@ def guard_cases() -> list[dict[str, Any]]:
 
 def local_rank_cases() -> list[dict[str, Any]]:
     return [
-        {"name": name, "world": world, "verl": verl_config.rollout_trace_local_rank(name, world), "profwin": ours.rollout_trace_local_rank(name, world)}
+        {
+            "name": name,
+            "world": world,
+            "verl": verl_config.rollout_trace_local_rank(name, world),
+            "profwin": ours.rollout_trace_local_rank(name, world),
+        }
         for name, world in itertools.product(TRACE_NAMES, (0, 1, 2, 4, 8))
     ]
 

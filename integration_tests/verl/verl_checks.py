@@ -122,7 +122,9 @@ def check_dataclasses() -> dict[str, Any]:
         "memory_tool": lambda: spec_summary(profwin.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
         "default_profiler": lambda: profwin.load_verl(ProfilerConfig()),
         "default_profiler_spec": lambda: spec_summary(profwin.spec_from_verl(ProfilerConfig())),
-        "disabled": lambda: profwin.load_verl(ProfilerConfig(tool="torch", enable=False, save_path="p", tool_config={"torch": torch_tool})),
+        "disabled": lambda: profwin.load_verl(
+            ProfilerConfig(tool="torch", enable=False, save_path="p", tool_config={"torch": torch_tool})
+        ),
         "tool_null": lambda: profwin.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
         "enabled": lambda: profwin.load_verl(
             ProfilerConfig(tool="torch", enable=True, ranks=[2, 9], save_path="p", tool_config={"torch": torch_tool})
@@ -136,7 +138,10 @@ def check_dataclasses() -> dict[str, Any]:
         "nsys": lambda: profwin.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
         "precision_debugger": lambda: profwin.load_verl(
             ProfilerConfig(
-                tool="precision_debugger", enable=True, save_path="p", tool_config={"precision_debugger": PrecisionDebuggerToolConfig()}
+                tool="precision_debugger",
+                enable=True,
+                save_path="p",
+                tool_config={"precision_debugger": PrecisionDebuggerToolConfig()},
             )
         ),
     }

@@ -189,23 +189,30 @@ def select(document: Any, at: str | None) -> Any:
         document = _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
     node, walked = document, ""
     for key in at.split(".") if at else ():
-        keys = [str(k) for k in node.keys()] if isinstance(node, Mapping) else None
-        if keys is None or key not in keys:
-            close = difflib.get_close_matches(key, keys or [], n=1, cutoff=0.6)
+        if not isinstance(node, Mapping):
+            raise ConfigError(f"no key {key!r} under {walked} (it is a {type(node).__name__})", path="at")
+        keys = [str(k) for k in node]
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else f"keys: {', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''}"
-            found = hint if keys is not None else f"it is a {type(node).__name__}"
-            raise ConfigError(f"no key {key!r} under {walked or 'the document root'} ({found})", path="at")
+            raise ConfigError(f"no key {key!r} under {walked or 'the document root'} ({hint})", path="at")
         walked = _join(walked, key)
-        node = _omegaconf_call(lambda node=node, key=key: node[key], walked) if _is_omegaconf(node) else node[key]
+        node = _child(node, key, walked)
     data = plain(node, path=walked)
-    found = _interpolation(data)
-    if found is not None:
-        where, text = found
+    interpolation = _interpolation(data)
+    if interpolation is not None:
+        where, text = interpolation
         raise ConfigError(
             f"holds the interpolation {text!r}, which needs OmegaConf to resolve: pip install 'profwin-core[verl]'",
             path=_join(walked, where),
         )
     return data
+
+
+def _child(node: Mapping[Any, Any], key: str, path: str) -> Any:
+    if _is_omegaconf(node):
+        return _omegaconf_call(lambda: node[key], path)  # resolves an interpolated child
+    return node[key]
 
 
 def _interpolation(data: Any, path: str = "") -> tuple[str, str] | None:

@@ -38,6 +38,10 @@ _NOT_DRIVEN = {
     "nsys": "Nsight Systems is started by nsys around the worker process (cudaProfilerApi ranges); profwin does not drive it",
     "precision_debugger": "msprobe's precision debugger dumps tensors for accuracy checks; it is not a profiler",
 }
+_WHOLE_TRAINER = (
+    "is a whole verl trainer config: choose a block with at=, e.g. 'actor_rollout_ref.rollout.profiler', "
+    "'actor_rollout_ref.actor.profiler' or 'global_profiler'"
+)
 _DEFAULT_SAVE_PATH = "outputs/profile"  # verl's global_profiler.save_path default
 _MISSING = "???"  # OmegaConf's MISSING: verl's ProfilerConfig() leaves tool/save_path/tool_config so
 
@@ -148,7 +152,7 @@ def block_kind(data: Any) -> str | None:
         return None
     if "global_profiler" in data or "actor_rollout_ref" in data:
         return "trainer"
-    if set(data) == {"profiler"} and isinstance(data["profiler"], Mapping) or "tool_config" in data:
+    if (set(data) == {"profiler"} and isinstance(data["profiler"], Mapping)) or "tool_config" in data:
         return "role"
     if "steps" in data or "profile_continuous_steps" in data:
         return "global"
@@ -172,11 +176,7 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
     kind = block_kind(data)
     path = at or ""
     if kind == "trainer":
-        raise ConfigError(
-            "is a whole verl trainer config: choose a block with at=, e.g. 'actor_rollout_ref.rollout.profiler', "
-            "'actor_rollout_ref.actor.profiler' or 'global_profiler'",
-            path=path or "at",
-        )
+        raise ConfigError(_WHOLE_TRAINER, path=path or "at")
     if kind is None:
         raise ConfigError(
             f"is not a verl profiler block (keys: {sorted(data) if isinstance(data, Mapping) else type(data).__name__}); "
@@ -184,11 +184,10 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
             path=path,
         )
     steps: tuple[int, ...] | None = None
-    known_steps = False
-    root = select(document, None) if at else None
-    if kind == "role" and isinstance(root, Mapping) and isinstance(root.get("global_profiler"), Mapping):
-        global_block = root["global_profiler"]
-        steps, known_steps = _steps(global_block.get("steps"), "global_profiler.steps"), True
+    known_steps = kind == "role" and at is not None and isinstance(document, Mapping) and "global_profiler" in document
+    if known_steps:
+        global_block = select(document, "global_profiler")
+        steps = _steps(global_block.get("steps") if isinstance(global_block, Mapping) else None, "global_profiler.steps")
     return _read(data, kind=kind, path=path, tool=tool, enable_default=False, steps=steps, known_steps=known_steps)
 
 
@@ -205,7 +204,7 @@ def spec_from_verl(
     data = select(read_document(block)[0], None)
     kind = block_kind(data)
     if kind == "trainer":
-        raise ConfigError("is a whole verl trainer config: pass its profiler block, or use load_spec(..., at=...)", path=path)
+        raise ConfigError(_WHOLE_TRAINER, path=path or "at")
     result = _read(data, kind=kind or "tool", path=path, tool=tool, enable_default=True, steps=None, known_steps=False)
     return _spec_of(result, path, base_dir)
 
@@ -241,7 +240,7 @@ def _read(
         raise ConfigError.combine(errors)
     if kind == "global":
         steps, known_steps = _steps(data.get("steps"), _join(path, "steps")), True
-    chosen = tool or (data["tool"] if "tool" in data else "torch")
+    chosen = tool or data.get("tool", "torch")  # absent: profiler.yaml's default
     reason = ""
     if chosen is None or chosen == _MISSING:
         reason = "tool is null" if chosen is None else "tool is not set"

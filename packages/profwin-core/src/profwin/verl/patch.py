@@ -4,6 +4,7 @@ SGLang and TRT-LLM rollout servers, ``verl.utils.profiler``)."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 from types import ModuleType
@@ -11,7 +12,7 @@ from typing import Any
 
 from profwin.errors import PluginError
 
-__all__ = ["SUPPORTED_VERL", "NAMES", "patch", "unpatch"]
+__all__ = ["NAMES", "SUPPORTED_VERL", "patch", "unpatch"]
 
 SUPPORTED_VERL = "0.9"
 """The verl release series whose functions :func:`patch` replaces (their signatures are checked
@@ -81,10 +82,11 @@ def _swap(replacements: dict[int, tuple[str, Callable[..., Any]]]) -> list[str]:
 
 def _verl_config() -> ModuleType:
     try:
-        import verl.utils.profiler.config as config
+        return importlib.import_module("verl.utils.profiler.config")
     except ImportError as exc:
-        raise PluginError(f"profwin.verl.patch() needs verl installed: cannot import verl.utils.profiler.config ({exc})") from None
-    return config
+        raise PluginError(
+            f"profwin.verl.patch() needs verl installed: cannot import verl.utils.profiler.config ({exc})"
+        ) from None
 
 
 def _ours() -> dict[str, Callable[..., Any]]:

@@ -139,4 +139,3 @@ def _finish_trims(trace_dir: str) -> None:
             continue
         os.replace(partial, path)
     _TRIMS[key] = (keep, set(_names(key)))
-
