@@ -192,7 +192,20 @@ def check_patch() -> dict[str, Any]:
     }
 
 
+def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
+    """What each side's builder gives verl's vLLM server (vLLM >= 0.13: legacy_env=False) for one
+    rollout window; replica 0 is verl's, replica 1 profwin's, so their traces land apart."""
+    tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=int(start), profile_token_end=int(end))
+    profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
+    from verl.utils.profiler import config as verl_config
+
+    return {
+        "verl": verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False),
+        "profwin": profwin.verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
+    }
+
+
 if __name__ == "__main__":
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    check = {"yaml": check_yaml, "dataclasses": check_dataclasses, "patch": check_patch}[sys.argv[1]]
-    json.dump(check(), sys.stdout, default=str)
+    checks = {"yaml": check_yaml, "dataclasses": check_dataclasses, "patch": check_patch, "vllm_args": check_vllm_args}
+    json.dump(checks[sys.argv[1]](*sys.argv[2:]), sys.stdout, default=str)
