@@ -178,8 +178,15 @@ def check_patch() -> dict[str, Any]:
     finally:
         verl.__version__ = real_version
         profwin.verl.unpatch()
+    # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
+    autopatch = subprocess.run(
+        [sys.executable, "-c", "import verl.utils.profiler as p, profwin.verl as w; "
+         "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
+        env={**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
     return {
         "verl": real_version,
+        "autopatch": autopatch.stdout.strip() or autopatch.stderr[-2000:],
         "server_import": server_import,
         "first": first,
         "holders": holders,

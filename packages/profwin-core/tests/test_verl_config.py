@@ -270,3 +270,10 @@ def test_cli_validate_at(tmp_path: Path, capsys: pytest.CaptureFixture[str], mon
     )
     assert main(["validate", str(file), "--at", "actor_rollout_ref.rollout.nothing"]) == 1
     assert "no key 'nothing'" in capsys.readouterr().err
+
+
+def test_a_disabled_block_needs_no_tool_block() -> None:
+    assert load_verl(role(enable=False, tool_config={})).reason == "enable is false"
+    with pytest.raises(ConfigError, match="has no block for tool 'torch'") as info:
+        load_verl(role(tool_config={"npu": {}}))
+    assert info.value.path == "tool_config"

@@ -255,9 +255,8 @@ def _read(
         reason = "enable is false"
     if not reason and known_steps and not steps:
         reason = "global_profiler.steps is null or empty: verl profiles no trainer step"
-    tool_block: Any = {}
     if isinstance(chosen, str) and chosen in TOOL_PLUGINS:
-        tool_block, tool_path = _tool_block(data, chosen, kind, path)
+        tool_block, tool_path = _tool_block(data, chosen, kind, path, required=not reason)
         return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps)
     return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps)
 
@@ -271,7 +270,8 @@ def _tool_of_block(data: Mapping[str, Any]) -> str:
     return "npu" if {"level", "analysis"} & set(data) else "torch"
 
 
-def _tool_block(data: Mapping[str, Any], tool: str, kind: str, path: str) -> tuple[Any, str]:
+def _tool_block(data: Mapping[str, Any], tool: str, kind: str, path: str, *, required: bool) -> tuple[Any, str]:
+    """The tool's block and its path; ``required``: an enabled role block names its tool's block."""
     if kind == "global":
         # Role-less tools read global_tool_config; torch and npu take verl's defaults there.
         configs, where = data.get("global_tool_config") or {}, _join(path, "global_tool_config")
@@ -283,7 +283,7 @@ def _tool_block(data: Mapping[str, Any], tool: str, kind: str, path: str) -> tup
         configs = {}
     if not isinstance(configs, Mapping):
         raise ConfigError(f"must be a mapping of tool blocks (got {configs!r})", path=where)
-    if tool not in configs and "tool" in data:
+    if required and tool not in configs and "tool" in data:
         raise ConfigError(f"has no block for tool {tool!r} (found {sorted(configs)})", path=where)
     return configs.get(tool) or {}, _join(where, tool)
 
