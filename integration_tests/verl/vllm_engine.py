@@ -8,9 +8,9 @@ then, as verl's rollout does, ``start_profile()`` with no arguments, one generat
 A second session on the same engine records the whole generation (``delay_iterations=0``) as the
 reference the first trace's steps are located in.
 
-The generation is three requests admitted together with 3, 5 and 8 tokens to produce: step 0 is
-their prefill, and the number of requests still decoding (3, 3, 2, 2, 1, 1, 1) tells every step
-apart in vLLM's ``execute_...`` annotations.
+The generation is eight requests admitted together with 2, 3, ..., 9 tokens to produce: step 0
+is their prefill, and the number of requests still decoding (8, 7, ..., 1) tells every step apart
+in vLLM's ``execute_...`` annotations.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ os.environ.update(
     VLLM_CPU_KVCACHE_SPACE="1",
 )
 
-MAX_TOKENS = (3, 5, 8)
-PROMPTS = ([5, 6, 7, 8], [9, 10, 11, 12], [13, 14, 15, 16])
+MAX_TOKENS = tuple(range(2, 10))
+PROMPTS = tuple([5 + i, 6 + i, 7 + i, 8 + i] for i in range(len(MAX_TOKENS)))
 
 
 def step_names(path: Path) -> list[str]:
