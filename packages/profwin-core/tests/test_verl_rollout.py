@@ -7,6 +7,8 @@ they run without verl, on the plain-dict form of verl's ProfilerConfig.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -102,3 +104,13 @@ def test_relocation_trims_a_whole_session_trace_to_the_window(tmp_path: Path) ->
     assert [s.number for s in steps] == [2, 3, 4]
     assert (tmp_path / "rollout-replica0_old.pt.trace.json").read_text() == "{}"
     expect_trim(str(trace_dir), None)
+
+
+def test_profwin_verl_imports_neither_verl_nor_an_engine() -> None:
+    code = (
+        "import sys, profwin.verl; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('verl', 'omegaconf', 'yaml', 'torch', 'vllm', 'sglang', 'profwin_vllm', 'profwin_sglang')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
