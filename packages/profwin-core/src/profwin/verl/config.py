@@ -15,9 +15,9 @@ dotted path to the block (:mod:`profwin.config` reads the document).
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from attrs import asdict, frozen
 
@@ -27,6 +27,8 @@ from profwin.spec import ProfileSpec
 from profwin.window import Window
 
 __all__ = ["TOOL_PLUGINS", "ProfilingDisabled", "VerlProfiling", "block_kind", "load_verl", "spec_from_verl", "verl_spec"]
+
+_T = TypeVar("_T")
 
 TOOL_PLUGINS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {"torch": ("torch", "vllm", "sglang"), "npu": ("npu",), "torch_memory": ("memory",)}
@@ -299,23 +301,20 @@ def _build(
     reason: str,
     steps: tuple[int, ...] | None,
 ) -> VerlProfiling:
-    all_ranks = _bool(role.get("all_ranks", False), _join(role_path, "all_ranks"))
-    ranks = _ranks(role.get("ranks") or [], _join(role_path, "ranks"))
-    relocate = _bool(role.get("relocate_results", False), _join(role_path, "relocate_results"))
-    save_path = role.get("save_path")
-    if save_path is None or save_path == _MISSING:
-        save_path = _DEFAULT_SAVE_PATH
-    if not isinstance(save_path, str) or not save_path:
-        raise ConfigError(f"must be a non-empty path (got {save_path!r})", path=_join(role_path, "save_path"))
+    # Every bad field is reported at once (profwin validate lists them all).
+    errors: list[ConfigError] = []
+    all_ranks = _collect(errors, lambda: _bool(role.get("all_ranks", False), _join(role_path, "all_ranks")), False)
+    no_ranks: tuple[int, ...] = ()
+    ranks = _collect(errors, lambda: _ranks(role.get("ranks") or [], _join(role_path, "ranks")), no_ranks)
+    relocate = _collect(errors, lambda: _bool(role.get("relocate_results", False), _join(role_path, "relocate_results")), False)
+    save_path = _collect(errors, lambda: _save_path(role.get("save_path"), _join(role_path, "save_path")), _DEFAULT_SAVE_PATH)
     fields: dict[str, Any] = {}
     discrete = False
     if tool is not None:
-        if not isinstance(block, Mapping):
-            raise ConfigError(f"must be a mapping (got {block!r})", path=path)
-        errors = [unknown_key(key, _TOOL_KEYS[tool], path=path) for key in block if key not in _TOOL_KEYS[tool]]
-        if errors:
-            raise ConfigError.combine(errors)
-        fields, discrete = _tool_fields(tool, block, path)
+        no_fields: tuple[dict[str, Any], bool] = ({}, False)
+        fields, discrete = _collect(errors, lambda: _tool_fields(tool, block, path), no_fields)
+    if errors:
+        raise ConfigError.combine(errors)
     spec = None
     if enabled:
         spec = ProfileSpec(output_dir=save_path, ranks="all" if all_ranks else (ranks or (0,)), **fields)
@@ -334,27 +333,38 @@ def _build(
     )
 
 
-def _tool_fields(tool: str, block: Mapping[str, Any], path: str) -> tuple[dict[str, Any], bool]:
+def _tool_fields(tool: str, block: Any, path: str) -> tuple[dict[str, Any], bool]:
     """ProfileSpec fields for one tool block, read as verl's profilers read it."""
-    discrete = _bool(block.get("discrete", False), _join(path, "discrete"))
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"must be a mapping (got {block!r})", path=path)
+    errors = [unknown_key(key, _TOOL_KEYS[tool], path=path) for key in block if key not in _TOOL_KEYS[tool]]
+    discrete = _collect(errors, lambda: _bool(block.get("discrete", False), _join(path, "discrete")), False)
     if tool == "torch_memory":
         sizes = {}
         for key, default in (("trace_alloc_max_entries", 100_000), ("stack_depth", 32), ("memory_snapshot_num_steps", 1)):
             value = block.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ConfigError(f"must be a positive int (got {value!r})", path=_join(path, key))
+                errors.append(ConfigError(f"must be a positive int (got {value!r})", path=_join(path, key)))
             sizes[key] = value
+        if errors:
+            raise ConfigError.combine(errors)
         # verl's enable_memory_visualize records with context="all", stacks="all".
         options = {"memory": {"max_entries": sizes["trace_alloc_max_entries"], "context": "all", "stacks": "all"}}
         return {"options": options}, False
     contents = block.get("contents") or []
     allowed = _CONTENTS[tool]
     if not isinstance(contents, list):
-        raise ConfigError(f"must be a list drawn from {list(allowed)} (got {contents!r})", path=_join(path, "contents"))
+        errors.append(ConfigError(f"must be a list drawn from {list(allowed)} (got {contents!r})", path=_join(path, "contents")))
+        contents = []
     for i, item in enumerate(contents):
         if item not in allowed:
-            raise ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{_join(path, 'contents')}[{i}]")
+            errors.append(ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{_join(path, 'contents')}[{i}]"))
+    bounds = {key: block[key] for key in ("profile_token_start", "profile_token_end") if block.get(key) is not None}
+    window = _collect(errors, lambda: Window.from_mapping(bounds, path=path), Window())
+    if errors:
+        raise ConfigError.combine(errors)
     fields: dict[str, Any] = {_RECORDED[c]: True for c in contents if c in _RECORDED}
+    fields["window"] = window
     # verl always records CPU (its stage markers are CPU events). torch adds CUDA when contents is
     # empty or lists cuda; npu adds the NPU only when listed (an empty list is CPU only).
     if tool == "torch":
@@ -364,9 +374,24 @@ def _tool_fields(tool: str, block: Mapping[str, Any], path: str) -> tuple[dict[s
         npu_options = {key: block[key] for key in ("level", "analysis") if key in block}
         if npu_options:
             fields["options"] = {"npu": npu_options}
-    bounds = {key: block[key] for key in ("profile_token_start", "profile_token_end") if block.get(key) is not None}
-    fields["window"] = Window.from_mapping(bounds, path=path)
     return fields, discrete
+
+
+def _collect(errors: list[ConfigError], read: Callable[[], _T], default: _T) -> _T:
+    """``read()``, or ``default`` with its error added to ``errors``."""
+    try:
+        return read()
+    except ConfigError as exc:
+        errors.extend(exc.errors or [exc])
+        return default
+
+
+def _save_path(value: Any, path: str) -> str:
+    if value is None or value == _MISSING:
+        return _DEFAULT_SAVE_PATH
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"must be a non-empty path (got {value!r})", path=path)
+    return value
 
 
 def _steps(value: Any, path: str) -> tuple[int, ...] | None:
