@@ -277,3 +277,17 @@ def test_a_disabled_block_needs_no_tool_block() -> None:
     with pytest.raises(ConfigError, match="has no block for tool 'torch'") as info:
         load_verl(role(tool_config={"npu": {}}))
     assert info.value.path == "tool_config"
+
+
+def test_every_bad_field_is_reported_at_once() -> None:
+    bad = role(
+        ranks=[-1], save_path=3, tool_config={"torch": {"contents": ["gpu"], "profile_token_start": 5, "profile_token_end": 5}}
+    )
+    with pytest.raises(ConfigError) as info:
+        load_verl(bad)
+    assert sorted(e.path for e in info.value.errors) == [
+        "ranks[0]",
+        "save_path",
+        "tool_config.torch",
+        "tool_config.torch.contents[0]",
+    ]
