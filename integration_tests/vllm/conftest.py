@@ -109,7 +109,7 @@ class Server:
         )
 
     def wait_ready(self, timeout: float) -> None:
-        from profwin_vllm.client import request
+        from profwin.http import request
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -122,7 +122,7 @@ class Server:
 
     def complete(self, prompt: list[int], max_tokens: int) -> int:
         """One completion request; returns the number of tokens generated."""
-        from profwin_vllm.client import request
+        from profwin.http import request
 
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0}
         reply = request(self.url, "/v1/completions", body=body, api_key=API_KEY, timeout=120)

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib.metadata import version as dist_version
 from typing import Any
 
@@ -15,7 +15,9 @@ from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
 from profwin.errors import ConfigError, PluginError
-from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
+from profwin.plugin_api import BACKENDS_GROUP
+from profwin.remote import start_remote, stop_remote
+from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
 from profwin.traces.reader import TraceError
 from profwin.verl.config import ProfilingDisabled
@@ -140,7 +142,8 @@ def _cmd_window(args: argparse.Namespace) -> int:
             info["backends"][plugin.name] = {"status": plugin.status, "detail": plugin.detail}
             continue
         try:
-            info["backends"][plugin.name] = dict(load_backend(plugin.name).describe(window, version=versions.get(plugin.name)))
+            plan = load_backend(plugin.name).plan(ProfileSpec(window=window), version=versions.get(plugin.name))
+            info["backends"][plugin.name] = plan.to_dict()
         except (ConfigError, PluginError) as exc:
             info["backends"][plugin.name] = {"error": str(exc)}
     if args.json:
@@ -152,22 +155,35 @@ def _cmd_window(args: argparse.Namespace) -> int:
     record = "until the session stops" if window.steps_to_record is None else f"{window.steps_to_record} step(s)"
     print(f"  record {record}: step {window.start} to {last}")
     for name, described in info["backends"].items():
-        print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+        if "engine" not in described:
+            print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+            continue
+        numbers = described["request"] or described["launch"] or described["env"]
+        print(
+            f"  {name} {described['version'] or '(version unknown)'} ({described['version_source']}): {described['mechanism']}, "
+            f"records steps {described['records'] or 'until the stop'}; sends {json.dumps(numbers, separators=(',', ':'))}"
+        )
+        if described["server_requirement"]:
+            print(f"    needs {described['server_requirement']}; without it: {described['fallback']}")
     return 0
 
 
 def _cmd_args(args: argparse.Namespace) -> int:
     spec = _spec_from_args(args)
-    print(load_backend(args.engine).render_args(spec, form=args.form, version=args.engine_version))
+    engine = load_backend(args.engine)
+    plan = engine.plan(spec, version=args.engine_version)
+    if args.json:
+        _print_json(plan.to_dict())
+    else:
+        print(render_plan(plan, args.form or engine.default_form))
     return 0
 
 
 def _remote(args: argparse.Namespace, action: str) -> int:
     spec = _spec_from_args(args)
-    engine = load_backend(args.engine)
-    call: Callable[..., list[RemoteResult]] = getattr(engine, action)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
-    results = call(args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
+    call = start_remote if action == "start" else stop_remote
+    results = call(args.engine, args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
     if args.json:
         _print_json([r.to_dict() for r in results])
     else:
@@ -316,8 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("args", help="print the launch arguments an engine needs for a window")
     p.add_argument("engine", help="backend name (vllm, sglang)")
-    p.add_argument("--for", dest="form", help="what to print (backend-specific, e.g. serve, llm, env)")
+    p.add_argument("--for", dest="form", help=f"what to print: {', '.join(FORMS)} (default: the engine's own)")
     p.add_argument("--engine-version", help="target engine version (default: the installed one, else the newest)")
+    p.add_argument("--json", action="store_true", help="print the whole plan as JSON")
     _add_spec_options(p)
     p.set_defaults(func=_cmd_args)
 

@@ -7,6 +7,7 @@ fails to load is reported with its error and never hides the others.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -15,8 +16,9 @@ from typing import Any, Literal, cast
 
 from attrs import frozen
 
+from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError
-from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, Backend, PluginSpec, Profiler
+from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, PluginSpec, Profiler
 from profwin.spec import ProfileSpec
 
 __all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
@@ -76,8 +78,12 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != PLUGIN_API:
+        upgrade = "upgrade the plugin" if spec.api < PLUGIN_API else "upgrade profwin-core"
         return PluginInfo(
-            **base, status="incompatible", detail=f"written for plugin API {spec.api}, core has {PLUGIN_API}", spec=spec
+            **base,
+            status="incompatible",
+            detail=f"written for plugin API {spec.api}, this profwin-core speaks {PLUGIN_API}: {upgrade}",
+            spec=spec,
         )
     missing = _missing(spec.requires)
     if missing:
@@ -142,11 +148,13 @@ def profiler(name: str) -> Profiler:
 
 
 def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
-    """Check ``spec.options`` with the plugins they are for, without their engines.
+    """Check ``spec`` with the plugins it names, without their engines.
 
-    Returns ``(errors, notes)``: errors from each plugin's ``validate_options(options)`` (an
-    optional method of backends and profilers), and notes for options no installed plugin
-    checks. A plugin whose engine is missing still validates: only its own module is imported.
+    Returns ``(errors, notes)``. Each ``options.<name>`` block must name an installed plugin
+    (an error otherwise, listing the installed ones) and is checked by that plugin's
+    ``validate_options(options)`` when it has one; a backend named in ``options`` also plans the
+    spec (``plan(spec)``), so what ``profwin validate`` accepts ``profwin args`` does not reject.
+    A plugin whose engine is missing still validates: only its own module is imported.
     """
     errors: list[ConfigError] = []
     notes: list[str] = []
@@ -154,16 +162,26 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
     for name, options in spec.options.items():
         info = infos.get(name)
         if info is None:
-            notes.append(f"options.{name}: no installed plugin named {name!r} checks these options")
-            continue
-        check = getattr(_instantiate(info, info.group), "validate_options", None)
-        if check is None:
-            notes.append(
-                f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
-            )
+            installed = ", ".join(sorted(infos)) or "none"
+            close = difflib.get_close_matches(name, list(infos), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            errors.append(ConfigError(f"no plugin {name!r}; installed: {installed}{hint}", path=f"options.{name}"))
             continue
         try:
-            check(options)
+            instance = _instantiate(info, info.group)
+        except PluginError as exc:
+            errors.append(ConfigError(str(exc), path=f"options.{name}"))
+            continue
+        check = getattr(instance, "validate_options", None)
+        try:
+            if check is not None:
+                check(options)
+            elif info.group != BACKENDS_GROUP:
+                notes.append(
+                    f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
+                )
+            if info.group == BACKENDS_GROUP:
+                cast(Backend, instance).plan(spec)
         except ConfigError as exc:
             errors.extend(exc.errors or [exc])
     return errors, notes

@@ -37,6 +37,13 @@ class ConfigError(ValueError):
         return ConfigError(self.reason, path=path)
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters: a message names the bad
+    value, but never echoes a 5,000-character input back whole."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
+
+
 class PluginError(RuntimeError):
     """A plugin is unknown, failed to import, or lacks the library it drives."""
 

@@ -13,12 +13,24 @@ Steps are found by their producer's markers (:mod:`profwin.traces.steps`): ``Pro
 SGLang's ``step[…]`` spans. Only the standard library is needed (see docs/traces.md).
 """
 
+import os
+from pathlib import Path
+
 from profwin.traces.plot import plot_steps
 from profwin.traces.progress import tty_progress
 from profwin.traces.reader import TraceError, TraceReader, read_trace
 from profwin.traces.steps import PRODUCERS, Step
 from profwin.traces.summarize import OpStat, StepStat, Summary, ThreadInfo, TraceMeta, render_summary, summarize
 from profwin.traces.trim import TrimResult, trim
+
+
+def count_steps(path: str | os.PathLike[str]) -> int:
+    """How many steps (of any producer's markers) a trace holds; 0 when it holds none."""
+    try:
+        return len(summarize(Path(path), top=0).steps)
+    except TraceError:
+        return 0
+
 
 __all__ = [
     "PRODUCERS",
@@ -31,6 +43,7 @@ __all__ = [
     "TraceMeta",
     "TraceReader",
     "TrimResult",
+    "count_steps",
     "plot_steps",
     "read_trace",
     "render_summary",
