@@ -12,6 +12,7 @@ function returned and what profwin's returned. ``test_side_by_side.py`` compares
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -110,10 +111,13 @@ def builder_cases(save_root: str) -> list[dict[str, Any]]:
                     "trace_dir": module.rollout_trace_dir(profiler, rank),
                     "global_ranks": sorted(module.rollout_profiler_global_ranks(profiler) or []) or None,
                 }
+            # verl's NPU profiler imports torch_npu; which replicas profile does not depend on the tool.
+            selector = dataclasses.replace(profiler, tool="torch") if tool == "npu" else profiler
+            selector_tool = TorchProfilerToolConfig(discrete=tool_config.discrete) if tool == "npu" else tool_config
             case["verl"]["replicas"] = [
                 r
                 for r in REPLICAS
-                if _verl_profiles(build_rollout_dist_profiler(r, REPLICA_WORLD, config=profiler, tool_config=tool_config))
+                if _verl_profiles(build_rollout_dist_profiler(r, REPLICA_WORLD, config=selector, tool_config=selector_tool))
             ]
             reading = ours.load_verl(profiler)
             case["profwin"]["replicas"] = [r for r in REPLICAS if reading.profiles_replica(r, REPLICA_WORLD)]

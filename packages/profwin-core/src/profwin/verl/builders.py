@@ -13,15 +13,17 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from importlib.metadata import entry_points
 from typing import Any
 
 from profwin.discovery import backend
+from profwin.engine import EnginePlan
 from profwin.errors import PluginError
 from profwin.spec import ProfileSpec
 from profwin.verl.rollout import expect_trim, read, rollout_trace_dir
 from profwin.window import Window
 
-__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan"]
+__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "sglang_plugin_installed"]
 
 _INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
 
@@ -83,18 +85,31 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     }
 
 
-def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool) -> Any:
+def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool) -> EnginePlan:
     """profwin's plan for ``engine`` (the installed version, else the newest profwin knows) for
-    verl's tool block: its token window, what verl records, and the trace directory."""
+    verl's tool block: its token window, what verl records, and the trace directory. SGLang's
+    relative window needs profwin's server plugin where the scheduler runs, which for verl is this
+    process's environment: without it the plan records from the start and is trimmed afterwards."""
     bounds = {key: read(tool_config, key) for key in ("profile_token_start", "profile_token_end")}
     window = Window.from_mapping({key: value for key, value in bounds.items() if value is not None})
-    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path)
+    options = {} if engine != "sglang" or sglang_plugin_installed() else {"sglang": {"start": "trim"}}
+    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path, options=options)
     try:
         return backend(engine).plan(spec, version=None)
     except PluginError as exc:
         raise PluginError(
             f"profwin.verl needs the {engine} backend for verl's {engine} rollout: pip install {_INSTALL[engine]} ({exc})"
         ) from None
+
+
+def sglang_plugin_installed() -> bool:
+    """Whether SGLang processes started from this environment load profwin-sglang's server plugin
+    (its ``sglang.srt.plugins`` entry point, unless ``SGLANG_PLUGINS`` leaves it out)."""
+    allowed = {name.strip() for name in os.environ.get("SGLANG_PLUGINS", "").split(",") if name.strip()}
+    for entry in entry_points(group="sglang.srt.plugins"):
+        if entry.dist is not None and entry.dist.name == _INSTALL["sglang"] and (not allowed or entry.name in allowed):
+            return True
+    return False
 
 
 def _usable(profiler_config: Any, tool_config: Any) -> bool:
@@ -104,10 +119,9 @@ def _usable(profiler_config: Any, tool_config: Any) -> bool:
     return ("contents" in tool_config) if isinstance(tool_config, dict) else hasattr(tool_config, "contents")
 
 
-def _arm_trim(plan: Any, trace_dir: str) -> None:
+def _arm_trim(plan: EnginePlan, trace_dir: str) -> None:
     """Cut this session's traces to the window after the stop when the engine records more."""
-    window: Window = plan.window
-    records: Window | None = plan.records
+    window, records = plan.window, plan.records
     if records == window:
         expect_trim(trace_dir, None)
         return
