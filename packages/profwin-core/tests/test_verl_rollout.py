@@ -178,3 +178,19 @@ def test_sglang_builder_without_the_plugin_records_from_zero_and_relocation_trim
     assert relocate_rollout_traces(cfg, 0) == []  # not relocated (relocate_results false), but cut
     assert [s.number for s in summarize(artifact.path).steps] == [2, 3, 4]
     expect_trim(args["output_dir"], None)
+
+
+def test_vllm_builder_exports_the_window_for_vllm_0_12(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.12 reads no profiler_config: with legacy_env the window goes out as environment variables."""
+    import profwin.verl.builders as builders
+
+    plan_0_12 = profwin.backend("vllm").plan(
+        profwin.ProfileSpec(window=profwin.Window(2, 5), output_dir=tmp_path), version="0.12.0"
+    )
+    monkeypatch.setattr(builders, "engine_plan", lambda *args, **kwargs: plan_0_12)  # as if vLLM 0.12 were installed
+    for key in plan_0_12.env:
+        monkeypatch.delenv(key, raising=False)
+    build_vllm_profiler_args(config(tmp_path), TOOL, 0)
+    assert plan_0_12.env["VLLM_PROFILER_DELAY_ITERS"] == os.environ["VLLM_PROFILER_DELAY_ITERS"] == "3"
+    assert os.environ["VLLM_PROFILER_MAX_ITERS"] == "3"
+    assert os.environ["VLLM_TORCH_PROFILER_DIR"] == rollout_trace_dir(config(tmp_path), 0)  # verl's value, as verl sets it

@@ -4,8 +4,8 @@ the engine's plan (``profwin.backend(engine).plan``), so the engine records exac
 ``profile_token_start .. profile_token_end - 1`` of each session.
 
 Every other key is what verl sends, read from the same fields. Where the engine records more than
-the window (SGLang without profwin's server plugin, vLLM before 0.13), the builder arms the trim
-that :func:`profwin.verl.relocate_rollout_traces` applies after ``stop_profile``.
+the window (SGLang without profwin's server plugin), the builder arms the trim that
+:func:`profwin.verl.relocate_rollout_traces` applies after ``stop_profile``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ _INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
 def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, legacy_env: bool = True) -> dict[str, Any]:
     """``{"profiler_config": <JSON>}`` for vLLM's launch arguments (``--profiler-config``), as verl
     builds it, with ``delay_iterations``/``max_iterations`` from profwin's vLLM plan. With
-    ``legacy_env`` (vLLM < 0.13) it also exports verl's ``VLLM_TORCH_PROFILER_*`` variables."""
+    ``legacy_env`` (vLLM < 0.13) it also exports verl's ``VLLM_TORCH_PROFILER_*`` variables, and
+    the plan's other variables (vLLM 0.12 takes the window as ``VLLM_PROFILER_DELAY_ITERS`` /
+    ``VLLM_PROFILER_MAX_ITERS``)."""
     if not _usable(profiler_config, tool_config):
         return {}
     contents = list(read(tool_config, "contents") or [])
@@ -39,12 +41,15 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     record_shapes = "shapes" in contents
     with_memory = "memory" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
-    if legacy_env:
-        os.environ["VLLM_TORCH_PROFILER_DIR"] = save_path
-        os.environ["VLLM_TORCH_PROFILER_WITH_STACK"] = "1" if with_stack else "0"
-        os.environ["VLLM_TORCH_PROFILER_RECORD_SHAPES"] = "1" if record_shapes else "0"
-        os.environ["VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY"] = "1" if with_memory else "0"
     plan = engine_plan("vllm", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=with_memory)
+    if legacy_env:
+        verl_env = {
+            "VLLM_TORCH_PROFILER_DIR": save_path,
+            "VLLM_TORCH_PROFILER_WITH_STACK": "1" if with_stack else "0",
+            "VLLM_TORCH_PROFILER_RECORD_SHAPES": "1" if record_shapes else "0",
+            "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY": "1" if with_memory else "0",
+        }
+        os.environ.update({**plan.env, **verl_env})
     launch = dict(plan.launch.get("profiler_config") or {})
     _arm_trim(plan, save_path)
     config = {
@@ -53,7 +58,7 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
         "torch_profiler_with_memory": with_memory,
         "torch_profiler_with_stack": with_stack,
         "torch_profiler_record_shapes": record_shapes,
-        # A vLLM without launch-time window settings records the whole session (then trimmed).
+        # vLLM < 0.13 reads no profiler_config (the window then comes from the environment).
         "delay_iterations": launch.get("delay_iterations", 0),
         "max_iterations": launch.get("max_iterations", 0),
         "ignore_frontend": "true",
