@@ -1,8 +1,8 @@
 """profwin: profile an exact window of generation steps on any engine.
 
 The public API lives here; submodules hold one concern each (``window``, ``spec``, ``config``,
-``discovery``, ``session``, ``torch_driver``, ``engine``, ``remote``, ``render``, ``http``, ``cli``).
-Plugins import from :mod:`profwin.plugin` only.
+``discovery``, ``session``, ``torch_driver``, ``engine``, ``remote``, ``render``, ``http``, ``cli``;
+``verl`` for verl's configs and seams). Plugins import from :mod:`profwin.plugin` only.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from profwin.atomic import atomic_path, check_output_path
 from profwin.cli_support import run_cli
-from profwin.config import load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin.config import load_spec, spec_from_mapping, spec_from_yaml
 from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
 from profwin.errors import ConfigError, PluginError, WindowWarning
@@ -31,6 +31,7 @@ from profwin.remote import RemoteSession, SessionError, remote_session
 from profwin.render import FORMS, render_plan
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
+from profwin.verl.config import ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
 from profwin.window import MAX_STEP, Window, check_bounds
 
 try:
@@ -59,12 +60,14 @@ __all__ = [
     "PluginSpec",
     "ProfileSpec",
     "Profiler",
+    "ProfilingDisabled",
     "RemoteResult",
     "RemoteSession",
     "Session",
     "SessionError",
     "TargetContext",
     "TargetError",
+    "VerlProfiling",
     "Window",
     "WindowWarning",
     "__version__",
@@ -76,6 +79,7 @@ __all__ = [
     "engine_flavours",
     "fan_out",
     "load_spec",
+    "load_verl",
     "plugins",
     "profiler",
     "remote_session",

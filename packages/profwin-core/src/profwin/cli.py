@@ -22,6 +22,7 @@ from profwin.plugin_api import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
+from profwin.verl.config import ProfilingDisabled
 from profwin.window import MAX_STEP, Window
 
 __all__ = ["build_parser", "main"]
@@ -83,10 +84,16 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     notes: list[str] = []
     try:
-        spec = load_spec(args.file)
+        spec = load_spec(args.file, at=args.at)
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
+    except ProfilingDisabled as exc:  # a valid verl config that profiles nothing
+        if args.json:
+            _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})
+        else:
+            print(f"{args.file}: valid, profiles nothing ({exc})")
+        return 0
     except ConfigError as exc:
         errors = exc.errors or [exc]
         if args.json:
@@ -99,6 +106,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     summary = {
         "file": args.file,
         "valid": True,
+        "enabled": True,
         "window": str(spec.window),
         "activities": list(spec.activities) if spec.activities is not None else "auto",
         "record": list(spec.records()),
@@ -113,7 +121,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(f"{args.file}: valid")
         for key, value in summary.items():
-            if key not in ("file", "valid", "notes"):
+            if key not in ("file", "valid", "enabled", "notes"):
                 print(f"  {key}: {value}")
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
@@ -316,7 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser("validate", help="check a profile spec file; exit 1 listing every error")
-    p.add_argument("file", help="YAML/JSON spec, or a verl profiler block")
+    p.add_argument("file", help="YAML/JSON spec, or a verl config (a profiler block, or a whole file with --at)")
+    p.add_argument("--at", metavar="KEY.PATH", help="the block to check, e.g. actor_rollout_ref.rollout.profiler")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_validate)
 
