@@ -44,6 +44,7 @@ ENTRY_POINTS = """
 echo = fakeplug_echo:PLUGIN
 broken = fakeplug_broken:PLUGIN
 notaspec = fakeplug_echo:EchoBackend
+oldapi = fakeplug_old:PLUGIN
 
 [profwin.profilers]
 needy = fakeplug_needy:PLUGIN
@@ -64,6 +65,10 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "PLUGIN = PluginSpec(name='needy', kind='profiler', target='fakeplug_needy:X', "
         "requires=('no_such_module_xyz',), install_hint='fakeplug[engine]')\n"
     )
+    (site / "fakeplug_old.py").write_text(
+        "from profwin import PluginSpec\n"
+        "PLUGIN = PluginSpec(name='oldapi', kind='backend', target='fakeplug_old:X', api=1)\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setattr("profwin.discovery._loaded", {})
     return site
@@ -81,6 +86,8 @@ def test_broken_and_needy_plugins_are_reported_without_hiding_others(fake_site: 
     assert "RuntimeError: this plugin is broken on purpose" in infos["broken"].detail
     assert infos["needy"].status == "missing dependency"
     assert infos["needy"].detail == "needs no_such_module_xyz; install fakeplug[engine]"
+    assert infos["oldapi"].status == "incompatible"
+    assert infos["oldapi"].detail == "written for plugin API 1, this profwin-core speaks 2: upgrade the plugin"
     assert infos["notaspec"].status == "failed"
     assert "not a profwin PluginSpec" in infos["notaspec"].detail
     assert infos["torch"].distribution == "profwin-core"  # core's own driver is still listed
