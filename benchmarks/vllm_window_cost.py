@@ -55,8 +55,7 @@ def main() -> None:
     from profwin import ProfileSpec, Window
 
     out = Path(tempfile.mkdtemp(prefix="profwin-vllm-bench-"))
-    launch = profwin_vllm.settings_for(ProfileSpec(output_dir=out), profwin_vllm.VllmVersion.parse("0.32.0"))
-    assert launch.profiler_config is not None
+    launch = profwin_vllm.VllmBackend().plan(ProfileSpec(output_dir=out), version="0.32.0")
     llm = LLM(
         model=args.model,
         dtype="bfloat16",
@@ -64,7 +63,7 @@ def main() -> None:
         enforce_eager=True,
         seed=0,
         distributed_executor_backend="uni",
-        profiler_config=dict(launch.profiler_config),
+        profiler_config=dict(launch.launch["profiler_config"]),
     )
     params = SamplingParams(max_tokens=args.tokens, ignore_eos=True, temperature=0.0)
     prompt = [TokensPrompt(prompt_token_ids=[5, 6, 7, 8])]
@@ -99,7 +98,7 @@ def main() -> None:
         rows[name] = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
 
     whole = rows["whole"]
-    print(f"vLLM {profwin_vllm.installed_version()}, {args.tokens} tokens, window {args.window}, median of {args.repeats}")
+    print(f"vLLM {profwin_vllm.resolve_version(None)[0]}, {args.tokens} tokens, window {args.window}, median of {args.repeats}")
     print(
         f"{'':14}{'generate s':>12}{'stop s':>10}{'sum s':>10}{'trace bytes':>14}{'steps':>8}{'sum/whole':>11}{'bytes/whole':>13}"
     )

@@ -9,24 +9,24 @@ import pytest
 from profwin import ConfigError, ProfileSpec, Window
 
 pytest.importorskip("profwin_npu", reason="needs profwin-npu installed (the workspace installs it)")
+from profwin.versions import EngineVersion
 from profwin_npu import NpuOptionIgnored
 from profwin_sglang.request import activities_for
-from profwin_vllm.settings import settings_for
-from profwin_vllm.versions import VllmVersion
+from profwin_vllm import plan_for
 
 
 def test_vllm_on_ascend_warns_for_ignored_options() -> None:
     spec = ProfileSpec(window=Window(2, 5), shapes=True, options={"vllm": {"platform": "ascend"}})
     with pytest.warns(NpuOptionIgnored, match=r"vllm-ascend 0\.31\.0 ignores shapes=true"):
-        settings = settings_for(spec, VllmVersion(0, 31, 0))
-    assert settings.delay_iterations == 3  # the window itself is still mapped with vLLM's rule
+        plan = plan_for(spec, EngineVersion.parse("0.31.0"))
+    assert plan.launch["profiler_config"]["delay_iterations"] == 3  # the window itself is still mapped with vLLM's rule
 
 
 def test_vllm_ascend_without_window_support_is_an_error() -> None:
     spec = ProfileSpec(window=Window(2, 5), options={"vllm": {"platform": "ascend"}})
     with pytest.raises(ConfigError, match=r"window: vllm-ascend 0\.13\.0 ignores the window 2:5"), pytest.warns(NpuOptionIgnored):
-        settings_for(spec, VllmVersion(0, 13, 0))
-    settings_for(ProfileSpec(window=Window(), options={"vllm": {"platform": "ascend"}}), VllmVersion(0, 13, 0))
+        plan_for(spec, EngineVersion.parse("0.13.0"))
+    plan_for(ProfileSpec(window=Window(), options={"vllm": {"platform": "ascend"}}), EngineVersion.parse("0.13.0"))
 
 
 def test_sglang_on_npu_warns_for_ignored_npu_options() -> None:

@@ -6,9 +6,10 @@ the wheels into venvs made outside the checkout, so a missing file, a wrong depe
 import of a sibling that the package does not declare fails here even though the dev venv hides
 it.
 
-Cost: pip must install torch for profwin-memory. Only one venv does (memory alone, later
-upgraded to ``profwin[all]``), and torch is pinned to the build the dev venv runs, which the
-machine's find-links hold, so pip never downloads a multi-GB CUDA build.
+No venv gets torch: every engine, torch included, is an extra, and ``profwin[all]`` must stay
+light. Should something pull torch anyway, it is pinned to the build the dev venv runs (which
+the machine's find-links hold), so pip never downloads a multi-GB CUDA build before the test
+fails.
 """
 
 from __future__ import annotations
@@ -349,12 +350,10 @@ class Alone:
 
 @pytest.fixture(scope="module")
 def alone(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Alone]:
-    """Each plugin's own venv, made once: the profwin[all] test reuses profwin-memory's (torch)."""
+    """Each plugin's own venv, made once: the profwin[all] test reuses profwin-memory's."""
     made: dict[str, Alone] = {}
 
     def get(name: str) -> Alone:
-        if name == "profwin-memory" and _torch_pin() is None:
-            pytest.skip("!!! no CPU torch in the dev venv or a local find-links: profwin-memory would pull a CUDA torch")
         if name not in made:
             made[name] = Alone(Venv(tmp_path_factory.mktemp(f"venv-{name}") / "venv", dist), name)
         return made[name]
@@ -372,10 +371,12 @@ def test_plugin_alone_needs_no_undeclared_sibling(alone: Callable[[str], Alone],
 
 
 def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
-    venv = alone("profwin-memory").venv  # already holds torch: the one torch install in this file
+    venv = alone("profwin-memory").venv
     venv.install(f"profwin[all]=={PACKAGES[UMBRELLA]['version']}")
     versions = venv.distributions()
+    assert not set(versions) & (ENGINE_DISTS | {"torch"}), "profwin[all] installed an engine: it must stay light"
     plugins = venv.plugins()
     _assert_listed(plugins, _declared_plugins(CORE, *PLUGINS), versions)
     assert {"vllm", "sglang", "npu", "memory", "torch"} <= set(plugins)
-    assert plugins["torch"]["status"] == "ok", plugins["torch"]
+    for name in ("torch", "memory"):
+        assert plugins[name]["status"] == "missing dependency", plugins[name]

@@ -29,11 +29,37 @@ staging="$dest.fetching.$$"
 rm -rf "$staging"
 trap 'rm -rf "$staging"' EXIT
 mkdir -p "$staging/wheel"
-find_links="${PIP_FIND_LINKS:-$(pip config get global.find-links 2>/dev/null || true)}"
 # The cp311 manylinux wheel: the Python sources are the same in every build of one version.
-python3 -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
-    --platform manylinux_2_28_x86_64 ${find_links:+--find-links "$find_links"} \
-    -d "$staging/wheel" "torch-npu==$version" >&2
+# pip is not always there (a uv venv has none, and under `uv run` its python3 comes first on
+# PATH): use the first python3 that has pip, else download from PyPI's JSON API with the stdlib.
+pip_python=""
+for candidate in python3 /usr/bin/python3 /usr/local/bin/python3; do
+    if "$candidate" -m pip --version >/dev/null 2>&1; then
+        pip_python="$candidate"
+        break
+    fi
+done
+if [[ -n "$pip_python" ]]; then
+    find_links="${PIP_FIND_LINKS:-$("$pip_python" -m pip config get global.find-links 2>/dev/null || true)}"
+    "$pip_python" -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.11 \
+        --platform manylinux_2_28_x86_64 ${find_links:+--find-links "$find_links"} \
+        -d "$staging/wheel" "torch-npu==$version" >&2
+else
+    python3 - "$version" "$staging/wheel" <<'PY' >&2
+import hashlib, json, pathlib, sys, urllib.parse, urllib.request
+version, dest = sys.argv[1], pathlib.Path(sys.argv[2])
+index = "https://pypi.org/pypi/torch-npu/json"
+with urllib.request.urlopen(index, timeout=60) as reply:
+    files = json.load(reply)["releases"][version]
+wheel = next(f for f in files if f["filename"].endswith(".whl") and "cp311" in f["filename"] and "x86_64" in f["filename"])
+with urllib.request.urlopen(urllib.parse.urljoin(index, wheel["url"]), timeout=600) as reply:  # mirrors answer relative URLs
+    data = reply.read()
+if hashlib.sha256(data).hexdigest() != wheel["digests"]["sha256"]:
+    sys.exit(f"{wheel['filename']}: sha256 does not match PyPI's")
+(dest / wheel["filename"]).write_bytes(data)
+print(f"downloaded {wheel['filename']} with urllib (no pip here)")
+PY
+fi
 python3 - "$staging" <<'PY'
 import pathlib, sys, zipfile
 staging = pathlib.Path(sys.argv[1])

@@ -22,7 +22,11 @@ def main(model: str, out: Path, windows: list[str]) -> None:
     import sglang
 
     from profwin import ProfileSpec, Window
-    from profwin_sglang import session, step_names
+    from profwin.traces import summarize
+    from profwin_sglang import session
+
+    def step_names(path: Path) -> list[str]:
+        return [step.label for step in summarize(path, top=0).steps]
 
     engine = sglang.Engine(
         model_path=model,

@@ -21,10 +21,17 @@ from pathlib import Path
 
 import pytest
 
-from profwin import ProfileSpec, Window
-from profwin_sglang import ServerError, ServerTimeout, SessionError, SglangBackend, session, step_names
-from profwin_sglang.http import call
-from profwin_sglang.targets import HttpTarget
+from profwin import ProfileSpec, TargetContext, TargetError, Window
+from profwin.http import request
+from profwin.remote import start_remote, stop_remote
+from profwin.traces import summarize
+from profwin_sglang import SessionError, SglangServer, session
+
+
+def step_names(path: Path) -> list[str]:
+    """The ``step[...]`` span names of a trace, in time order (one per scheduler batch)."""
+    return [step.label for step in summarize(path, top=0).steps]
+
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -145,11 +152,10 @@ def test_stop_after_auto_stop(plugin_server, tmp_path: Path) -> None:  # type: i
     s = session(plugin_server.url, spec, api_key=plugin_server.api_key)
     s.start()
     plugin_server.generate(6)  # batches 3..5 run after the window: SGLang auto-stopped at batch 3
-    raw = HttpTarget(plugin_server.url, api_key=plugin_server.api_key)
-    with pytest.raises(ServerError) as info:  # what SGLang 0.5.23 itself answers
-        call(plugin_server.url, "/stop_profile", api_key=plugin_server.api_key, timeout=30)
-    assert info.value.status == 500
-    assert raw.stop() == "not-running"
+    raw = SglangServer(plugin_server.url, api_key=plugin_server.api_key)
+    answer = request(plugin_server.url, "/stop_profile", api_key=plugin_server.api_key, timeout=30)
+    assert answer.status == 500  # what SGLang 0.5.23 itself answers
+    assert raw.send_stop(TargetContext(timeout=30)) is False  # read as "not running"
     results = s.stop()  # profwin's own stop after the auto-stop: fine, files found
     assert results[0].ok, results
     assert _kinds(step_names(s.artifacts[0].path)) == ["EXTEND", "DECODE", "DECODE"]
@@ -183,14 +189,13 @@ def test_memory_needs_cuda(plugin_server, tmp_path: Path) -> None:  # type: igno
 
 
 def test_backend_start_stop(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    backend = SglangBackend()
     spec = _spec(tmp_path, "4:6")
-    started = backend.start([plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30)
+    started = start_remote("sglang", [plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30)
     assert started[0].ok, started
     plugin_server.generate(TOKENS)
-    stopped = SglangBackend().stop(
-        [plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30
-    )  # a new object, as a new CLI process
+    stopped = stop_remote(
+        "sglang", [plugin_server.url], spec, api_key=plugin_server.api_key, timeout=30
+    )  # new objects, as a new CLI process
     assert stopped[0].ok, stopped
     (artifact,) = stopped[0].artifacts
     assert artifact.steps == Window(4, 6)
@@ -246,8 +251,8 @@ def test_timeout(silent_server: str, tmp_path: Path) -> None:
         session(silent_server, _spec(tmp_path, "0:2"), timeout=1.0).start()
     assert time.monotonic() - began < 10
     assert not info.value.results[0].ok
-    with pytest.raises(ServerTimeout, match="SGLang #22083"):
-        HttpTarget(silent_server, timeout=1.0).start({"num_steps": 1})
+    with pytest.raises(TargetError, match="SGLang #22083"):
+        SglangServer(silent_server, timeout=1.0).send_start({"num_steps": 1}, TargetContext(timeout=1.0))
 
 
 def test_trace_is_chrome_json(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -281,7 +286,7 @@ def test_absolute_start_step_on_a_warm_server(plugin_server, tmp_path: Path) -> 
             "with_stack": False, "record_shapes": False, "profile_prefix": "verl", "profile_id": "absolute"}  # fmt: skip
 
     def run() -> None:
-        call(plugin_server.url, "/start_profile", body=body, api_key=plugin_server.api_key, timeout=30)
+        assert request(plugin_server.url, "/start_profile", body=body, api_key=plugin_server.api_key, timeout=30).ok
         plugin_server.generate(TOKENS)
 
     plugin_server.retry_on_kineto_crash(run)

@@ -109,7 +109,7 @@ class Server:
         )
 
     def wait_ready(self, timeout: float) -> None:
-        from profwin_vllm.client import request
+        from profwin.http import request
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -122,7 +122,7 @@ class Server:
 
     def complete(self, prompt: list[int], max_tokens: int) -> int:
         """One completion request; returns the number of tokens generated."""
-        from profwin_vllm.client import request
+        from profwin.http import request
 
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0}
         reply = request(self.url, "/v1/completions", body=body, api_key=API_KEY, timeout=120)
@@ -146,14 +146,13 @@ def launched_servers(
 ) -> Iterator[dict[str, Server]]:
     """Two servers, started but not waited for: ``profiled`` (launched with profwin's
     ``--profiler-config`` for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
-    from profwin import ProfileSpec, Window
-    from profwin_vllm import VllmBackend
+    from profwin import ProfileSpec, Window, backend, render_plan
 
     logs = tmp_path_factory.mktemp("vllm-server-logs")
     trace_dir = tmp_path_factory.mktemp("vllm-server-traces")
     launch = ProfileSpec(window=Window(2, 5), output_dir=trace_dir, prefix="server")
     # The first line of `profwin args vllm --for serve`, exactly as a user would paste it.
-    serve_args = shlex.split(VllmBackend().render_args(launch, form="serve", version=ENGINE_VERSION).splitlines()[0])
+    serve_args = shlex.split(render_plan(backend("vllm").plan(launch, version=ENGINE_VERSION), "serve").splitlines()[0])
     started = {
         "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir),
         "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),

@@ -22,6 +22,8 @@ import warnings
 from pathlib import Path
 
 from profwin import ProfileSpec, Window
+from profwin.traces import count_steps
+from profwin_vllm._plugin import STEP_MARKER
 
 os.environ.update(
     VLLM_ENABLE_V1_MULTIPROCESSING="0",  # engine core in this process: 3 s start instead of 30 s
@@ -67,8 +69,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
     def spec(window: str, prefix: str) -> ProfileSpec:
         return ProfileSpec(window=Window.parse(window), output_dir=trace_dir, prefix=prefix)
 
-    launch = profwin_vllm.settings_for(spec("2:5", "launch"), profwin_vllm.VllmVersion.parse("0.32.0"))
-    assert launch.profiler_config is not None
+    launch = profwin_vllm.VllmBackend().plan(spec("2:5", "launch"), version="0.32.0")
     imported = time.monotonic()
     llm = LLM(
         model=model,
@@ -77,7 +78,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
         enforce_eager=True,
         seed=0,
         distributed_executor_backend="uni",
-        profiler_config=dict(launch.profiler_config),
+        profiler_config=dict(launch.launch["profiler_config"]),
     )
     started = time.monotonic()
     params = SamplingParams(max_tokens=MAX_TOKENS, ignore_eos=True, temperature=0.0)
@@ -86,7 +87,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
     def generate() -> int:
         return len(llm.generate(prompt, params, use_tqdm=False)[0].outputs[0].token_ids)
 
-    report: dict[str, object] = {"version": profwin_vllm.installed_version(), "sessions": {}, "raw": {}}
+    report: dict[str, object] = {"version": str(profwin_vllm.resolve_version(None)[0]), "sessions": {}, "raw": {}}
     for name, window, version in SESSIONS:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -97,7 +98,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
             "tokens": tokens,
             "artifacts": [a.to_dict() for a in s.artifacts],
             "steps": {a.path.name: step_names(a.path) for a in s.artifacts if a.kind == "trace"},
-            "counted": {a.path.name: profwin_vllm.count_steps(a.path) for a in s.artifacts if a.kind == "trace"},
+            "counted": {a.path.name: count_steps(a.path, markers=(STEP_MARKER,)) for a in s.artifacts if a.kind == "trace"},
             "warnings": [str(w.message) for w in caught],
         }
     for name, delay, limit in RAW:
@@ -132,8 +133,7 @@ async def async_session(model: str, spec: ProfileSpec) -> dict[str, object]:
     import profwin_vllm
 
     spec = spec.replace(options={"vllm": {"frontend": True}})
-    launch = profwin_vllm.settings_for(spec, profwin_vllm.VllmVersion.parse("0.32.0"))
-    assert launch.profiler_config is not None
+    launch = profwin_vllm.VllmBackend().plan(spec, version="0.32.0")
     engine = AsyncLLM.from_engine_args(
         AsyncEngineArgs(
             model=model,
@@ -141,7 +141,7 @@ async def async_session(model: str, spec: ProfileSpec) -> dict[str, object]:
             max_model_len=128,
             enforce_eager=True,
             seed=0,
-            profiler_config=dict(launch.profiler_config),
+            profiler_config=dict(launch.launch["profiler_config"]),
         )
     )
     try:

@@ -18,8 +18,9 @@ import pytest
 
 import profwin_vllm
 from profwin import ProfileSpec, Window
-from profwin_vllm.client import request
-from profwin_vllm.remote import server_version
+from profwin.engine import TargetContext
+from profwin.http import request
+from profwin.remote import start_remote, stop_remote
 
 from .conftest import API_KEY, ENGINE_VERSION, Server
 
@@ -51,8 +52,10 @@ def spec_for(server: Server, window: str, prefix: str) -> ProfileSpec:
 
 
 def test_version_is_asked_from_the_server(profiled: Server) -> None:
-    version, note = server_version(profiled.url, api_key=None, timeout=10)
-    assert str(version) == ENGINE_VERSION, note
+    plan = profwin_vllm.VllmServer(profiled.url, api_key=None, timeout=10).plan(
+        spec_for(profiled, "2:5", "v"), None, TargetContext(timeout=10)
+    )
+    assert (plan.version, plan.version_source) == (ENGINE_VERSION, "server"), plan.notes
 
 
 def test_session_over_http_records_the_window(profiled: Server) -> None:
@@ -87,11 +90,10 @@ def test_cli_start_and_stop(profiled: Server) -> None:
 
 
 def test_second_start_is_409_and_restart_recovers(profiled: Server) -> None:
-    backend = profwin_vllm.VllmBackend()
     spec = spec_for(profiled, "1:3", "busy")
-    (first,) = backend.start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    (first,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
     assert first.ok, first.message
-    (second,) = backend.start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    (second,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
     assert not second.ok
     assert second.details["status"] == 409
     assert "returned 409: a profiling session is already active" in second.message
@@ -123,14 +125,13 @@ def test_bearer_token_reaches_the_server(profiled: Server) -> None:
 
 def test_server_without_profiler_is_404_with_the_flag_to_add(servers: dict[str, Server]) -> None:
     plain = servers["plain"]
-    backend = profwin_vllm.VllmBackend()
     spec = ProfileSpec(window=Window(2, 5), output_dir="/tmp/profwin-vllm-404", prefix="nope")
-    (started,) = backend.start([plain.url], spec, api_key=API_KEY, timeout=60)
+    (started,) = start_remote("vllm", [plain.url], spec, api_key=API_KEY, timeout=60)
     assert not started.ok
     assert started.details["status"] == 404
     assert "returned 404: this server was started without a profiler" in started.message
     assert 'Relaunch it with --profiler-config \'{"profiler":"torch"' in started.message
-    (stopped,) = backend.stop([plain.url], spec, api_key=API_KEY, timeout=60)
+    (stopped,) = stop_remote("vllm", [plain.url], spec, api_key=API_KEY, timeout=60)
     assert not stopped.ok
     assert stopped.details["status"] == 404
 
@@ -145,6 +146,6 @@ def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Serve
     by_url = {r.target: r for r in failed.value.results}
     assert by_url[profiled.url].ok
     assert by_url[servers["plain"].url].details["status"] == 404
-    assert by_url[profiled.url].details["body"]["profile_prefix"] == "fan-0"
-    (again,) = profwin_vllm.VllmBackend().start([profiled.url], spec, api_key=API_KEY, timeout=120)
+    assert by_url[profiled.url].details["request"]["profile_prefix"] == "fan-0"
+    (again,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
     assert again.ok, again.message

@@ -107,7 +107,7 @@ def test_export_crash_leaves_no_file_under_the_final_name(
         raise OSError("disk full")
 
     monkeypatch.setattr(profile, "export_chrome_trace", crash)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(ConfigError, match=r"cannot write '.*/profwin_rank0_w0-2\.\d+\.pt\.trace\.json\.gz': disk full"):
         run_loop(spec_in("0:2"), 3)  # the window closes at step 2 and its export fails
     assert list(tmp_path.iterdir()) == []
 
@@ -175,7 +175,7 @@ def test_rank_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> Non
     assert current_rank() == 5
     assert current_rank(2) == 2
     monkeypatch.setenv("RANK", "x")
-    with pytest.raises(ConfigError, match="RANK must be a non-negative integer"):
+    with pytest.raises(ConfigError, match="RANK must be an integer in"):
         current_rank()
     monkeypatch.delenv("RANK")
     monkeypatch.delenv("LOCAL_RANK")

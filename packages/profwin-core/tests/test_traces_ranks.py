@@ -135,4 +135,4 @@ def test_cli_rejects_a_negative_top(rank_dir: Path, capsys: pytest.CaptureFixtur
     with pytest.raises(SystemExit) as exit_info:
         main(["summarize", str(rank_dir), "--top", "-1"])
     assert exit_info.value.code == 2
-    assert "--top: must be a non-negative int (got '-1')" in capsys.readouterr().err
+    assert "argument --top: must be an integer >= 0 (got '-1')" in capsys.readouterr().err

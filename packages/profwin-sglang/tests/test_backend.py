@@ -1,4 +1,4 @@
-"""The CLI face: discovery through the entry point, describe and render_args."""
+"""The CLI face: discovery through the entry point, the plan and its rendering."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin import Backend, ConfigError, ProfileSpec, Window, backend, plugins
+from profwin import Backend, ConfigError, ProfileSpec, Window, backend, plugins, render_plan
 from profwin_sglang import RELATIVE_BASE, SglangBackend
 
 
@@ -20,42 +20,46 @@ def test_found_through_the_entry_point() -> None:
     assert isinstance(loaded, Backend)
 
 
-def test_describe() -> None:
-    text = SglangBackend().describe(Window(20, 80))
-    assert str(RELATIVE_BASE + 20) in text["start_step"]
-    assert text["num_steps"] == "60"
-    assert text["without_server_plugin"].startswith("trim: record 0:80 (num_steps=80)")
-    assert text["absolute_on_fresh_server"].startswith("start_step=21 ")  # forward_ct's first batch is 1
-    immediate = SglangBackend().describe(Window(0, 5), version="0.5.23")["without_server_plugin"]
-    assert immediate == "immediate: no start_step, num_steps=5"
+def test_plan_without_a_server_assumes_the_plugin() -> None:
+    plan = SglangBackend().plan(ProfileSpec(window=Window(20, 80)))
+    assert plan.request is not None
+    assert plan.request["start_step"] == RELATIVE_BASE + 20
+    assert plan.request["num_steps"] == 60
+    assert plan.server_requirement is not None
+    assert "server plugin" in plan.server_requirement
+    assert plan.fallback is not None
+    assert "records 0:80, then trims the trace to 20:80" in plan.fallback
+    immediate = SglangBackend().plan(ProfileSpec(window=Window(0, 5)), version="0.5.23")
+    assert (immediate.mechanism, immediate.server_requirement) == ("immediate", None)
+    assert immediate.request is not None
+    assert "start_step" not in immediate.request
 
 
 def test_render_json_and_curl(tmp_path: Path) -> None:
     spec = ProfileSpec(window=Window(20, 80), output_dir=tmp_path, activities=["cpu"])
-    body = json.loads(SglangBackend().render_args(spec, form="json"))
+    plan = SglangBackend().plan(spec)
+    body = json.loads(render_plan(plan, "json"))
     assert body["start_step"] == RELATIVE_BASE + 20
     assert body["num_steps"] == 60
     assert body["with_stack"] is False
     assert body["record_shapes"] is False
-    curl = SglangBackend().render_args(spec, form="curl")
-    comment, command = curl.splitlines()
-    assert "server plugin" in comment
+    *comments, command = render_plan(plan, "curl").splitlines()
+    assert any("server plugin" in line for line in comments)
     words = shlex.split(command)
     assert words[:4] == ["curl", "-sS", "-X", "POST"]
-    sent = json.loads(words[-1])
-    assert {k: v for k, v in sent.items() if k != "profile_id"} == {k: v for k, v in body.items() if k != "profile_id"}
+    assert json.loads(words[-1]) == body
 
 
 def test_render_without_the_plugin_and_env(tmp_path: Path) -> None:
     spec = ProfileSpec(window=Window(3, 8), output_dir=tmp_path, options={"sglang": {"start": "trim"}})
-    curl = SglangBackend().render_args(spec, form="curl")
+    curl = render_plan(SglangBackend().plan(spec), "curl")
     assert "recorded as steps 0:8" in curl
-    assert '"num_steps": 8' in curl
+    assert '"num_steps":8' in curl
     assert '"start_step"' not in curl
-    engine = SglangBackend().render_args(ProfileSpec(window=Window(0, 4), output_dir=tmp_path), form="engine")
-    assert engine.startswith("engine.start_profile(**{")
-    assert "'num_steps': 4" in engine
-    env = SglangBackend().render_args(ProfileSpec(output_dir=tmp_path), form="env").splitlines()
-    assert f"SGLANG_TORCH_PROFILER_DIR={tmp_path}" in env
+    engine = render_plan(SglangBackend().plan(ProfileSpec(window=Window(0, 4), output_dir=tmp_path)), "engine")
+    assert "# then: engine.start_profile(" in engine
+    assert "num_steps=4" in engine
+    env = render_plan(SglangBackend().plan(ProfileSpec(output_dir=tmp_path)), "env").splitlines()
+    assert f"export SGLANG_TORCH_PROFILER_DIR={tmp_path}" in env
     with pytest.raises(ConfigError, match="form"):
-        SglangBackend().render_args(spec, form="yaml")
+        render_plan(SglangBackend().plan(spec), "yaml")

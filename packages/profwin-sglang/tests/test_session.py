@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from profwin import ConfigError, ProfileSpec, Window
-from profwin_sglang import SessionError, SglangBackend, session
+from profwin.remote import start_remote, stop_remote
+from profwin_sglang import SessionError, session
 from profwin_sglang.targets import ServerInfo
 
 
@@ -21,10 +22,10 @@ def _dead_url() -> str:
 def test_bad_targets_and_specs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Engine, a server URL"):
         session(42, "0:5")
-    with pytest.raises(ConfigError, match="spec must be"):
+    with pytest.raises(ConfigError, match="spec: must be"):
         session("http://127.0.0.1:1", 5)  # type: ignore[arg-type]
     s = session(["http://a:1", "b:2"], Window(3, 8))
-    assert [r.target.name for r in s.remotes] == ["http://a:1", "http://b:2"]
+    assert [p.target.name for p in s._parts] == ["http://a:1", "http://b:2"]
     assert s.spec.window == Window(3, 8)
 
 
@@ -39,9 +40,9 @@ def test_wrong_port(tmp_path: Path) -> None:
 def test_backend_reports_per_server(tmp_path: Path) -> None:
     dead = [_dead_url(), _dead_url()]
     spec = ProfileSpec(window=Window(0, 5), output_dir=tmp_path)
-    results = SglangBackend().start(dead, spec, timeout=5)
+    results = start_remote("sglang", dead, spec, timeout=5)
     assert [r.ok for r in results] == [False, False]
-    stopped = SglangBackend().stop(dead, spec, timeout=5)
+    stopped = stop_remote("sglang", dead, spec, timeout=5)
     assert all("no session started by profwin" in r.message for r in stopped)
 
 

@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import gzip
 import os
-import time
 from pathlib import Path
 
 import pytest
 
-from profwin import Window
-from profwin_sglang import count_steps, step_names, trim_in_place
-from profwin_sglang.traces import find_artifacts
+from profwin import EnginePlan, ProfileSpec, Window
+from profwin.traces import count_steps, summarize
+from profwin_sglang import plan_for, trim_in_place
+from profwin_sglang.traces import collect
+
+
+def step_names(path: Path) -> list[str]:
+    return [step.label for step in summarize(path, top=0).steps]
+
+
+def _plan(tmp_path: Path, *, client_profile_id: bool = True) -> EnginePlan:
+    spec = ProfileSpec(window=Window(0, 4), output_dir=tmp_path, prefix="run", activities=["cpu"])
+    plan = plan_for(
+        spec, version="0.5.23" if client_profile_id else "0.5.10", given=True, plugin=True, device="cpu", profile_id="17-ab"
+    )
+    return plan
 
 
 def _touch(path: Path, mtime: float | None = None) -> Path:
@@ -21,19 +33,19 @@ def _touch(path: Path, mtime: float | None = None) -> Path:
     return path
 
 
-def test_find_artifacts_by_profile_id_and_prefix(tmp_path: Path) -> None:
-    now = time.time()
+def test_collect_by_profile_id_and_prefix(tmp_path: Path) -> None:
     ours = [
         _touch(tmp_path / "run-17-ab-TP-0.trace.json.gz"),
         _touch(tmp_path / "run-17-ab-TP-1-DP-1.trace.json.gz"),
-        _touch(tmp_path / "run-17-ab-TP-0-DECODE.trace.json.gz"),
         _touch(tmp_path / "merged-17-ab.trace.json.gz"),
         _touch(tmp_path / "run-1795970000.12-TP-0-memory.pickle"),  # MEM: named by the server's clock
     ]
-    _touch(tmp_path / "run-18-cd-TP-0.trace.json.gz")  # another session
-    _touch(tmp_path / "other-17-ab-TP-0.trace.json.gz")  # another prefix
-    _touch(tmp_path / "run-1795960000.5-TP-0-memory.pickle", mtime=now - 3600)  # an older session's
-    found = find_artifacts(tmp_path, prefix="run", profile_id="17-ab", since=now - 60, producer="sglang@test")
+    others = [
+        _touch(tmp_path / "run-18-cd-TP-0.trace.json.gz"),  # another session
+        _touch(tmp_path / "other-17-ab-TP-0.trace.json.gz"),  # another prefix
+    ]
+    plan = _plan(tmp_path)
+    found, _ = collect(plan, lambda: ours + others, stopped=False, producer="sglang@test")
     assert sorted(a.path.name for a in found) == sorted(p.name for p in ours)
     kinds = {a.path.name: (a.kind, a.rank) for a in found}
     assert kinds["run-17-ab-TP-1-DP-1.trace.json.gz"] == ("trace", 1)
@@ -42,13 +54,11 @@ def test_find_artifacts_by_profile_id_and_prefix(tmp_path: Path) -> None:
     assert all(a.bytes == 10 and a.path.is_absolute() for a in found)
 
 
-def test_find_artifacts_without_profile_id_uses_times(tmp_path: Path) -> None:
-    now = time.time()
-    _touch(tmp_path / "run-1795960000.5-TP-0.trace.json.gz", mtime=now - 3600)
+def test_collect_without_client_profile_id_takes_new_files_by_prefix(tmp_path: Path) -> None:
     new = _touch(tmp_path / "run-1795970000.7-TP-0.trace.json.gz")
-    found = find_artifacts(tmp_path, prefix="run", profile_id=None, since=now - 60, producer="p")
+    other = _touch(tmp_path / "zzz-1795970000.7-TP-0.trace.json.gz")
+    found, _ = collect(_plan(tmp_path, client_profile_id=False), lambda: [new, other], stopped=False, producer="p")
     assert [a.path for a in found] == [new]
-    assert find_artifacts(tmp_path / "missing", prefix="run", profile_id=None, since=0, producer="p") == []
 
 
 @pytest.mark.torch

@@ -4,20 +4,17 @@ import pytest
 
 from profwin import ConfigError
 from profwin_sglang import VERIFIED_VERSION, features
-from profwin_sglang.versions import installed_version, parse_version
+from profwin_sglang.versions import sglang_version
 
 
-@pytest.mark.parametrize(
-    ("text", "parsed"),
-    [("0.5.23", (0, 5, 23)), ("v0.5.23.post1", (0, 5, 23)), ("0.5.23rc0", (0, 5, 23)), ("0.6", (0, 6, 0))],
-)
-def test_parse_version(text: str, parsed: tuple[int, int, int]) -> None:
-    assert parse_version(text) == parsed
+def test_a_release_candidate_is_not_the_release() -> None:
+    assert features("0.5.23rc0").exact_immediate is False
+    assert features("v0.5.23.post1").exact_immediate is True
 
 
-def test_parse_version_rejects_junk() -> None:
+def test_version_rejects_junk() -> None:
     with pytest.raises(ConfigError, match="engine_version"):
-        parse_version("latest")
+        features("latest")
 
 
 def test_features_by_version() -> None:
@@ -37,4 +34,4 @@ def test_features_by_version() -> None:
 
 def test_installed_version_without_sglang() -> None:
     # The dev environment never installs sglang (it lives in its own cached venv).
-    assert installed_version() is None
+    assert sglang_version() is None

@@ -1,4 +1,4 @@
-"""The plugin as the profwin CLI loads it, and session() argument checks. No vLLM needed."""
+"""The plugin as the profwin CLI loads it (plan, args), and session() argument checks. No vLLM needed."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import pytest
 import profwin
 from profwin import Backend, ConfigError, ProfileSpec, Window
 from profwin.cli import main as profwin_main
-from profwin_vllm import SessionError, VllmBackend, installed_version, session
+from profwin_vllm import SessionError, VllmBackend, resolve_version, session
 
 
 def test_entry_point_loads_the_backend() -> None:
     backend = profwin.backend("vllm")
     assert isinstance(backend, VllmBackend)
     assert isinstance(backend, Backend)
-    assert backend.forms == ("serve", "llm", "env", "http")
+    assert backend.default_form == "serve"
 
 
 def test_no_vllm_here_means_the_newest_is_assumed() -> None:
@@ -28,16 +28,17 @@ def test_no_vllm_here_means_the_newest_is_assumed() -> None:
         except importlib.metadata.PackageNotFoundError:
             continue
         pytest.skip(f"{name} is installed in this environment")
-    assert installed_version() is None
-    described = VllmBackend().describe(Window(20, 80))
-    assert described["version"] == "0.33.0 (assumed)"
-    assert (described["delay_iterations"], described["max_iterations"]) == (21, 60)
+    assert resolve_version(None)[1] == "assumed"
+    plan = VllmBackend().plan(ProfileSpec(window=Window(20, 80)))
+    assert (plan.version, plan.version_source) == ("0.33.0", "assumed")
+    assert plan.request == {"profile_prefix": "profwin", "delay_iterations": 21, "max_iterations": 60}
 
 
-def test_describe_for_a_given_version() -> None:
-    described = VllmBackend().describe(Window(5, None), version="0.20.1")
-    assert described["mechanism"] == "launch-config"
-    assert (described["delay_iterations"], described["max_iterations"]) == (6, 0)
+def test_plan_for_a_given_version() -> None:
+    plan = VllmBackend().plan(ProfileSpec(window=Window(5, None)), version="0.20.1")
+    assert (plan.mechanism, plan.per_session, plan.request) == ("launch-config", False, None)
+    config = plan.launch["profiler_config"]
+    assert (config["delay_iterations"], config["max_iterations"]) == (6, 0)
 
 
 def test_cli_args_prints_the_llm_keyword(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -46,7 +47,17 @@ def test_cli_args_prints_the_llm_keyword(capsys: pytest.CaptureFixture[str], tmp
     assert code == 0
     assert out.startswith("profiler_config={'profiler': 'torch', 'torch_profiler_dir': " + repr(str(tmp_path)))
     assert "'delay_iterations': 3, 'max_iterations': 3" in out
-    assert "llm.start_profile(profile_prefix='profwin', delay_iterations=3, max_iterations=3)" in out
+    assert "engine.start_profile(profile_prefix='profwin', delay_iterations=3, max_iterations=3)" in out
+
+
+def test_cli_args_json_is_the_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import json
+
+    code = profwin_main(["args", "vllm", "--window", "2:5", "--json", "--engine-version", "0.32.0", "--out", str(tmp_path)])
+    assert code == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan == VllmBackend().plan(ProfileSpec(window=Window(2, 5), output_dir=tmp_path), version="0.32.0").to_dict()
+    assert profwin.EnginePlan.from_dict(plan).to_dict() == plan
 
 
 def test_cli_args_refuses_a_window_before_012(capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,7 +74,7 @@ def closed_url() -> str:
 def test_session_on_unreachable_server_raises_with_results(tmp_path: Path) -> None:
     url = closed_url()
     spec = ProfileSpec(window=Window(0, 3), output_dir=tmp_path)
-    with pytest.raises(SessionError, match="could not start profiling on every server") as failed, session(url, spec, timeout=5):
+    with pytest.raises(SessionError, match="could not start profiling on 1 of 1 engine") as failed, session(url, spec, timeout=5):
         pass
     (result,) = failed.value.results
     assert result.target == url
@@ -74,8 +85,8 @@ def test_session_on_unreachable_server_raises_with_results(tmp_path: Path) -> No
     ("target", "spec", "kwargs", "message"),
     [
         (object(), "0:3", {}, "expected a vllm.LLM, an AsyncLLM or server URL"),
-        (["http://a", 3], "0:3", {}, "a list of targets must hold server URLs"),
-        ("http://a", 42, {}, "spec must be a ProfileSpec"),
+        (["http://a", 3], "0:3", {}, "expected a vllm.LLM, an AsyncLLM or server URL"),
+        ("http://a", 42, {}, "spec: must be a ProfileSpec"),
         ("http://a", "0:3", {"on_active": "kill"}, "on_active: must be 'error' or 'restart'"),
     ],
 )
@@ -100,5 +111,5 @@ def test_engine_without_profiler_config_says_what_to_pass() -> None:
             raise AssertionError("must not be called")
 
     expected = r"built without a profiler; build it with profiler_config=\{'profiler': 'torch'"
-    with pytest.raises(ConfigError, match=expected), session(LLMShape(), "0:3", version="0.32.0"):
+    with pytest.raises(SessionError, match=expected), session(LLMShape(), "0:3", version="0.32.0"):
         pass

@@ -1,13 +1,48 @@
-"""Writing files so that readers never see half of one."""
+"""Writing files so that readers never see half of one, and nothing but a regular file is replaced."""
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path"]
+from profwin.errors import ConfigError
+
+__all__ = ["atomic_path", "check_output_path"]
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def check_output_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` if profwin may write a file there: a new name in an existing directory, or an
+    existing regular file (which is replaced). Anything else is a :class:`ConfigError`.
+
+    Writing renames a finished file over ``path``, which would replace a FIFO, a device such as
+    ``/dev/null`` or a symbolic link with a regular file; writers call this before any work.
+    """
+    final = Path(path)
+    try:
+        mode = os.lstat(final).st_mode
+    except FileNotFoundError:
+        parent = final.parent
+        if not parent.is_dir():
+            raise ConfigError(f"cannot write {str(final)!r}: its directory {str(parent)!r} does not exist") from None
+        return final
+    except OSError as exc:
+        raise ConfigError(f"cannot write {str(final)!r}: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return final
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    raise ConfigError(f"cannot write {str(final)!r}: it is {kind}; profwin writes only a new file or over a regular file")
 
 
 @contextmanager
@@ -15,13 +50,21 @@ def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
     """Yield a hidden temporary path next to ``final`` (``.NAME.PID.partial`` + ``suffix``) to
     write to; rename it to ``final`` when the block ends, remove it when the block raises.
 
-    A crash or Ctrl-C while writing never leaves a truncated file under ``final``. ``suffix``
-    serves writers that pick a format from the name (torch writes gzip to a ``.gz`` path).
+    ``final`` must pass :func:`check_output_path`. A crash, Ctrl-C or SIGTERM (the CLI turns it
+    into an exception) while writing never leaves a truncated file under ``final``. A write that
+    fails (the directory was removed or became read-only) is a :class:`ConfigError` naming
+    ``final``, not the hidden file. ``suffix`` serves writers that pick a format from the name
+    (torch writes gzip to a ``.gz`` path).
     """
+    final = check_output_path(final)
     tmp = final.with_name(f".{final.name}.{os.getpid()}.partial{suffix}")
     try:
         yield tmp
         os.replace(tmp, final)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        # An error on the hidden file, or on an open file object (no name: a full disk, a size
+        # limit), is about writing ``final``; one naming another file is the caller's own.
+        if isinstance(exc, OSError) and (exc.filename is None or os.fspath(exc.filename) == os.fspath(tmp)):
+            raise ConfigError(f"cannot write {str(final)!r}: {exc.strerror or exc}") from exc
         raise

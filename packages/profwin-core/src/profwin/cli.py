@@ -6,19 +6,24 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import Any
 
+from profwin.atomic import check_output_path
+from profwin.cli_support import int_arg, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
 from profwin.errors import ConfigError, PluginError
-from profwin.plugin_api import BACKENDS_GROUP, RemoteResult
+from profwin.plugin_api import BACKENDS_GROUP
+from profwin.remote import start_remote, stop_remote
+from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
-from profwin.traces.reader import TraceError
-from profwin.window import Window
+from profwin.verl.config import ProfilingDisabled
+from profwin.window import MAX_STEP, Window
 
 __all__ = ["build_parser", "main"]
 
@@ -34,16 +39,6 @@ def _window_arg(text: str) -> Window:
         return Window.parse(text)
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _count_arg(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative int (got {text!r})")
-    return value
 
 
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
@@ -90,10 +85,16 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _cmd_validate(args: argparse.Namespace) -> int:
     notes: list[str] = []
     try:
-        spec = load_spec(args.file)
+        spec = load_spec(args.file, at=args.at)
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
+    except ProfilingDisabled as exc:  # a valid verl config that profiles nothing
+        if args.json:
+            _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})
+        else:
+            print(f"{args.file}: valid, profiles nothing ({exc})")
+        return 0
     except ConfigError as exc:
         errors = exc.errors or [exc]
         if args.json:
@@ -106,6 +107,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     summary = {
         "file": args.file,
         "valid": True,
+        "enabled": True,
         "window": str(spec.window),
         "activities": list(spec.activities) if spec.activities is not None else "auto",
         "record": list(spec.records()),
@@ -120,7 +122,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     else:
         print(f"{args.file}: valid")
         for key, value in summary.items():
-            if key not in ("file", "valid", "notes"):
+            if key not in ("file", "valid", "enabled", "notes"):
                 print(f"  {key}: {value}")
         for note in notes:
             print(f"note: {note}", file=sys.stderr)
@@ -143,7 +145,8 @@ def _cmd_window(args: argparse.Namespace) -> int:
             info["backends"][plugin.name] = {"status": plugin.status, "detail": plugin.detail}
             continue
         try:
-            info["backends"][plugin.name] = dict(load_backend(plugin.name).describe(window, version=versions.get(plugin.name)))
+            plan = load_backend(plugin.name).plan(ProfileSpec(window=window), version=versions.get(plugin.name))
+            info["backends"][plugin.name] = plan.to_dict()
         except (ConfigError, PluginError) as exc:
             info["backends"][plugin.name] = {"error": str(exc)}
     if args.json:
@@ -155,22 +158,35 @@ def _cmd_window(args: argparse.Namespace) -> int:
     record = "until the session stops" if window.steps_to_record is None else f"{window.steps_to_record} step(s)"
     print(f"  record {record}: step {window.start} to {last}")
     for name, described in info["backends"].items():
-        print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+        if "engine" not in described:
+            print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
+            continue
+        numbers = described["request"] or described["launch"] or described["env"]
+        print(
+            f"  {name} {described['version'] or '(version unknown)'} ({described['version_source']}): {described['mechanism']}, "
+            f"records steps {described['records'] or 'until the stop'}; sends {json.dumps(numbers, separators=(',', ':'))}"
+        )
+        if described["server_requirement"]:
+            print(f"    needs {described['server_requirement']}; without it: {described['fallback']}")
     return 0
 
 
 def _cmd_args(args: argparse.Namespace) -> int:
     spec = _spec_from_args(args)
-    print(load_backend(args.engine).render_args(spec, form=args.form, version=args.engine_version))
+    engine = load_backend(args.engine)
+    plan = engine.plan(spec, version=args.engine_version)
+    if args.json:
+        _print_json(plan.to_dict())
+    else:
+        print(render_plan(plan, args.form or engine.default_form))
     return 0
 
 
 def _remote(args: argparse.Namespace, action: str) -> int:
     spec = _spec_from_args(args)
-    engine = load_backend(args.engine)
-    call: Callable[..., list[RemoteResult]] = getattr(engine, action)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
-    results = call(args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
+    call = start_remote if action == "start" else stop_remote
+    results = call(args.engine, args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
     if args.json:
         _print_json([r.to_dict() for r in results])
     else:
@@ -182,14 +198,9 @@ def _remote(args: argparse.Namespace, action: str) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    # Kineto logs every profiler start/stop on stderr at its default level; the demo's output
-    # is what the user reads, so quiet it unless the user chose a level.
-    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
     spec = _spec_from_args(args)
-    if args.steps < 1:
-        raise ConfigError(f"--steps must be >= 1 (got {args.steps})")
     model = TinyDecoder()
     if args.compare_full:
         warm_up_profiler()
@@ -227,6 +238,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
     from profwin.traces import plot_ranks, plot_steps, render_ranks, render_summary, summarize, summarize_ranks, tty_progress
 
+    if args.plot:
+        check_output_path(args.plot)
     if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
         summary = summarize(
             args.trace[0], window=args.window, top=args.top, first_step=args.first_step,
@@ -255,6 +268,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     from profwin.traces import diff, plot_diff, render_diff
 
+    if args.plot:
+        check_output_path(args.plot)
     result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
     if args.plot:
         plot_diff(result, args.plot)
@@ -269,6 +284,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
 
+    check_output_path(args.out)
     result = trim(args.trace, args.window, args.out, first_step=args.first_step, progress=tty_progress(f"trimming {args.trace}"))
     if args.json:
         _print_json(result.to_dict())
@@ -282,9 +298,17 @@ def _cmd_trim(args: argparse.Namespace) -> int:
 
 
 def _version_text() -> str:
-    lines = [f"profwin-core {dist_version('profwin-core')}"]
+    """One line per distribution: the umbrella (when installed), core, then each plugin's with
+    the entry points it provides."""
+    provides: dict[tuple[str, str], list[str]] = {("profwin-core", dist_version("profwin-core")): []}
     for p in list_plugins():
-        lines.append(f"{p.distribution} {p.version} ({p.group}: {p.name}, {p.status})")
+        provides.setdefault((p.distribution, p.version), []).append(f"{p.group}: {p.name}, {p.status}")
+    try:
+        lines = [f"profwin {dist_version('profwin')}"]
+    except PackageNotFoundError:
+        lines = []
+    for (dist, ver), entries in provides.items():
+        lines.append(f"{dist} {ver}" + (f" ({'; '.join(entries)})" if entries else ""))
     return "\n".join(lines)
 
 
@@ -315,7 +339,7 @@ def _add_remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--url", action="append", required=True, help="server URL; repeat for several servers")
     p.add_argument("--engine-version", help="engine version, when it cannot be asked from the server")
     p.add_argument("--api-key", help="bearer token (default: $PROFWIN_API_KEY)")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    p.add_argument("--timeout", type=seconds_arg, default=30.0, help="seconds per request (default 30)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     _add_spec_options(p)
 
@@ -331,7 +355,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_plugins)
 
     p = sub.add_parser("validate", help="check a profile spec file; exit 1 listing every error")
-    p.add_argument("file", help="YAML/JSON spec, or a verl profiler block")
+    p.add_argument("file", help="YAML/JSON spec, or a verl config (a profiler block, or a whole file with --at)")
+    p.add_argument("--at", metavar="KEY.PATH", help="the block to check, e.g. actor_rollout_ref.rollout.profiler")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_validate)
 
@@ -346,8 +371,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("args", help="print the launch arguments an engine needs for a window")
     p.add_argument("engine", help="backend name (vllm, sglang)")
-    p.add_argument("--for", dest="form", help="what to print (backend-specific, e.g. serve, llm, env)")
+    p.add_argument("--for", dest="form", help=f"what to print: {', '.join(FORMS)} (default: the engine's own)")
     p.add_argument("--engine-version", help="target engine version (default: the installed one, else the newest)")
+    p.add_argument("--json", action="store_true", help="print the whole plan as JSON")
     _add_spec_options(p)
     p.set_defaults(func=_cmd_args)
 
@@ -357,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=lambda a, _action=action: _remote(a, _action))
 
     p = sub.add_parser("demo", help="profile a window of a tiny CPU decoder (the main job; needs torch)")
-    p.add_argument("--steps", type=int, default=100, help="generation steps to run (default 100)")
+    p.add_argument("--steps", type=int_arg(1, MAX_STEP), default=100, help="generation steps to run (default 100)")
     p.add_argument("--compare-full", action="store_true", help="also profile the whole run and compare")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--json", action="store_true", help="print results as JSON")
@@ -373,8 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin; several, or a folder: one per rank",
     )  # fmt: skip
     p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
-    p.add_argument("--top", type=_count_arg, default=20, help="operators to list by self time (default 20)")
-    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
+    p.add_argument("--top", type=int_arg(0), default=20, help="operators to list by self time (default 20)")
+    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument(
         "--plot", metavar="PNG",
         help="draw per-step time (one trace) or a steps x ranks heat map (several); needs matplotlib",
@@ -387,8 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("b", help="the trace or folder after (B)")
     p.add_argument("--window", type=_window_arg, help="only these steps, on both sides")
     p.add_argument("--b-window", type=_window_arg, help="other steps for B (default: --window)")
-    p.add_argument("--top", type=_count_arg, default=20, help="operators to list, largest change first (default 20)")
-    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
+    p.add_argument("--top", type=int_arg(0), default=20, help="operators to list, largest change first (default 20)")
+    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument("--plot", metavar="PNG", help="draw per-operator bars of A and B (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_diff)
@@ -397,22 +423,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
     p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
-    p.add_argument("--first-step", type=_count_arg, metavar="N", help=first_step_help)
+    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_trim)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except (ConfigError, PluginError, TraceError) as exc:
-        print(f"profwin: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("profwin: interrupted", file=sys.stderr)
-        return 130
+    return int(args.func(args))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    return run_cli(_main, argv, prog="profwin")
 
 
 if __name__ == "__main__":

@@ -1,23 +1,27 @@
 """Loading a :class:`~profwin.ProfileSpec` from dicts, YAML/JSON text or files, and verl configs.
 
-Every loader goes through :func:`spec_from_mapping` (or :func:`spec_from_verl` for verl's
-profiler blocks), so a rule is checked in one place and each error carries the path of the key
-that broke it.
+Every profwin spec goes through :func:`spec_from_mapping`, and every verl profiler block through
+:mod:`profwin.verl.config` (verl's meaning of each switch), so a rule is checked in one place and
+each error carries the path of the key that broke it. Documents are read here once for both:
+:func:`plain` turns verl's dataclasses and OmegaConf nodes into dicts and lists, :func:`select`
+picks a subtree and resolves its ``${...}`` interpolations.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import difflib
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from profwin.errors import ConfigError, unknown_key
+from profwin.inputs import parse_spec_text, read_spec_file
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.window import Window
 
-__all__ = ["load_spec", "spec_from_mapping", "spec_from_verl", "spec_from_yaml"]
+__all__ = ["load_spec", "plain", "read_document", "select", "spec_from_mapping", "spec_from_yaml"]
 
 _SPEC_KEYS = (
     "window",
@@ -31,42 +35,6 @@ _SPEC_KEYS = (
     "options",
     "on_unavailable",
 )
-
-# verl's contents entries: activities, and what to record (``module`` is verl's spelling).
-_VERL_CONTENTS = {
-    "cpu": "cpu",
-    "cuda": "cuda",
-    "npu": "npu",
-    "memory": "memory",
-    "shapes": "shapes",
-    "stack": "stack",
-    "module": "modules",
-}
-_VERL_TOOL_KEYS = (
-    "contents",
-    "profile_token_start",
-    "profile_token_end",
-    "level",
-    "analysis",
-    "discrete",
-    "name",
-    "schedule",
-    "_target_",
-)
-_VERL_ROLE_KEYS = (
-    "tool", "enable", "all_ranks", "ranks", "save_path", "tool_config", "global_tool_config", "relocate_results",
-    "finish_hook_cmd", "finish_hook_all_ranks", "finish_hook_ranks", "_target_",
-)  # fmt: skip
-
-
-def _plain(data: Any) -> Any:
-    """Turn an OmegaConf ``DictConfig``/``ListConfig`` into plain containers; pass others through."""
-    module = type(data).__module__
-    if module.startswith("omegaconf"):
-        from omegaconf import OmegaConf  # only reachable when the caller already uses omegaconf
-
-        return OmegaConf.to_container(data, resolve=True)
-    return data
 
 
 def _join(path: str, key: str) -> str:
@@ -90,7 +58,7 @@ def _window_from(data: Mapping[str, Any], path: str) -> Window:
             return Window.parse(value)
         except ConfigError as exc:
             raise exc.at(_join(path, "window")) from None
-    return Window.from_mapping(_plain(value), path=_join(path, "window"))
+    return Window.from_mapping(plain(value), path=_join(path, "window"))
 
 
 def _string_list(value: Any, path: str, allowed: tuple[str, ...]) -> list[str]:
@@ -111,7 +79,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
     ``base_dir``, default the working directory); ``prefix``; ``ranks`` (``all``, a rank or a
     list); ``options`` (per-plugin mappings); ``on_unavailable`` (``error`` or ``drop``).
     """
-    data = _plain(data)
+    data = plain(data)
     if not isinstance(data, Mapping):
         raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})", path=path)
     errors = [unknown_key(key, _SPEC_KEYS, path=path) for key in data if key not in _SPEC_KEYS]
@@ -141,7 +109,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
         if key in data:
             field_from(key, lambda key=key: data[key])  # type: ignore[misc]
     if "options" in data:
-        field_from("options", lambda: _plain(data["options"]))
+        field_from("options", lambda: plain(data["options"]))
     if errors:
         raise ConfigError.combine(errors)
     return ProfileSpec(**kwargs)
@@ -155,120 +123,129 @@ def _resolve_dir(out: Any, base_dir: str | os.PathLike[str] | None) -> Any:
 
 def spec_from_yaml(text: str, *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
     """Build a spec from YAML (needs PyYAML: ``pip install 'profwin-core[yaml]'``) or JSON text."""
-    return spec_from_mapping(_parse_text(text, source="<text>"), path=path, base_dir=base_dir)
+    return spec_from_mapping(parse_spec_text(text, source="<text>"), path=path, base_dir=base_dir)
 
 
-def load_spec(source: Mapping[str, Any] | str | os.PathLike[str]) -> ProfileSpec:
-    """Load a spec from a mapping (or OmegaConf config), or from a YAML/JSON file path.
+def load_spec(source: Any, *, at: str | None = None) -> ProfileSpec:
+    """Load a spec from a mapping, an OmegaConf config, a verl config object, or a YAML/JSON file.
 
-    A file may hold the spec itself, a verl role ``profiler`` block, or a document with such a
-    block under ``profiler``; verl blocks are recognised by their ``tool_config``/``contents`` keys.
+    ``at`` selects a subtree by its dotted path (``"actor_rollout_ref.rollout.profiler"``), so a
+    whole trainer config can be read as it is. A profwin spec resolves a relative ``output_dir``
+    against the file's folder; a verl block (recognised by its keys: see
+    :func:`profwin.verl.load_verl`) keeps verl's meaning, with ``save_path`` relative to the working
+    directory, and raises :class:`profwin.verl.ProfilingDisabled` when verl would profile nothing.
     """
-    if isinstance(source, (str, os.PathLike)):
-        file = Path(source)
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"cannot read spec file {str(file)!r}: {exc.strerror or exc}") from None
-        data = _parse_text(text, source=str(file))
-        return _spec_from_document(data, base_dir=file.parent)
-    return _spec_from_document(_plain(source), base_dir=None)
+    document, base_dir = read_document(source)
+    data = select(document, at)
+    from profwin.verl.config import block_kind, verl_spec  # profwin.verl.config reads documents through this module
 
-
-def _spec_from_document(data: Any, *, base_dir: Path | None) -> ProfileSpec:
-    if isinstance(data, Mapping) and set(data) == {"profiler"} and isinstance(data["profiler"], Mapping):
-        return spec_from_verl(data["profiler"], path="profiler", base_dir=base_dir)
-    if isinstance(data, Mapping) and ("tool_config" in data or "contents" in data):
-        return spec_from_verl(data, base_dir=base_dir)
+    if block_kind(data) is not None:
+        return verl_spec(document, at)
     if not isinstance(data, Mapping):
-        raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})")
-    return spec_from_mapping(data, base_dir=base_dir)
+        raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})", path=at or "")
+    return spec_from_mapping(data, base_dir=base_dir, path=at or "")
 
 
-def _parse_text(text: str, *, source: str) -> Any:
-    stripped = text.lstrip()
-    if stripped.startswith("{"):
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{source} is not valid JSON: {exc}") from None
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigError(
-            f"{source} is YAML, which needs PyYAML: pip install 'profwin-core[yaml]' (JSON files need nothing)"
-        ) from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source} is not valid YAML: {exc}") from None
+def read_document(source: Any) -> tuple[Any, Path | None]:
+    """A whole document and the folder relative paths in it start from (``None``: the working
+    directory): a file path is read and parsed, an OmegaConf config is kept (its interpolations
+    resolve against its root), and anything else goes through :func:`plain`."""
+    if isinstance(source, (str, os.PathLike)):
+        data, file = read_spec_file(source)
+        return data, file.parent
+    if _is_omegaconf(source):
+        return source, None
+    return plain(source), None
 
 
-def spec_from_verl(
-    block: Mapping[str, Any],
-    *,
-    tool: str | None = None,
-    path: str = "",
-    base_dir: str | os.PathLike[str] | None = None,
-) -> ProfileSpec:
-    """Build a spec from a verl profiler config.
+def plain(data: Any, *, path: str = "") -> Any:
+    """verl's dataclasses, OmegaConf nodes, mappings and sequences as plain dicts and lists, at any depth.
 
-    ``block`` is either a role ``profiler`` block (``tool``, ``ranks``, ``all_ranks``,
-    ``save_path``, ``tool_config.{torch,npu}``…) or one tool block (``contents``,
-    ``profile_token_start``, ``profile_token_end``, ``level``, ``analysis``, ``discrete``).
-    ``contents`` maps ``cpu``/``cuda``/``npu`` to activities and ``memory``/``shapes``/``stack``/
-    ``module`` to what is recorded; NPU ``level``/``analysis`` go to ``options["npu"]``.
-    ``discrete`` is accepted and has no effect: every profwin session is its own trace.
+    Dataclasses are read field by field: verl's ``BaseConfig`` is a ``Mapping`` whose ``in``
+    raises ``AttributeError`` for a missing key, so the Mapping protocol is never used on it.
+    OmegaConf nodes are converted with their interpolations resolved.
     """
-    block = _plain(block)
-    if not isinstance(block, Mapping):
-        raise ConfigError(f"a verl profiler block must be a mapping (got {type(block).__name__})", path=path)
-    spec_data: dict[str, Any] = {}
-    if "tool_config" in block:
-        for key in block:
-            if key not in _VERL_ROLE_KEYS:
-                raise unknown_key(key, _VERL_ROLE_KEYS, path=path)
-        tool = tool or block.get("tool") or "torch"
-        configs = block["tool_config"] or {}
-        if not isinstance(configs, Mapping) or tool not in configs:
-            raise ConfigError(
-                f"has no block for tool {tool!r} (found {sorted(configs) if isinstance(configs, Mapping) else configs!r})",
-                path=_join(path, "tool_config"),
-            )
-        tool_path = _join(path, f"tool_config.{tool}")
-        tool_block = configs[tool] or {}
-        if block.get("all_ranks"):
-            spec_data["ranks"] = "all"
-        elif block.get("ranks"):
-            spec_data["ranks"] = block["ranks"]
-        if block.get("save_path"):
-            spec_data["output_dir"] = block["save_path"]
-    else:
-        tool_path, tool_block = path, block
-        tool = tool or ("npu" if {"level", "analysis"} & set(block) else "torch")
-    if not isinstance(tool_block, Mapping):
-        raise ConfigError(f"must be a mapping (got {tool_block!r})", path=tool_path)
-    for key in tool_block:
-        if key not in _VERL_TOOL_KEYS:
-            raise unknown_key(key, _VERL_TOOL_KEYS, path=tool_path)
-    contents = _string_list(tool_block.get("contents") or [], _join(tool_path, "contents"), tuple(_VERL_CONTENTS))
-    activities = [_VERL_CONTENTS[c] for c in contents if c in ACTIVITIES]
-    if activities:
-        spec_data["activities"] = activities
-    spec_data["record"] = [_VERL_CONTENTS[c] for c in contents if c not in ACTIVITIES]
-    for key in ("profile_token_start", "profile_token_end"):
-        if tool_block.get(key) is not None:
-            spec_data[key] = tool_block[key]
-    if "discrete" in tool_block and not isinstance(tool_block["discrete"], bool):
-        raise ConfigError(f"must be true or false (got {tool_block['discrete']!r})", path=_join(tool_path, "discrete"))
-    npu_options = {k: tool_block[k] for k in ("level", "analysis") if k in tool_block}
-    if npu_options:
-        spec_data["options"] = {"npu": npu_options}
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return {f.name: plain(getattr(data, f.name), path=_join(path, f.name)) for f in dataclasses.fields(data)}
+    if _is_omegaconf(data):
+        return plain(_to_container(data, path), path=path)
+    if isinstance(data, Mapping):
+        return {key: plain(value, path=_join(path, str(key))) for key, value in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [plain(value, path=f"{path}[{i}]") for i, value in enumerate(data)]
+    return data
+
+
+def select(document: Any, at: str | None) -> Any:
+    """The subtree of ``document`` at the dotted path ``at`` (all of it when ``None``), as plain
+    data, with its ``${...}`` interpolations (``${oc.select:...}`` included) resolved against the
+    whole document through OmegaConf (``pip install 'profwin-core[verl]'``)."""
+    omegaconf = _omegaconf()
+    if omegaconf is not None and not _is_omegaconf(document) and _interpolation(document):
+        document = _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
+    node, walked = document, ""
+    for key in at.split(".") if at else ():
+        if not isinstance(node, Mapping):
+            raise ConfigError(f"no key {key!r} under {walked} (it is a {type(node).__name__})", path="at")
+        keys = [str(k) for k in node]
+        if key not in keys:
+            close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"keys: {', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''}"
+            raise ConfigError(f"no key {key!r} under {walked or 'the document root'} ({hint})", path="at")
+        walked = _join(walked, key)
+        node = _child(node, key, walked)
+    data = plain(node, path=walked)
+    interpolation = _interpolation(data)
+    if interpolation is not None:
+        where, text = interpolation
+        raise ConfigError(
+            f"holds the interpolation {text!r}, which needs OmegaConf to resolve: pip install 'profwin-core[verl]'",
+            path=_join(walked, where),
+        )
+    return data
+
+
+def _child(node: Mapping[Any, Any], key: str, path: str) -> Any:
+    if _is_omegaconf(node):
+        return _omegaconf_call(lambda: node[key], path)  # resolves an interpolated child
+    return node[key]
+
+
+def _interpolation(data: Any, path: str = "") -> tuple[str, str] | None:
+    """The first ``${...}`` string in plain data, with its path."""
+    if isinstance(data, str):
+        return (path, data) if "${" in data else None
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        found = _interpolation(value, f"{path}[{key}]" if isinstance(key, int) else _join(path, str(key)))
+        if found is not None:
+            return found
+    return None
+
+
+def _omegaconf() -> Any:
     try:
-        window = _window_from(spec_data, "")
-    except ConfigError as exc:
-        raise exc.at(tool_path) from None
-    spec_data.pop("profile_token_start", None)
-    spec_data.pop("profile_token_end", None)
-    spec_data["window"] = {"start": window.start, "end": window.end}
-    return spec_from_mapping(spec_data, path=path, base_dir=base_dir)
+        import omegaconf
+    except ImportError:
+        return None
+    return omegaconf
+
+
+def _is_omegaconf(data: Any) -> bool:
+    return type(data).__module__.startswith("omegaconf")
+
+
+def _to_container(node: Any, path: str) -> Any:
+    from omegaconf import OmegaConf  # only reachable with an OmegaConf node in hand
+
+    return _omegaconf_call(lambda: OmegaConf.to_container(node, resolve=True), path)
+
+
+def _omegaconf_call(call: Callable[[], Any], path: str) -> Any:
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        return call()
+    except OmegaConfBaseException as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ConfigError(f"OmegaConf cannot read it: {reason}", path=path) from None

@@ -2,27 +2,41 @@
 
 Listing loads only each entry point's small module (a :class:`~profwin.plugin_api.PluginSpec`)
 and checks the plugin's run-time requirements with ``importlib.util.find_spec``. A plugin that
-fails to load is reported with its error and never hides the others.
+fails to load is reported with its error and never hides the others: whatever its import does
+(raise anything, call ``sys.exit()``, print) is caught, and what it prints is kept off stdout,
+which belongs to the command's output. When two distributions register one name, profwin's own
+distribution wins (else the first in ``importlib.metadata`` order) and the other is listed as
+``shadowed``: a third-party package cannot silently replace a built-in plugin.
 """
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import importlib
 import importlib.metadata
 import importlib.util
-from collections.abc import Mapping
+import io
+from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
 from attrs import frozen
 
-from profwin.errors import ConfigError, PluginError
-from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, Backend, PluginSpec, Profiler
+from profwin.engine import Backend
+from profwin.errors import ConfigError, PluginError, Terminated, shown
+from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, PluginSpec, Profiler
 from profwin.spec import ProfileSpec
 
 __all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
 
-Status = Literal["ok", "missing dependency", "incompatible", "failed"]
+Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
 _GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
+# Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
+_PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
+_OWN_DISTRIBUTIONS = frozenset({"profwin-core", *(f"profwin-{extra}" for extra in _PUBLISHED.values())})
+# What wrote to stdout while being imported, and the error: a module is imported once per
+# process, so the second listing must still report what the first one saw.
+_noisy: dict[str, str] = {}
 
 
 @frozen(kw_only=True)
@@ -61,6 +75,35 @@ def _missing(requires: tuple[str, ...]) -> list[str]:
     return missing
 
 
+def _guarded(what: str, load: Callable[[], object]) -> object:
+    """``load()`` with nothing it does escaping: any exception, ``sys.exit()`` and ``KeyboardInterrupt``
+    raised by the plugin become a :class:`PluginError`; what it prints goes to the error, not stdout.
+
+    Only SIGTERM (:class:`~profwin.errors.Terminated`) passes through: it is not the plugin's doing.
+    """
+    if what in _noisy:
+        raise PluginError(_noisy[what])
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            obj = load()
+    except Terminated:
+        raise
+    except SystemExit as exc:
+        raise PluginError(f"{what} called sys.exit({shown(exc.code)}) while being imported") from None
+    except BaseException as exc:  # a broken plugin must not take the command down
+        raise PluginError(f"{what} raised {type(exc).__name__}: {' '.join(str(exc).split())[:200]}") from None
+    if printed.getvalue():
+        text = " ".join(printed.getvalue().split())
+        _noisy[what] = f"{what} printed to stdout while being imported ({shown(text)}); a plugin must not write to stdout"
+        raise PluginError(_noisy[what])
+    return obj
+
+
+def _distribution(ep: importlib.metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist is not None else "?"
+
+
 def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
     dist = ep.dist
     base: dict[str, Any] = {
@@ -70,14 +113,18 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
         "version": dist.version if dist is not None else "?",
     }
     try:
-        spec = ep.load()
-    except Exception as exc:  # a broken plugin must not hide the others
-        return PluginInfo(**base, status="failed", detail=f"{type(exc).__name__}: {exc}")
+        spec = _guarded(f"module {ep.module}", ep.load)
+    except PluginError as exc:
+        return PluginInfo(**base, status="failed", detail=str(exc))
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != PLUGIN_API:
+        upgrade = "upgrade the plugin" if spec.api < PLUGIN_API else "upgrade profwin-core"
         return PluginInfo(
-            **base, status="incompatible", detail=f"written for plugin API {spec.api}, core has {PLUGIN_API}", spec=spec
+            **base,
+            status="incompatible",
+            detail=f"written for plugin API {spec.api}, this profwin-core speaks {PLUGIN_API}: {upgrade}",
+            spec=spec,
         )
     missing = _missing(spec.requires)
     if missing:
@@ -91,15 +138,23 @@ def plugins(group: str | None = None) -> list[PluginInfo]:
     groups = _GROUPS if group is None else (group,)
     found = []
     for grp in groups:
-        seen: set[str] = set()
-        for ep in importlib.metadata.entry_points(group=grp):
-            # The same distribution can be visible twice (e.g. an editable install plus a
-            # sys.path entry); report each name once, first one wins as importlib would load.
-            if ep.name in seen:
-                continue
-            seen.add(ep.name)
-            found.append(_inspect(ep, grp))
-    return sorted(found, key=lambda p: (p.group, p.name))
+        first: dict[str, PluginInfo] = {}
+        entry_points = importlib.metadata.entry_points(group=grp)
+        for ep in sorted(entry_points, key=lambda ep: _distribution(ep) not in _OWN_DISTRIBUTIONS):
+            dist = _distribution(ep)
+            winner = first.get(ep.name)
+            if winner is None:
+                first[ep.name] = info = _inspect(ep, grp)
+                found.append(info)
+            elif winner.distribution != dist:
+                version = ep.dist.version if ep.dist is not None else "?"
+                why = "is profwin's own" if winner.distribution in _OWN_DISTRIBUTIONS else "comes first on sys.path"
+                detail = f"{ep.value} is not used: {winner.distribution} {winner.version} registers {ep.name!r} too, and {why}"
+                found.append(
+                    PluginInfo(name=ep.name, group=grp, distribution=dist, version=version, status="shadowed", detail=detail)
+                )
+            # else: one distribution visible twice (an editable install plus a sys.path entry).
+    return sorted(found, key=lambda p: (p.group, p.name, p.status == "shadowed"))
 
 
 _loaded: dict[tuple[str, str], object] = {}
@@ -109,9 +164,9 @@ def _instantiate(info: PluginInfo, kind: str) -> object:
     assert info.spec is not None
     module_name, _, attr = info.spec.target.partition(":")
     try:
-        obj: object = getattr(importlib.import_module(module_name), attr)
-    except Exception as exc:
-        raise PluginError(f"{kind} {info.name!r} failed to load {info.spec.target}: {type(exc).__name__}: {exc}") from exc
+        obj = _guarded(f"{kind} {info.name!r} ({info.spec.target})", lambda: getattr(importlib.import_module(module_name), attr))
+    except PluginError as exc:
+        raise PluginError(f"{kind} {info.name!r} failed to load: {exc}") from None
     return obj() if isinstance(obj, type) else obj
 
 
@@ -119,11 +174,13 @@ def _load(group: str, name: str) -> object:
     key = (group, name)
     if key in _loaded:
         return _loaded[key]
-    infos = {p.name: p for p in plugins(group)}
+    infos = {p.name: p for p in plugins(group) if p.status != "shadowed"}
     kind = "backend" if group == BACKENDS_GROUP else "profiler"
     if name not in infos:
         installed = ", ".join(sorted(infos)) or "none"
-        raise PluginError(f"unknown {kind} {name!r}; installed {kind}s: {installed}")
+        extra = _PUBLISHED.get(name)
+        hint = f"; install it with: pip install profwin-{extra} (or: pip install 'profwin[{extra}]')" if extra else ""
+        raise PluginError(f"unknown {kind} {shown(name)}; installed {kind}s: {installed}{hint}")
     info = infos[name]
     if info.status != "ok" or info.spec is None:
         raise PluginError(f"{kind} {name!r} from {info.distribution} {info.version} is not usable: {info.status} ({info.detail})")
@@ -142,11 +199,13 @@ def profiler(name: str) -> Profiler:
 
 
 def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
-    """Check ``spec.options`` with the plugins they are for, without their engines.
+    """Check ``spec`` with the plugins it names, without their engines.
 
-    Returns ``(errors, notes)``: errors from each plugin's ``validate_options(options)`` (an
-    optional method of backends and profilers), and notes for options no installed plugin
-    checks. A plugin whose engine is missing still validates: only its own module is imported.
+    Returns ``(errors, notes)``. Each ``options.<name>`` block must name an installed plugin
+    (an error otherwise, listing the installed ones) and is checked by that plugin's
+    ``validate_options(options)`` when it has one; a backend named in ``options`` also plans the
+    spec (``plan(spec)``), so what ``profwin validate`` accepts ``profwin args`` does not reject.
+    A plugin whose engine is missing still validates: only its own module is imported.
     """
     errors: list[ConfigError] = []
     notes: list[str] = []
@@ -154,16 +213,26 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
     for name, options in spec.options.items():
         info = infos.get(name)
         if info is None:
-            notes.append(f"options.{name}: no installed plugin named {name!r} checks these options")
-            continue
-        check = getattr(_instantiate(info, info.group), "validate_options", None)
-        if check is None:
-            notes.append(
-                f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
-            )
+            installed = ", ".join(sorted(infos)) or "none"
+            close = difflib.get_close_matches(name, list(infos), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            errors.append(ConfigError(f"no plugin {name!r}; installed: {installed}{hint}", path=f"options.{name}"))
             continue
         try:
-            check(options)
+            instance = _instantiate(info, info.group)
+        except PluginError as exc:
+            errors.append(ConfigError(str(exc), path=f"options.{name}"))
+            continue
+        check = getattr(instance, "validate_options", None)
+        try:
+            if check is not None:
+                check(options)
+            elif info.group != BACKENDS_GROUP:
+                notes.append(
+                    f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
+                )
+            if info.group == BACKENDS_GROUP:
+                cast(Backend, instance).plan(spec)
         except ConfigError as exc:
             errors.extend(exc.errors or [exc])
     return errors, notes
@@ -178,7 +247,8 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
     """
     found: list[Mapping[str, Any]] = []
     for ep in importlib.metadata.entry_points(group=ENGINE_FLAVOURS_GROUP):
-        flavour = ep.load()(engine, version, spec)
+        describe = cast(Callable[..., Any], _guarded(f"module {ep.module}", ep.load))
+        flavour = describe(engine, version, spec)
         if flavour is not None:
             found.append(flavour)
     return found

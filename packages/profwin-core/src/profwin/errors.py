@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import difflib
 
+SHOWN_CHARS = 80
+"""The most characters of a user's value an error message quotes (see :func:`shown`)."""
+
 
 class ConfigError(ValueError):
     """A profiling configuration is invalid.
@@ -37,15 +40,33 @@ class ConfigError(ValueError):
         return ConfigError(self.reason, path=path)
 
 
-class PluginError(RuntimeError):
-    """A plugin is unknown, failed to import, or lacks the library it drives."""
+def shown(value: object, *, limit: int = SHOWN_CHARS) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters with its full length noted.
+
+    Every message that quotes a user's value goes through this, so a 5,000-character window
+    bound or key comes back as one readable line.
+    """
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text):,} characters)"
 
 
 def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = "") -> ConfigError:
     """The error for a key outside ``valid``, suggesting the closest valid one."""
-    close = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
+    close = difflib.get_close_matches(str(key)[:SHOWN_CHARS], list(valid), n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"unknown key {key!r} (valid keys: {', '.join(valid)}){hint}", path=path)
+    return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(valid)}){hint}", path=path)
+
+
+class PluginError(RuntimeError):
+    """A plugin is unknown, failed to import, or lacks the library it drives."""
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived; the ``profwin`` commands raise it in the main thread so files being
+    written are removed. A BaseException, like KeyboardInterrupt: ``except Exception`` must not
+    swallow it."""
 
 
 class WindowWarning(UserWarning):

@@ -35,7 +35,6 @@ __all__ = [
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "Artifact",
-    "Backend",
     "Driver",
     "PluginSpec",
     "Profiler",
@@ -46,8 +45,10 @@ __all__ = [
 _T = TypeVar("_T")
 _U = TypeVar("_U")
 
-PLUGIN_API = 1
-"""Version of the protocols below; a plugin built for another version is reported ``incompatible``."""
+PLUGIN_API = 2
+"""Version of the plugin protocols (these and :mod:`profwin.engine`); a plugin built for another
+version is reported ``incompatible``. 2 (profwin-core 0.2): backends return an ``EnginePlan`` and
+give ``EngineTarget`` objects; ``render_args``/``describe``/``start``/``stop`` are gone."""
 
 BACKENDS_GROUP = "profwin.backends"
 PROFILERS_GROUP = "profwin.profilers"
@@ -182,40 +183,3 @@ class Profiler(Protocol):
 
     def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
         """Open a driver at the start of step ``first_step`` (``window.start - lead_steps`` or 0)."""
-
-
-@runtime_checkable
-class Backend(Protocol):
-    """An engine that owns its profiler and takes the window as arguments (vLLM, SGLang)."""
-
-    name: str
-    forms: tuple[str, ...]
-    """What :meth:`render_args` can print, e.g. ``("serve", "llm", "env")``; the first is the default."""
-
-    def describe(self, window: Window, *, version: str | None = None) -> Mapping[str, Any]:
-        """The numbers this engine is sent for ``window`` (for ``profwin window``)."""
-
-    def render_args(self, spec: ProfileSpec, *, form: str | None = None, version: str | None = None) -> str:
-        """Text to paste into a launch command, a Python call or a shell (``profwin args``)."""
-
-    def start(
-        self,
-        targets: Sequence[str],
-        spec: ProfileSpec,
-        *,
-        version: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-    ) -> list[RemoteResult]:
-        """Start a session with ``spec``'s window on each server URL, concurrently."""
-
-    def stop(
-        self,
-        targets: Sequence[str],
-        spec: ProfileSpec,
-        *,
-        version: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-    ) -> list[RemoteResult]:
-        """Stop the session on each server URL and collect the files it wrote."""

@@ -9,7 +9,7 @@ import warnings
 from types import TracebackType
 
 from profwin.discovery import profiler as load_profiler
-from profwin.errors import ConfigError, WindowWarning
+from profwin.errors import ConfigError, WindowWarning, shown
 from profwin.plugin_api import Artifact, Driver, Profiler
 from profwin.spec import ProfileSpec
 from profwin.window import Window
@@ -19,10 +19,19 @@ __all__ = ["Session", "current_rank"]
 _NEVER = math.inf
 
 
+_MAX_RANK = 2**31 - 1
+
+
 def current_rank(explicit: int | None = None) -> int:
     """This process's rank: ``explicit``, else ``torch.distributed``'s if it is initialised,
-    else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch."""
+    else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch.
+
+    A rank is an ``int`` in ``[0, 2**31 - 1]`` (``bool`` is not a rank); in the environment it
+    is written in ASCII digits.
+    """
     if explicit is not None:
+        if isinstance(explicit, bool) or not isinstance(explicit, int) or not 0 <= explicit <= _MAX_RANK:
+            raise ConfigError(f"must be None or an int in [0, {_MAX_RANK}] (got {shown(explicit)})", path="rank")
         return explicit
     dist = sys.modules.get("torch.distributed")
     if dist is not None and dist.is_available() and dist.is_initialized():
@@ -30,8 +39,12 @@ def current_rank(explicit: int | None = None) -> int:
     for var in ("RANK", "LOCAL_RANK"):
         value = os.environ.get(var, "").strip()
         if value:
-            if not value.isdigit():
-                raise ConfigError(f"environment variable {var} must be a non-negative integer (got {value!r})")
+            # str.isdigit() also accepts digits of other scripts and superscripts, which int() then
+            # reads differently or refuses: a rank in the environment is ASCII digits only.
+            if not (value.isascii() and value.isdigit()) or len(value) > len(str(_MAX_RANK)) or int(value) > _MAX_RANK:
+                raise ConfigError(
+                    f"environment variable {var} must be an integer in [0, {_MAX_RANK}] in ASCII digits (got {shown(value)})"
+                )
             return int(value)
     return 0
 
@@ -78,7 +91,8 @@ class Session:
         self.artifacts: list[Artifact] = []
         self._plugin: str | Profiler = profiler
         self._driver: Driver | None = None
-        self._wake: float = _NEVER
+        # Step 0 reaches _boundary, which refuses a step() before start().
+        self._wake: float = 0
         self._first = 0
         self._state = "new"
 
@@ -95,6 +109,7 @@ class Session:
             raise RuntimeError(f"a profwin.Session can be started once (this one is {self._state})")
         self._state = "running"
         if not self.active:
+            self._wake = _NEVER
             return self
         if isinstance(self._plugin, str):
             self._plugin = load_profiler(self._plugin)
@@ -159,6 +174,9 @@ class Session:
     # -- window edges -----------------------------------------------------------------------
 
     def _boundary(self) -> None:
+        if self._state == "new":
+            self.steps -= 1
+            raise RuntimeError("profwin.Session.step() was called before start(): enter the session (`with session:`) first")
         step, window = self.steps, self.spec.window
         if self._driver is None:
             assert not isinstance(self._plugin, str)

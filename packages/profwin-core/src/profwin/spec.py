@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from attrs import evolve, field, frozen
 
-from profwin.errors import ConfigError
+from profwin.errors import ConfigError, shown
+from profwin.inputs import expand_user
 from profwin.window import Window
 
 __all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "Ranks"]
@@ -41,29 +42,34 @@ def _check_activities(_: object, __: object, value: Any) -> None:
     if value is None:
         return
     if isinstance(value, str) or not isinstance(value, tuple):
-        raise ConfigError(f"activities must be a list drawn from {list(ACTIVITIES)} or None (got {value!r})", path="activities")
+        raise ConfigError(
+            f"activities must be a list drawn from {list(ACTIVITIES)} or None (got {shown(value)})", path="activities"
+        )
     if not value:
         raise ConfigError("activities must not be empty; leave it unset for CPU plus the accelerator present", path="activities")
     for i, item in enumerate(value):
         if item not in ACTIVITIES:
-            raise ConfigError(f"must be one of {list(ACTIVITIES)} (got {item!r})", path=f"activities[{i}]")
+            raise ConfigError(f"must be one of {list(ACTIVITIES)} (got {shown(item)})", path=f"activities[{i}]")
 
 
 def _check_bool(instance: object, attribute: Any, value: object) -> None:
     if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {value!r})", path=attribute.name)
+        raise ConfigError(f"must be true or false (got {shown(value)})", path=attribute.name)
 
 
 def _to_path(value: str | os.PathLike[str]) -> Path:
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise ConfigError(f"must be a non-empty path (got {value!r})", path="output_dir")
-    return Path(value).expanduser().absolute()
+        raise ConfigError(f"must be a non-empty path (got {shown(value)})", path="output_dir")
+    try:
+        return expand_user(value, what="path").absolute()
+    except ConfigError as exc:
+        raise exc.at("output_dir") from None
 
 
 def _check_prefix(_: object, __: object, value: object) -> None:
     if not isinstance(value, str) or not _PREFIX.fullmatch(value):
         raise ConfigError(
-            f"must be 1-128 characters of [A-Za-z0-9._-] starting with a letter or digit (got {value!r})",
+            f"must be 1-128 characters of [A-Za-z0-9._-] starting with a letter or digit (got {shown(value)})",
             path="prefix",
         )
 
@@ -82,10 +88,10 @@ def _check_ranks(_: object, __: object, value: object) -> None:
     if value == "all":
         return
     if not isinstance(value, tuple) or not value:
-        raise ConfigError(f"must be 'all', a rank, or a non-empty list of ranks (got {value!r})", path="ranks")
+        raise ConfigError(f"must be 'all', a rank, or a non-empty list of ranks (got {shown(value)})", path="ranks")
     for i, rank in enumerate(value):
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ConfigError(f"must be a non-negative int (got {rank!r})", path=f"ranks[{i}]")
+            raise ConfigError(f"must be a non-negative int (got {shown(rank)})", path=f"ranks[{i}]")
 
 
 def _to_options(value: object) -> Any:
@@ -96,20 +102,20 @@ def _to_options(value: object) -> Any:
 
 def _check_options(_: object, __: object, value: object) -> None:
     if not isinstance(value, Mapping):
-        raise ConfigError(f"must map a plugin name to its options (got {value!r})", path="options")
+        raise ConfigError(f"must map a plugin name to its options (got {shown(value)})", path="options")
     for name, opts in value.items():
         if not isinstance(name, str) or not isinstance(opts, Mapping):
-            raise ConfigError(f"must be a mapping of options for plugin {name!r} (got {opts!r})", path=f"options.{name}")
+            raise ConfigError(f"must be a mapping of options for plugin {name!r} (got {shown(opts)})", path=f"options.{name}")
 
 
 def _check_window(_: object, __: object, value: object) -> None:
     if not isinstance(value, Window):
-        raise ConfigError(f"must be a profwin.Window (got {value!r}); use Window.parse('20:80')", path="window")
+        raise ConfigError(f"must be a profwin.Window (got {shown(value)}); use Window.parse('20:80')", path="window")
 
 
 def _check_unavailable(_: object, __: object, value: object) -> None:
     if value not in ("error", "drop"):
-        raise ConfigError(f"must be 'error' or 'drop' (got {value!r})", path="on_unavailable")
+        raise ConfigError(f"must be 'error' or 'drop' (got {shown(value)})", path="on_unavailable")
 
 
 @frozen(kw_only=True)

@@ -42,8 +42,15 @@ _FORMATS = {"json.gz": ".pt.trace.json.gz", "json": ".pt.trace.json"}
 _OPTIONS = ("format",)
 
 
+def _quiet_kineto() -> None:
+    # Kineto logs every start and stop on stderr ("USDT: ... profiler_start") at its default
+    # level, read once at its first use; the user's own setting wins.
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
+
+
 def import_torch() -> Any:
-    """Import torch or fail with what to install."""
+    """Import torch or fail with what to install; Kineto is quietened before any profiler use."""
+    _quiet_kineto()
     try:
         import torch
     except ImportError as exc:
@@ -119,6 +126,11 @@ class TorchProfiler:
         return TorchDriver(spec, window=window, first_step=first_step, rank=rank)
 
 
+# The WindowedProfile holding Kineto in this process: Kineto is one per process, and a second
+# profiler prepared while one runs crashes it (a segfault, not an exception).
+_kineto_owner: WindowedProfile | None = None
+
+
 class WindowedProfile:
     """A ``torch.profiler.profile`` recording exactly a window's steps, for drivers to build on.
 
@@ -126,13 +138,30 @@ class WindowedProfile:
     recorded) and starts recording when step ``window.start`` begins; each recorded step ``k``
     is wrapped in ``record_function("ProfilerStep#k")``. The ``torch`` and ``memory`` profilers
     share it and differ only in what they write from :attr:`prof` after :meth:`stop`.
+
+    One may be open per process, and none while the user's own torch.profiler runs: a second
+    is a :class:`PluginError` naming the first, instead of Kineto crashing the process.
     """
+
+    _window: Window
 
     def __init__(
         self, torch: Any, *, window: Window, first_step: int, metadata: Mapping[str, Any] | None = None, **profile_kwargs: Any
     ) -> None:
+        global _kineto_owner
         from torch.profiler import profile
 
+        if _kineto_owner is not None:
+            raise PluginError(
+                f"another profwin session is recording window {_kineto_owner._window} with torch.profiler in this "
+                f"process; torch.profiler runs one session at a time, so window {window} cannot open now (nested sessions?)"
+            )
+        if torch.autograd.profiler._is_profiler_enabled:
+            raise PluginError(
+                f"a torch.profiler session is already running in this process; torch.profiler runs one session at a time, "
+                f"so profwin cannot open window {window} inside it"
+            )
+        _quiet_kineto()
         self._torch = torch
         self._window = window
         self._metadata = dict(metadata or {})
@@ -142,6 +171,7 @@ class WindowedProfile:
         self.recording = False
         self.prof = profile(**profile_kwargs)
         self.prof.prepare_trace()
+        _kineto_owner = self
         self._enter(first_step)
 
     def _enter(self, step: int) -> None:
@@ -168,12 +198,16 @@ class WindowedProfile:
 
     def stop(self, steps: Window | None) -> bool:
         """Stop recording; true when ``steps`` (the part of the window that ran) is worth writing."""
-        self._exit_marker()
-        if not self.recording:
-            # Closed during warm-up: finish the prepared Kineto session and write nothing, as
-            # torch.profiler does when it exits in WARMUP.
-            self.prof.start_trace()
-        self.prof.stop_trace()
+        global _kineto_owner
+        try:
+            self._exit_marker()
+            if not self.recording:
+                # Closed during warm-up: finish the prepared Kineto session and write nothing, as
+                # torch.profiler does when it exits in WARMUP.
+                self.prof.start_trace()
+            self.prof.stop_trace()
+        finally:
+            _kineto_owner = None
         return steps is not None  # None: no step of the window ran (e.g. closed right after entering)
 
 

@@ -19,9 +19,14 @@ from typing import Any
 
 from attrs import field, frozen
 
-from profwin.errors import ConfigError, unknown_key
+from profwin.errors import ConfigError, shown, unknown_key
 
-__all__ = ["Window", "check_bounds"]
+__all__ = ["MAX_STEP", "Window", "check_bounds"]
+
+MAX_STEP = 2**31 - 1
+"""The largest window bound: engines count steps in 32-bit ints (SGLang's ``start_step`` is an
+absolute scheduler counter, vLLM's ``delay_iterations``/``max_iterations`` end up in C++ ints
+of the profiler), so a larger bound would overflow there instead of failing here."""
 
 _DIGITS = re.compile(r"[0-9]+")
 _KEY_STYLES: tuple[tuple[str, str], ...] = (
@@ -31,7 +36,11 @@ _KEY_STYLES: tuple[tuple[str, str], ...] = (
 
 
 def _describe(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
+    return f"{shown(value)} ({type(value).__name__})"
+
+
+def _too_large(name: str, value: object) -> ConfigError:
+    return ConfigError(f"{name} must be <= {MAX_STEP} (2**31 - 1, the engines' step counters; got {shown(value)})")
 
 
 def check_bounds(
@@ -44,7 +53,8 @@ def check_bounds(
     """Validate window bounds and return them normalised (``start=None`` becomes 0).
 
     This is the one rule every window in profwin passes through: each bound is ``None`` or a
-    non-negative ``int`` (``bool`` is not accepted), and ``end > start`` when ``end`` is set.
+    non-negative ``int`` (``bool`` is not accepted) no larger than :data:`MAX_STEP`, and
+    ``end > start`` when ``end`` is set.
     ``names`` are the field names used in error messages, so a verl-style config reports
     ``profile_token_end`` rather than ``end``.
     """
@@ -54,13 +64,15 @@ def check_bounds(
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{name} must be a non-negative int or None (got {_describe(value)})", path=path)
         if value < 0:
-            raise ConfigError(f"{name} must be >= 0 (got {value})", path=path)
+            raise ConfigError(f"{name} must be >= 0 (got {shown(value)})", path=path)
+        if value > MAX_STEP:
+            raise _too_large(name, value).at(path)
     first = 0 if start is None else start
     assert isinstance(first, int)  # narrowed above; kept for the type checker
     if end is not None:
         assert isinstance(end, int)
         if end <= first:
-            raise ConfigError(f"{names[1]} must be > {names[0]} (got {names[0]}={start}, {names[1]}={end})", path=path)
+            raise ConfigError(f"{names[1]} must be > {names[0]} (got {names[0]}={first}, {names[1]}={end})", path=path)
     return first, end  # type: ignore[return-value]
 
 
@@ -90,16 +102,23 @@ class Window:
             raise ConfigError(f"{field_name} must be text like '20:80' (got {_describe(text)})")
         parts = text.split(":")
         if len(parts) != 2:
-            raise ConfigError(f"{field_name} must have exactly one ':' as in 'START:END', '20:', ':80' or ':' (got {text!r})")
+            raise ConfigError(
+                f"{field_name} must have exactly one ':' as in 'START:END', '20:', ':80' or ':' (got {shown(text)})"
+            )
         bounds: list[int | None] = []
         for label, part in zip(("start", "end"), parts, strict=True):
             part = part.strip()
             if not part:
                 bounds.append(None)
             elif _DIGITS.fullmatch(part):
+                # int() of thousands of digits is slow (and refused past 4,300): compare lengths first.
+                if len(part.lstrip("0")) > len(str(MAX_STEP)):
+                    raise _too_large(f"{field_name} {label}", part)
                 bounds.append(int(part))
             else:
-                raise ConfigError(f"{field_name} {label} must be a non-negative integer or empty (got {part!r} in {text!r})")
+                raise ConfigError(
+                    f"{field_name} {label} must be a non-negative integer or empty (got {shown(part)} in {shown(text)})"
+                )
         first, last = check_bounds(*bounds, names=(f"{field_name} start", f"{field_name} end"))
         return cls(first, last)
 
@@ -114,7 +133,7 @@ class Window:
         used = [style for style in _KEY_STYLES if any(key in data for key in style)]
         if len(used) > 1:
             raise ConfigError(
-                f"use either start/end or profile_token_start/profile_token_end, not both (got keys {sorted(data)})",
+                f"use either start/end or profile_token_start/profile_token_end, not both (got keys {shown(sorted(data))})",
                 path=path,
             )
         names = used[0] if used else _KEY_STYLES[0]

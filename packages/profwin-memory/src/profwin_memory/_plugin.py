@@ -1,6 +1,6 @@
 """Entry point of the profwin-memory plugin: a description only, so listing plugins stays cheap."""
 
-from profwin import PluginSpec
+from profwin.plugin import PluginSpec
 
 PLUGIN = PluginSpec(
     name="memory",

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from profwin.plugin import run_cli
 from profwin_memory.provenance import UntrustedSnapshotError
 from profwin_memory.reader import summarize
 
@@ -43,6 +44,11 @@ def _render(summary: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``profwin-memory``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    return run_cli(_main, argv, prog="profwin-memory")
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="profwin-memory", description="read what the profwin memory profiler wrote")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("summarize", help="peak, per-step and top allocators of snapshots and timelines")
@@ -59,12 +65,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             summary = summarize(path, trust=args.trust)
         except UntrustedSnapshotError as exc:
-            print(f"profwin-memory: refusing {path}: {exc}", file=sys.stderr)
-            status = 1
-            continue
+            error = f"refusing {path}: {exc}"
+        except FileNotFoundError:
+            error = f"cannot read {path}: no such file"
         except (OSError, ValueError) as exc:
-            print(f"profwin-memory: cannot read {path}: {exc}", file=sys.stderr)
-            status = 1
+            error = f"cannot read {path}: {' '.join(str(exc).split())}"
+        else:
+            print(json.dumps(summary) if args.json else _render(summary))
             continue
-        print(json.dumps(summary) if args.json else _render(summary))
+        status = 1
+        if args.json:  # one JSON object per file, failures included
+            print(json.dumps({"error": error, "path": str(path)}))
+        else:
+            print(f"profwin-memory: {error}", file=sys.stderr)
     return status

@@ -26,8 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin import Artifact, ProfileSpec, Window, atomic_path
-from profwin.torch_driver import STEP_MARKER, WindowedProfile
+from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, atomic_path
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 

@@ -15,7 +15,7 @@ import os
 import platform
 from typing import Any
 
-from profwin import Artifact, ProfileSpec, Window, atomic_path
+from profwin.plugin import Artifact, ProfileSpec, Window, atomic_path
 from profwin_memory import provenance
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions

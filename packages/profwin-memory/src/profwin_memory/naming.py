@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from profwin import ProfileSpec, Window
+from profwin.plugin import ProfileSpec, Window
 
 __all__ = ["artifact_path"]
 

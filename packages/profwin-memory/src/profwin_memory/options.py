@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from profwin import ConfigError
-from profwin.errors import unknown_key
+from profwin.plugin import ConfigError, unknown_key
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "parse_options"]
 

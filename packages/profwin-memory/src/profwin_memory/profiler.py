@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin import ConfigError, Driver, PluginError, ProfileSpec, Window
+from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import parse_options

@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin import atomic_path
+from profwin.plugin import atomic_path
 
 __all__ = ["SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 

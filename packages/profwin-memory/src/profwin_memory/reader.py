@@ -13,6 +13,7 @@ import gzip
 import io
 import json
 import pickle
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,7 +23,10 @@ from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.provenance import UntrustedSnapshotError, verify
 
-__all__ = ["load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline"]
+__all__ = ["MAX_TIMELINE_BYTES", "load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline"]
+
+MAX_TIMELINE_BYTES = 256 << 20
+"""Largest CPU memory timeline read, decompressed (256 MiB; profwin writes a few MB per window)."""
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
@@ -39,6 +43,7 @@ def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     file, unless ``trust`` is true.
     """
     path = Path(path)
+    path.stat()  # a missing file is "no such file", not "no signature"
     if not trust:
         verify(path)
     data = path.read_bytes()
@@ -131,8 +136,22 @@ def summarize_snapshot(path: str | Path, *, trust: bool = False, top: int = 10) 
 def load_timeline(path: str | Path) -> dict[str, Any]:
     """A CPU memory timeline written by the memory profiler (plain JSON, safe to read)."""
     path = Path(path)
-    raw = path.read_bytes()
-    data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        try:
+            # Read at most the limit plus one byte, decompressed: a 9 MB gzip can inflate to GBs.
+            raw = (gzip.GzipFile(fileobj=f) if gz else f).read(MAX_TIMELINE_BYTES + 1)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ValueError(f"{path} is a damaged gzip file ({exc})") from None
+    if len(raw) > MAX_TIMELINE_BYTES:
+        raise ValueError(
+            f"{path} holds more than {MAX_TIMELINE_BYTES:,} bytes{' decompressed' if gz else ''}, the limit for a memory timeline"
+        )
+    try:
+        data = json.loads(raw)
+    except RecursionError:
+        raise ValueError(f"{path} is nested too deeply to be a profwin memory timeline") from None
     if not isinstance(data, dict) or data.get("format") != TIMELINE_FORMAT:
         raise ValueError(f"{path} is not a profwin memory timeline (format {TIMELINE_FORMAT!r})")
     return data

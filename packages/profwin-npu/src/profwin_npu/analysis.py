@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from profwin import ConfigError, PluginError
+from profwin.plugin import ConfigError, PluginError
 from profwin_npu.driver import ASCEND_SUFFIX, import_torch_npu
 from profwin_npu.options import EXPORT_TYPES
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin import Artifact, ConfigError, PluginError, ProfileSpec, Window
+from profwin.plugin import Artifact, ConfigError, PluginError, ProfileSpec, Window
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
 

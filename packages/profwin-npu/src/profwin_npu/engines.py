@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin import ConfigError, ProfileSpec
+from profwin.plugin import ConfigError, ProfileSpec
 from profwin_npu.options import npu_options
 
 __all__ = [

@@ -14,8 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin import ConfigError, ProfileSpec
-from profwin.errors import unknown_key
+from profwin.plugin import ConfigError, ProfileSpec, unknown_key
 
 __all__ = [
     "AIC_METRICS",

@@ -1,7 +1,9 @@
 """profwin-sglang: profile an exact, session-relative window of scheduler batches on SGLang.
 
-* :func:`session` — start/stop a window on live servers (URLs) or an in-process ``Engine``.
-* :class:`SglangBackend` — the ``profwin`` CLI's ``--engine sglang`` (describe, args, start, stop).
+* ``profwin.backend("sglang").plan(spec)`` — the ``/start_profile`` request and launch
+  environment as an :class:`profwin.EnginePlan` (:func:`plan_for` with a known server).
+* :func:`session` — start/stop a window on live servers (URLs) or an in-process ``Engine``
+  (:func:`profwin.remote_session` with this backend).
 * :func:`profile_request`, :func:`launch_env`, :func:`plan_window` — the pure mappings.
 * :mod:`profwin_sglang.server_plugin` — the SGLang-side hook that makes ``start_step`` relative;
   it is registered as an SGLang general plugin when this package is installed beside SGLang.
@@ -9,15 +11,23 @@
 
 from __future__ import annotations
 
+from profwin.plugin import SessionError
 from profwin_sglang.backend import SglangBackend
-from profwin_sglang.http import ServerError, ServerTimeout
 from profwin_sglang.plan import START_MODES, Plan, plan_window
-from profwin_sglang.request import SGLANG_ACTIVITIES, SglangOptions, activities_for, launch_env, options_of, profile_request
+from profwin_sglang.request import (
+    SGLANG_ACTIVITIES,
+    SglangOptions,
+    activities_for,
+    launch_env,
+    options_of,
+    plan_for,
+    profile_request,
+)
 from profwin_sglang.server_plugin import RELATIVE_BASE
-from profwin_sglang.session import SessionError, SglangSession, session
-from profwin_sglang.targets import ServerInfo
-from profwin_sglang.traces import count_steps, step_names, trim_in_place
-from profwin_sglang.versions import VERIFIED_VERSION, Features, features
+from profwin_sglang.session import session
+from profwin_sglang.targets import ServerInfo, SglangEngine, SglangServer
+from profwin_sglang.traces import trim_in_place
+from profwin_sglang.versions import VERIFIED_VERSION, Features, features, sglang_version
 
 __all__ = [
     "RELATIVE_BASE",
@@ -26,21 +36,20 @@ __all__ = [
     "VERIFIED_VERSION",
     "Features",
     "Plan",
-    "ServerError",
     "ServerInfo",
-    "ServerTimeout",
     "SessionError",
     "SglangBackend",
+    "SglangEngine",
     "SglangOptions",
-    "SglangSession",
+    "SglangServer",
     "activities_for",
-    "count_steps",
     "features",
     "launch_env",
     "options_of",
+    "plan_for",
     "plan_window",
     "profile_request",
     "session",
-    "step_names",
+    "sglang_version",
     "trim_in_place",
 ]

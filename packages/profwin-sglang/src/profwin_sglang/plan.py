@@ -25,8 +25,7 @@ from typing import Literal
 
 from attrs import frozen
 
-from profwin.errors import ConfigError
-from profwin.window import Window
+from profwin.plugin import ConfigError, Window
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features
 

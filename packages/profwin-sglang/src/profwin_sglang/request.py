@@ -9,15 +9,23 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
-from profwin import engine_flavours
-from profwin.errors import ConfigError, unknown_key
-from profwin.spec import ProfileSpec
-from profwin_sglang.plan import START_MODES, Plan
+from profwin.plugin import (
+    EnginePlan,
+    ProfileSpec,
+    choice,
+    engine_flavours,
+    flag,
+    names,
+    parse_options,
+    resolve_activities,
+)
+from profwin_sglang.plan import START_MODES, Plan, plan_window
+from profwin_sglang.server_plugin import RELATIVE_BASE
+from profwin_sglang.versions import Features, features
 
 __all__ = [
     "SGLANG_ACTIVITIES",
@@ -26,6 +34,7 @@ __all__ = [
     "launch_env",
     "new_profile_id",
     "options_of",
+    "plan_for",
     "profile_request",
 ]
 
@@ -37,7 +46,10 @@ SGLANG_ACTIVITIES: tuple[str, ...] = ("CPU", "GPU", "XPU", "MEM", "CUDA_PROFILER
 _ACTIVITY = {"cpu": "CPU", "cuda": "GPU", "npu": "GPU", "xpu": "XPU"}
 # server device -> the profwin activity that records its accelerator
 _ACCELERATOR = {"cuda": "cuda", "musa": "cuda", "rocm": "cuda", "hip": "cuda", "npu": "npu", "xpu": "xpu"}
-_OPTION_KEYS = ("start", "by_stage", "merge_profiles", "cuda_profiler", "detailed_annotations", "activities")
+
+
+def _tuple(value: object) -> object:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @frozen(kw_only=True)
@@ -51,54 +63,28 @@ class SglangOptions:
         merge_profiles: ask rank 0 to merge the per-rank traces into ``merged-{profile_id}``.
         cuda_profiler: also send ``CUDA_PROFILER`` (cudaProfilerStart/Stop for nsys).
         detailed_annotations: SGLang's KV aggregates in the ``step[...]`` span names.
-        activities: raw SGLang activity names, replacing the ones derived from the spec.
+        activities: raw SGLang activity names, replacing the ones derived from the spec (SGLang
+            would silently drop a name it does not know).
     """
 
-    start: str = "auto"
-    by_stage: bool = False
-    merge_profiles: bool = False
-    cuda_profiler: bool = False
-    detailed_annotations: bool = False
-    activities: tuple[str, ...] | None = None
+    start: str = field(default="auto", validator=choice(*START_MODES))
+    by_stage: bool = field(default=False, validator=flag)
+    merge_profiles: bool = field(default=False, validator=flag)
+    cuda_profiler: bool = field(default=False, validator=flag)
+    detailed_annotations: bool = field(default=False, validator=flag)
+    activities: tuple[str, ...] | None = field(default=None, converter=_tuple, validator=names(*SGLANG_ACTIVITIES))
 
 
 def options_of(spec: ProfileSpec) -> SglangOptions:
     """Validate and read ``spec.options["sglang"]``."""
-    raw: Mapping[str, Any] = spec.plugin_options("sglang")
-    for key in raw:
-        if key not in _OPTION_KEYS:
-            raise unknown_key(key, _OPTION_KEYS, path="options.sglang")
-    start = raw.get("start", "auto")
-    if start not in START_MODES:
-        raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
-    flags = {}
-    for key in ("by_stage", "merge_profiles", "cuda_profiler", "detailed_annotations"):
-        value = raw.get(key, False)
-        if not isinstance(value, bool):
-            raise ConfigError(f"must be true or false (got {value!r})", path=f"options.sglang.{key}")
-        flags[key] = value
-    activities = raw.get("activities")
-    if activities is not None:
-        if isinstance(activities, str) or not isinstance(activities, (list, tuple)) or not activities:
-            raise ConfigError(
-                f"must be a non-empty list drawn from {list(SGLANG_ACTIVITIES)} (got {activities!r})",
-                path="options.sglang.activities",
-            )
-        for i, name in enumerate(activities):
-            if name not in SGLANG_ACTIVITIES:
-                raise ConfigError(
-                    f"must be one of {list(SGLANG_ACTIVITIES)}; SGLang would silently drop {name!r}",
-                    path=f"options.sglang.activities[{i}]",
-                )
-        activities = tuple(activities)
-    return SglangOptions(start=start, activities=activities, **flags)
+    return parse_options(SglangOptions, spec, "sglang")
 
 
 def activities_for(spec: ProfileSpec, device: str | None) -> tuple[list[str], list[str]]:
     """The SGLang activity names for ``spec`` on a server whose ``--device`` is ``device``.
 
     Returns ``(activities, dropped)``; ``dropped`` lists what the device cannot record when
-    ``spec.on_unavailable == "drop"`` (otherwise that raises :class:`ConfigError`). ``device=None``
+    ``spec.on_unavailable == "drop"`` (otherwise that raises a ConfigError). ``device=None``
     (unknown) trusts the spec.
     """
     options = options_of(spec)
@@ -106,11 +92,13 @@ def activities_for(spec: ProfileSpec, device: str | None) -> tuple[list[str], li
     if accelerator == "npu" or (spec.activities is not None and "npu" in spec.activities):
         # Installed hardware plugins (profwin-npu) warn once for what SGLang on NPU ignores.
         engine_flavours("sglang", None, spec)
-    wanted: list[tuple[str, str]] = []  # (what the user asked for, SGLang name)
+    # (what the user asked for, SGLang name): profwin names for the spec's activities, SGLang's own
+    # names for options.sglang.activities, MEM and CUDA_PROFILER for the record options.
+    wanted: list[tuple[str, str]]
     if options.activities is not None:
         wanted = [(name, name) for name in options.activities]
     elif spec.activities is None:
-        wanted.append(("cpu", "CPU"))
+        wanted = [("cpu", "CPU")]
         if accelerator is not None or device is None:
             wanted.append((accelerator or "cuda", _ACTIVITY[accelerator or "cuda"]))
     else:
@@ -119,21 +107,15 @@ def activities_for(spec: ProfileSpec, device: str | None) -> tuple[list[str], li
         wanted.append(("memory", "MEM"))
     if options.cuda_profiler:
         wanted.append(("cuda_profiler", "CUDA_PROFILER"))
-
-    kept: list[str] = []
-    dropped: list[str] = []
-    for asked, name in wanted:
-        reason = None if device is None else _unavailable(asked, name, device, accelerator)
-        if reason is None:
-            if name not in kept:
-                kept.append(name)
-        elif spec.on_unavailable == "drop":
-            dropped.append(f"{asked} ({reason})")
-        else:
-            raise ConfigError(f"{asked!r} cannot be recorded: {reason}", path="activities")
-    if not kept:
-        raise ConfigError(f"nothing left to record on a {device} server after dropping {dropped}", path="activities")
-    return kept, dropped
+    sglang_name = dict(wanted)
+    why = {} if device is None else {asked: _unavailable(asked, name, device, accelerator) for asked, name in wanted}
+    kept, dropped = resolve_activities(
+        spec.replace(activities=None),
+        default=[asked for asked, _ in wanted],
+        unavailable={k: v for k, v in why.items() if v is not None},
+        warn=False,
+    )
+    return list(dict.fromkeys(sglang_name[a] for a in kept)), list(dropped)
 
 
 def _unavailable(asked: str, name: str, device: str, accelerator: str | None) -> str | None:
@@ -192,3 +174,61 @@ def launch_env(spec: ProfileSpec) -> dict[str, str]:
     if not spec.shapes:
         env["SGLANG_PROFILE_RECORD_SHAPES"] = "false"
     return env
+
+
+# A server whose version cannot be read: assume the older, less exact behaviour.
+_UNKNOWN = Features(version=None, req_type=True, client_profile_id=False, exact_immediate=False, server_info_path="/server_info")
+_PLUGIN = (
+    "the profwin-sglang server plugin in the SGLang server's environment (pip install profwin-sglang there, then restart it)"
+)
+
+
+def plan_for(
+    spec: ProfileSpec, *, version: str | None, given: bool, plugin: bool | None, device: str | None, profile_id: str | None = None
+) -> EnginePlan:
+    """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
+    ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
+    only exact way, and says what happens without it)."""
+    options = options_of(spec)
+    feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
+    assume = plugin is None and options.start != "trim" and spec.window.start > 0
+    chosen = plan_window(
+        spec.window, features=feats, plugin=bool(plugin) or assume, start=options.start, by_stage=options.by_stage
+    )
+    activities, dropped = activities_for(spec, device)
+    body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id())
+    notes = [chosen.warning] if chosen.warning else []
+    if dropped:
+        notes.append(f"dropped {', '.join(dropped)}")
+    relative = chosen.mode == "relative" and spec.window.start > 0
+    fallback = None
+    if relative:
+        without = plan_window(
+            spec.window, features=feats, plugin=False, start="trim" if options.start == "relative" else options.start
+        )
+        fallback = (
+            f"start_step {RELATIVE_BASE}+{spec.window.start} is never reached: nothing is recorded; a session "
+            f"(profwin.remote_session) sees the plugin is missing and records {without.recorded}, then trims the trace to {spec.window}"
+        )
+    return EnginePlan(
+        engine="sglang",
+        version=None if feats.version is None else str(feats.version),
+        version_source="given" if given else ("assumed" if not version else "server" if plugin is not None else "installed"),
+        mechanism=chosen.mode.replace("_", "-"),
+        window=chosen.window,
+        records=chosen.recorded,
+        output_dir=spec.output_dir,
+        env=launch_env(spec),
+        request=body,
+        server_requirement=_PLUGIN if relative else None,
+        fallback=fallback,
+        notes=tuple(notes),
+        details={
+            "mode": chosen.mode,
+            "plugin": plugin,
+            "device": device,
+            "profile_id": body["profile_id"],
+            "client_profile_id": feats.client_profile_id,
+            "prefix": spec.prefix,
+        },
+    )

@@ -1,34 +1,44 @@
-"""The live SGLang servers a session drives: an HTTP server by URL, or an in-process ``Engine``.
+"""The live SGLang engines a session drives: an HTTP server by URL, or an in-process ``Engine``.
 
-Both answer the same four questions — what are you (``info``), start, stop, and forget an armed
-window (``disarm``) — so the session logic does not care which it talks to. Every call has a
-timeout: SGLang's ``/start_profile`` can hang forever (#22083).
+Both answer what they are (:class:`ServerInfo`), start, and stop; the session logic is core's
+(:func:`profwin.remote_session`), the SGLang rules are here: the plan is chosen once the server
+has said whether the profwin-sglang server plugin runs in it; SGLang answers "Profiling is not in
+progress" when it auto-stopped already or the window was never reached, and a window that was
+never reached stays armed until profwin re-arms it out of reach. Every call has a timeout:
+SGLang's ``/start_profile`` can hang forever (#22083).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 from attrs import frozen
 
-from profwin_sglang.http import ServerError, ServerTimeout, call, normalize_url
+from profwin.plugin import (
+    Artifact,
+    EngineBusy,
+    EnginePlan,
+    ProfileSpec,
+    Reply,
+    TargetContext,
+    TargetError,
+    normalize_url,
+    request,
+)
+from profwin_sglang.request import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY
-from profwin_sglang.versions import installed_version
+from profwin_sglang.traces import collect
+from profwin_sglang.versions import features, sglang_version
 
-__all__ = ["DISARM_STEP", "EngineTarget", "HttpTarget", "ServerInfo", "StopOutcome", "Target", "is_engine"]
-
-StopOutcome = Literal["stopped", "not-running"]
-"""``stopped``: the profiler was running and has written its files now; ``not-running``: SGLang said
-"Profiling is not in progress" (it auto-stopped already, or the window was never reached)."""
+__all__ = ["DISARM_STEP", "ServerInfo", "SglangEngine", "SglangServer", "disarm_body", "is_engine"]
 
 DISARM_STEP = 1 << 62
 """An absolute ``start_step`` no server reaches, outside the server plugin's relative range."""
 
 _NOT_RUNNING = "not in progress"
-T = TypeVar("T")
+_BUSY = "already in progress"
 
 
 @frozen(kw_only=True)
@@ -55,23 +65,13 @@ class ServerInfo:
         plugin = isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE
         device = data.get("device")
         version = data.get("version")
+        forward_ct = ours.get("forward_ct") if plugin and isinstance(ours, Mapping) else None
         return cls(
             version=version if isinstance(version, str) else None,
             device=device if isinstance(device, str) else None,
             plugin=bool(plugin),
-            forward_ct=int(ours["forward_ct"]) if plugin and isinstance(ours, Mapping) else None,
+            forward_ct=forward_ct if isinstance(forward_ct, int) else None,
         )
-
-
-class Target(Protocol):
-    name: str
-
-    def info(self) -> ServerInfo: ...
-    def start(self, body: dict[str, Any]) -> None: ...
-    def stop(self) -> StopOutcome: ...
-    async def ainfo(self) -> ServerInfo: ...
-    async def astart(self, body: dict[str, Any]) -> None: ...
-    async def astop(self) -> StopOutcome: ...
 
 
 def disarm_body(output_dir: str) -> dict[str, Any]:
@@ -89,7 +89,45 @@ def disarm_body(output_dir: str) -> dict[str, Any]:
     }
 
 
-class HttpTarget:
+def _needs_disarm(plan: EnginePlan, stopped: bool) -> bool:
+    # A by-stage arming survives a stop (the decode capture can still start later); a relative
+    # window that had not begun is still armed. Immediate modes never leave anything armed.
+    return plan.mechanism == "by-stage" or (plan.mechanism == "relative" and not stopped)
+
+
+class _Sglang:
+    """What both kinds of target share: planning from :class:`ServerInfo`, stop, disarm, collect."""
+
+    name: str
+
+    def info(self, ctx: TargetContext) -> ServerInfo:
+        raise NotImplementedError
+
+    def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
+        raise NotImplementedError
+
+    def send_stop(self, ctx: TargetContext) -> bool:
+        raise NotImplementedError
+
+    def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+        info = self.info(ctx)
+        return plan_for(spec, version=version or info.version, given=version is not None, plugin=info.plugin, device=info.device)
+
+    def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
+        assert plan.request is not None
+        self.send_start(plan.request, ctx)
+
+    def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        stopped = self.send_stop(ctx)
+        if _needs_disarm(plan, stopped):
+            self.send_start(disarm_body(str(plan.output_dir)), ctx)
+        return stopped
+
+    def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
+        return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}")
+
+
+class SglangServer(_Sglang):
     """An SGLang HTTP server (``http://host:port``)."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
@@ -97,54 +135,46 @@ class HttpTarget:
         self.api_key = api_key
         self.timeout = timeout
 
-    def info(self) -> ServerInfo:
-        try:
-            reply = call(self.name, "/server_info", method="GET", api_key=self.api_key, timeout=self.timeout)
-        except ServerError as exc:
-            if exc.status != 404:
-                raise
-            # SGLang before /server_info existed.
-            reply = call(self.name, "/get_server_info", method="GET", api_key=self.api_key, timeout=self.timeout)
-        return ServerInfo.parse(reply.json())
+    def _call(self, path: str, *, method: str = "POST", body: Mapping[str, Any] | None = None) -> Reply:
+        return request(self.name, path, method=method, body=body, api_key=self.api_key, timeout=self.timeout)
 
-    def start(self, body: dict[str, Any]) -> None:
-        try:
-            call(self.name, "/start_profile", body=body, api_key=self.api_key, timeout=self.timeout)
-        except ServerTimeout as exc:
-            raise ServerTimeout(
-                f"{exc} — SGLang's /start_profile can hang (e.g. with DP attention, SGLang #22083); the server "
-                f"may still start profiling, so call stop on it",
-                url=self.name,
-            ) from None
+    def info(self, ctx: TargetContext) -> ServerInfo:
+        reply = self._call("/server_info", method="GET")
+        if reply.status == 404:  # SGLang before /server_info existed
+            reply = self._call("/get_server_info", method="GET")
+        if not reply.ok or not isinstance(reply.data, Mapping):
+            raise TargetError(reply.describe() if not reply.ok else f"{reply.describe()}, not a JSON object", status=reply.status)
+        return ServerInfo.parse(reply.data)
 
-    def stop(self) -> StopOutcome:
-        try:
-            call(self.name, "/stop_profile", api_key=self.api_key, timeout=self.timeout)
-        except ServerError as exc:
-            if _is_not_running(exc):
-                return "not-running"
-            raise
-        return "stopped"
+    def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
+        reply = self._call("/start_profile", body=body)
+        if reply.ok:
+            return
+        if reply.status is None and "did not answer" in reply.error:
+            raise TargetError(
+                f"{reply.describe()} — SGLang's /start_profile can hang (e.g. with DP attention, SGLang #22083); "
+                "the server may still start profiling, so call stop on it"
+            )
+        raise (EngineBusy if _BUSY in reply.text.lower() else TargetError)(reply.describe(), status=reply.status)
 
-    async def ainfo(self) -> ServerInfo:
-        return await asyncio.to_thread(self.info)
-
-    async def astart(self, body: dict[str, Any]) -> None:
-        await asyncio.to_thread(self.start, body)
-
-    async def astop(self) -> StopOutcome:
-        return await asyncio.to_thread(self.stop)
+    def send_stop(self, ctx: TargetContext) -> bool:
+        reply = self._call("/stop_profile")
+        if reply.ok:
+            return True
+        if _is_not_running(reply):
+            return False
+        raise TargetError(reply.describe(), status=reply.status)
 
 
-def _is_not_running(exc: ServerError) -> bool:
+def _is_not_running(reply: Reply) -> bool:
     """Whether ``/stop_profile`` failed because nothing was recording.
 
     SGLang 0.5.23 turns the scheduler's "Profiling is not in progress" into a bare HTTP 500
     "Internal Server Error" (older servers put the message in the body); the stop path has no
     other failure that answers, so a 500 without another message means exactly that.
     """
-    body = " ".join(exc.body.split()).lower()
-    return exc.status == 500 and (_NOT_RUNNING in body or body in ("", "internal server error"))
+    body = " ".join(reply.text.split()).lower()
+    return reply.status == 500 and (_NOT_RUNNING in body or body in ("", "internal server error"))
 
 
 def is_engine(target: object) -> bool:
@@ -152,77 +182,58 @@ def is_engine(target: object) -> bool:
     return hasattr(target, "tokenizer_manager") and callable(getattr(target, "start_profile", None))
 
 
-class EngineTarget:
-    """An in-process ``sglang.Engine`` (its schedulers run in child processes on this machine)."""
+class SglangEngine(_Sglang):
+    """An in-process ``sglang.Engine`` (its schedulers run in child processes on this machine).
 
-    def __init__(self, engine: Any, *, timeout: float = 30.0, req_type: bool = True) -> None:
+    Under ``async with`` its tokenizer manager's coroutines run on the caller's loop; under
+    ``with`` the Engine's own blocking methods run, bounded by the timeout.
+    """
+
+    def __init__(self, engine: Any) -> None:
         self.engine = engine
         self.name = f"engine:{type(engine).__name__}@{id(engine):x}"
-        self.timeout = timeout
-        self.req_type = req_type
+        self.req_type = True
 
-    # The Engine's sync methods run its own event loop to completion without a limit; a worker
-    # thread lets profwin give up after the timeout (the stuck call stays behind in that thread).
-    def _bounded(self, what: str, fn: Callable[[], T]) -> T:
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="profwin-sglang")
+    def info(self, ctx: TargetContext) -> ServerInfo:
+        if ctx.loop is not None:
+            states = ctx.wait(self.engine.tokenizer_manager.get_internal_state(), "get_internal_state")
+            info = ServerInfo.parse({"internal_states": states})
+        else:
+            info = ServerInfo.parse(ctx.bounded(self.engine.get_server_info, "Engine.get_server_info"))
+        args = getattr(self.engine.tokenizer_manager, "server_args", None)
+        self.req_type = features(info.version or sglang_version()).req_type
+        return ServerInfo(
+            version=info.version or sglang_version(),
+            device=info.device or getattr(args, "device", None),
+            plugin=info.plugin,
+            forward_ct=info.forward_ct,
+        )
+
+    def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
         try:
-            return pool.submit(fn).result(timeout=self.timeout)
-        except concurrent.futures.TimeoutError:
-            raise ServerTimeout(f"Engine.{what} did not return within {self.timeout:g} s", url=self.name) from None
-        finally:
-            pool.shutdown(wait=False)
+            if ctx.loop is not None:
+                manager = self.engine.tokenizer_manager
+                if self.req_type:
+                    from sglang.srt.managers.io_struct import ProfileReq  # the engine is here, so sglang is too
 
-    async def _abounded(self, what: str, awaitable: Awaitable[T]) -> T:
+                    ctx.wait(manager.start_profile(ProfileReq(**body)), "start_profile")
+                else:  # before 0.5.23 the tokenizer manager took the fields as keywords
+                    ctx.wait(manager.start_profile(**body), "start_profile")
+            else:
+                ctx.bounded(lambda: self.engine.start_profile(**body), "Engine.start_profile")
+        except (TargetError, RuntimeError) as exc:
+            raise (EngineBusy if _BUSY in str(exc).lower() else TargetError)(str(exc)) from exc
+
+    def send_stop(self, ctx: TargetContext) -> bool:
         try:
-            return await asyncio.wait_for(awaitable, timeout=self.timeout)
-        except asyncio.TimeoutError:
-            raise ServerTimeout(f"Engine.{what} did not return within {self.timeout:g} s", url=self.name) from None
-
-    def _info_from(self, data: Mapping[str, Any]) -> ServerInfo:
-        info = ServerInfo.parse(data)
-        if info.version is None or info.device is None:
-            args = getattr(self.engine.tokenizer_manager, "server_args", None)
-            info = ServerInfo(
-                version=info.version or installed_version(),
-                device=info.device or getattr(args, "device", None),
-                plugin=info.plugin,
-                forward_ct=info.forward_ct,
-            )
-        return info
-
-    def info(self) -> ServerInfo:
-        return self._info_from(self._bounded("get_server_info", self.engine.get_server_info))
-
-    def start(self, body: dict[str, Any]) -> None:
-        self._bounded("start_profile", lambda: self.engine.start_profile(**body))
-
-    def stop(self) -> StopOutcome:
-        try:
-            self._bounded("stop_profile", self.engine.stop_profile)
-        except RuntimeError as exc:
-            if _NOT_RUNNING in str(exc).lower() and not isinstance(exc, ServerError):
-                return "not-running"
+            if ctx.loop is not None:
+                ctx.wait(self.engine.tokenizer_manager.stop_profile(), "stop_profile")
+            else:
+                ctx.bounded(self.engine.stop_profile, "Engine.stop_profile")
+        except TargetError:
             raise
-        return "stopped"
-
-    async def ainfo(self) -> ServerInfo:
-        states = await self._abounded("get_internal_state", self.engine.tokenizer_manager.get_internal_state())
-        return self._info_from({"internal_states": states})
-
-    async def astart(self, body: dict[str, Any]) -> None:
-        manager = self.engine.tokenizer_manager
-        if self.req_type:
-            from sglang.srt.managers.io_struct import ProfileReq  # the engine is here, so sglang is too
-
-            await self._abounded("start_profile", manager.start_profile(ProfileReq(**body)))
-        else:  # before 0.5.23 the tokenizer manager took the fields as keywords
-            await self._abounded("start_profile", manager.start_profile(**body))
-
-    async def astop(self) -> StopOutcome:
-        try:
-            await self._abounded("stop_profile", self.engine.tokenizer_manager.stop_profile())
         except RuntimeError as exc:
-            if _NOT_RUNNING in str(exc).lower() and not isinstance(exc, ServerError):
-                return "not-running"
-            raise
-        return "stopped"
+            if _NOT_RUNNING in str(exc).lower():
+                return False
+            raise TargetError(str(exc)) from exc
+        return True

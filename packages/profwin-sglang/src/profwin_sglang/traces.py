@@ -15,37 +15,26 @@ from __future__ import annotations
 
 import os
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin_api import Artifact
-from profwin.traces import TORCH_MARKER, TraceError, summarize, trim
-from profwin.window import Window
-from profwin_sglang._plugin import PLUGIN
+from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, trim
+from profwin_sglang._plugin import STEP_MARKER
 
-__all__ = ["count_steps", "find_artifacts", "step_names", "trim_in_place"]
+__all__ = ["collect", "trim_in_place"]
 
 _TP = re.compile(r"-TP-(\d+)")
 # Named, not looked up: the engine process may have profwin on PYTHONPATH without the entry
 # points that fill the registry. torch's marker first, as the registry would rank it.
-_MARKERS = (TORCH_MARKER, PLUGIN.step_marker) if PLUGIN.step_marker else None
-
-
-def step_names(path: str | os.PathLike[str]) -> list[str]:
-    """The ``step[...]`` span names of a chrome trace, in time order (one per scheduler batch)."""
-    try:
-        return [step.label for step in summarize(Path(path), top=0, markers=_MARKERS).steps]
-    except TraceError:  # no step markers at all: no batch ran while recording
-        return []
-
-
-def count_steps(path: str | os.PathLike[str]) -> int:
-    """How many scheduler batches a chrome trace holds."""
-    return len(step_names(path))
+_MARKERS = (TORCH_MARKER, STEP_MARKER)
+# After "not in progress" the auto-stop has written the files; give a slow disk this long to show them.
+_FILES_GRACE_S = 2.0
 
 
 def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
     """Cut a trace down to its batches ``keep`` (numbered from 0 in trace order) with
-    :func:`profwin.traces.trim`, replacing the file; returns the number of batches kept (0: the
+    :func:`profwin.plugin.trim`, replacing the file; returns the number of batches kept (0: the
     trace holds none of them and is left as it was)."""
     path = Path(path)
     partial = path.with_name(f".profwin-trim-{path.name}")
@@ -57,46 +46,74 @@ def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
     return result.step_count
 
 
-def find_artifacts(output_dir: Path, *, prefix: str, profile_id: str | None, since: float, producer: str) -> list[Artifact]:
-    """The files one session wrote into ``output_dir`` (``steps`` left ``None`` for the caller).
+def _kind(name: str, plan: EnginePlan) -> str | None:
+    """What this session's file ``name`` is, or ``None`` when it is not this session's.
 
-    With ``profile_id`` (SGLang keeps the client's id) traces are matched by name; otherwise, and
-    always for MEM snapshots (named by the server's clock), by prefix and modification time
-    ``>= since``.
+    With the client's ``profile_id`` (SGLang >= 0.5.23 keeps it) traces are matched by name;
+    otherwise, and always for MEM snapshots (named by the server's clock), by prefix among the
+    files written since the start.
     """
-    if not output_dir.is_dir():
-        return []
-    found: list[Artifact] = []
-    for path in sorted(output_dir.iterdir()):
-        name = path.name
-        if profile_id is not None and name.startswith(f"{prefix}-{profile_id}-") and name.endswith(".trace.json.gz"):
-            kind = "trace"
-        elif profile_id is not None and name == f"merged-{profile_id}.trace.json.gz":
-            kind = "merged-trace"
-        elif not name.startswith(f"{prefix}-") or _mtime(path) < since:
-            continue
-        elif name.endswith(".pickle") and "-memory" in name:
-            kind = "memory-snapshot"
-        elif profile_id is None and name.endswith(".trace.json.gz"):
-            kind = "trace"
+    prefix, profile_id = plan.details["prefix"], plan.details["profile_id"]
+    if plan.details["client_profile_id"]:
+        if name.startswith(f"{prefix}-{profile_id}-") and name.endswith(".trace.json.gz"):
+            return "trace"
+        if name == f"merged-{profile_id}.trace.json.gz":
+            return "merged-trace"
+    elif name.startswith(f"{prefix}-") and name.endswith(".trace.json.gz"):
+        return "trace"
+    if name.startswith(f"{prefix}-") and name.endswith(".pickle") and "-memory" in name:
+        return "memory-snapshot"
+    return None
+
+
+def _found(plan: EnginePlan, files: Callable[[], list[Path]]) -> list[tuple[Path, str]]:
+    return [(path, kind) for path in files() if (kind := _kind(path.name, plan)) is not None]
+
+
+def collect(
+    plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool, producer: str
+) -> tuple[list[Artifact], list[str]]:
+    """This session's files among those written since the start, with the steps each holds;
+    trims them when the plan records more than the window."""
+    found = _found(plan, files)
+    deadline = time.monotonic() + _FILES_GRACE_S
+    while not found and not stopped and time.monotonic() < deadline:
+        time.sleep(0.2)
+        found = _found(plan, files)
+    notes: list[str] = []
+    artifacts: list[Artifact] = []
+    for path, kind in found:
+        steps: Window | None
+        if plan.mechanism == "by-stage":
+            steps = None
+        elif kind in ("trace", "merged-trace") and plan.mechanism == "trim":
+            steps = _trim(path, plan, notes)
+        elif kind in ("trace", "merged-trace") and stopped:
+            # Stopped by profwin while recording: the window may have been cut short, or (immediate
+            # mode without traffic) never begun.
+            steps = plan.window.clip(plan.window.start + count_steps(path, markers=_MARKERS))
+        elif kind == "memory-snapshot":
+            steps = plan.records
         else:
+            steps = plan.window
+        if steps is None and plan.mechanism != "by-stage":
+            path.unlink(missing_ok=True)
             continue
-        match = _TP.search(name)
-        found.append(
-            Artifact(
-                path=path.absolute(),
-                steps=None,
-                bytes=path.stat().st_size,
-                rank=int(match.group(1)) if match else 0,
-                kind=kind,
-                producer=producer,
-            )
+        match = _TP.search(path.name)
+        rank = int(match.group(1)) if match else 0
+        artifacts.append(
+            Artifact(path=path.absolute(), steps=steps, bytes=path.stat().st_size, rank=rank, kind=kind, producer=producer)
         )
-    return found
+    if plan.mechanism == "trim" and any(a.kind == "memory-snapshot" for a in artifacts):
+        notes.append(f"memory snapshots cannot be trimmed and hold steps {plan.records}")
+    return artifacts, notes
 
 
-def _mtime(path: Path) -> float:
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0
+def _trim(path: Path, plan: EnginePlan, notes: list[str]) -> Window | None:
+    ran = count_steps(path, markers=_MARKERS)
+    kept = trim_in_place(path, plan.window)
+    if kept == 0:
+        notes.append(f"the server ran {ran} batch(es) of {plan.records}: window {plan.window} never started")
+        return None
+    notes.append(f"trace trimmed from {ran} recorded batch(es) to steps {plan.window.start}:{plan.window.start + kept}")
+    return Window(plan.window.start, plan.window.start + kept)

@@ -6,20 +6,14 @@ tests); what is said of older versions comes from upstream history and is handle
 
 from __future__ import annotations
 
-import re
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
-
 from attrs import frozen
 
-from profwin.errors import ConfigError
+from profwin.plugin import EngineVersion, installed_version
 
-__all__ = ["VERIFIED_VERSION", "Features", "features", "installed_version", "parse_version"]
+__all__ = ["VERIFIED_VERSION", "Features", "features", "sglang_version"]
 
-VERIFIED_VERSION = (0, 5, 23)
+VERIFIED_VERSION = EngineVersion.parse("0.5.23")
 """The release whose profiler code profwin-sglang was written against and tested on."""
-
-_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
 @frozen
@@ -37,7 +31,7 @@ class Features:
         server_info_path: the endpoint with ``version`` and ``internal_states``.
     """
 
-    version: tuple[int, int, int] | None
+    version: EngineVersion | None
     req_type: bool
     client_profile_id: bool
     exact_immediate: bool
@@ -45,29 +39,17 @@ class Features:
 
     @property
     def label(self) -> str:
-        return "unknown" if self.version is None else ".".join(map(str, self.version))
+        return "unknown" if self.version is None else str(self.version)
 
 
-def parse_version(text: str) -> tuple[int, int, int]:
-    """``"0.5.23"``, ``"v0.5.23.post1"``, ``"0.5.23rc0"`` -> ``(0, 5, 23)``."""
-    match = _VERSION.match(str(text))
-    if not match:
-        raise ConfigError(f"must look like 0.5.23 (got {text!r})", path="engine_version")
-    major, minor, patch = match.groups()
-    return int(major), int(minor), int(patch or 0)
+def sglang_version() -> str | None:
+    """The version of the ``sglang`` distribution installed here, or ``None`` (never imports it)."""
+    return installed_version("sglang", ("sglang",))
 
 
-def installed_version() -> str | None:
-    """The version of the ``sglang`` distribution installed here, or ``None``."""
-    try:
-        return dist_version("sglang")
-    except PackageNotFoundError:
-        return None
-
-
-def features(version: str | tuple[int, int, int] | None) -> Features:
+def features(version: str | EngineVersion | None) -> Features:
     """The profiler behaviour of ``version``; ``None`` means "not known", treated as the newest."""
-    parsed = parse_version(version) if isinstance(version, str) else version
+    parsed = None if version is None else EngineVersion.parse(version)
     current = parsed is None or parsed >= VERIFIED_VERSION
     return Features(
         version=parsed,

@@ -1,51 +1,41 @@
 """profwin plugin for vLLM: profile exactly a window of engine steps, on any vLLM version that can.
 
+- ``profwin.backend("vllm").plan(spec, version=...)``: what a vLLM version is sent for a spec
+  (launch config, environment, per-session request) as an :class:`profwin.EnginePlan`;
+  :func:`plan_for` is the same mapping for a given version.
 - :func:`session`: profile a window of an ``LLM``, an ``AsyncLLM`` or running servers, and get
-  the trace files with the steps they cover.
-- :func:`settings_for` / :func:`render`: what a vLLM version is sent for a spec (launch config,
-  environment, per-session bounds), as data or as text to paste.
-- :class:`VllmBackend`: the ``vllm`` backend of the ``profwin`` CLI.
+  the trace files with the steps they cover (:func:`profwin.remote_session` with this backend).
+- :class:`VllmBackend`: the ``vllm`` entry of ``profwin.backends``.
 
 See docs/backends/vllm.md for the version table and the off-by-one.
 """
 
 from __future__ import annotations
 
-from profwin_vllm.backend import VllmBackend
-from profwin_vllm.client import Reply
-from profwin_vllm.remote import OnActive
-from profwin_vllm.session import SessionError, VllmSession, session
-from profwin_vllm.settings import (
-    FORMS,
-    PLATFORMS,
-    VllmOptions,
-    VllmSettings,
-    delay_iterations,
-    max_iterations,
-    render,
-    settings_for,
-)
-from profwin_vllm.traces import STEP_ANNOTATION, count_steps
-from profwin_vllm.versions import Mechanism, VllmVersion, installed_version
+from profwin.plugin import SessionError
+from profwin_vllm.backend import VllmBackend, VllmEngine, VllmServer
+from profwin_vllm.plan import PLATFORMS, VllmOptions, delay_iterations, max_iterations, plan_for
+from profwin_vllm.session import session
+from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, session_artifacts
+from profwin_vllm.versions import DISTRIBUTIONS, NEWEST_KNOWN, Mechanism, mechanism, resolve_version
 
 __all__ = [
-    "FORMS",
+    "DISTRIBUTIONS",
+    "NEWEST_KNOWN",
     "PLATFORMS",
     "STEP_ANNOTATION",
     "Mechanism",
-    "OnActive",
-    "Reply",
     "SessionError",
+    "TraceFile",
     "VllmBackend",
+    "VllmEngine",
     "VllmOptions",
-    "VllmSession",
-    "VllmSettings",
-    "VllmVersion",
-    "count_steps",
+    "VllmServer",
     "delay_iterations",
-    "installed_version",
     "max_iterations",
-    "render",
+    "mechanism",
+    "plan_for",
+    "resolve_version",
     "session",
-    "settings_for",
+    "session_artifacts",
 ]

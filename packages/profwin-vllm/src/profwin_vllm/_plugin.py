@@ -1,6 +1,9 @@
 """Entry point of the profwin-vllm plugin: a description only, so listing plugins stays cheap."""
 
-from profwin import PluginSpec, StepMarker
+from profwin.plugin import PluginSpec, StepMarker
+
+STEP_MARKER = StepMarker(producer="vllm", pattern=r"execute_(?:\d+_)?context_", numbering="order", preference=10)
+"""How vLLM marks a step in its traces (one per engine step)."""
 
 PLUGIN = PluginSpec(
     name="vllm",
@@ -11,5 +14,5 @@ PLUGIN = PluginSpec(
     requires=(),
     install_hint="profwin-vllm[engine]",
     summary="vLLM: exact step windows (delay/max iterations by version), launch args, live start/stop over HTTP",
-    step_marker=StepMarker(producer="vllm", pattern=r"execute_(?:\d+_)?context_", numbering="order", preference=10),
+    step_marker=STEP_MARKER,
 )

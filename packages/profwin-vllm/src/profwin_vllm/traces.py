@@ -9,37 +9,33 @@ AsyncLLM frontend, when on, writes ``<prefix>_<host>_<pid>.async_llm.<time_ns>.p
 
 Each recorded engine step carries one ``record_function`` annotation named
 ``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)`` (with ``detailed_trace_annotation``:
-``execute_<tokens>_context_<n>(sq..sk..)...``), so counting those annotations gives the steps a
-trace holds without trusting the settings that were sent.
+``execute_<tokens>_context_<n>(sq..sk..)...``): the step marker this plugin declares, which core's
+``count_steps`` counts, so the steps a trace holds never rest on the settings that were sent.
 """
 
 from __future__ import annotations
 
-import gzip
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, cast
 
 from attrs import frozen
 
-from profwin.plugin_api import Artifact
-from profwin.spec import Ranks
-from profwin.window import Window
+from profwin.plugin import TORCH_MARKER, Artifact, Ranks, Window, count_steps
+from profwin_vllm._plugin import STEP_MARKER
 
-__all__ = ["STEP_ANNOTATION", "TraceFile", "count_steps", "session_artifacts", "trace_files"]
+__all__ = ["STEP_ANNOTATION", "TraceFile", "session_artifacts"]
 
-STEP_ANNOTATION = re.compile(r"execute_(?:\d+_)?context_")
+# Named, not looked up: the engine process may have profwin on PYTHONPATH without the entry
+# points that fill the registry. torch's marker first, as the registry would rank it.
+_MARKERS = (TORCH_MARKER, STEP_MARKER)
+
+STEP_ANNOTATION = STEP_MARKER.regex
 """How the name of the annotation vLLM's worker puts around each recorded step begins."""
 
 _TRACE = re.compile(r"(?P<worker>.+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?")
 _RANK = re.compile(r"(?:^|[_-])rank-?(?P<rank>\d+)$")
 _FRONTEND = ".async_llm"
-# torch's chrome-trace export writes "cat" right before "name"; only CPU-side annotations count
-# (on CUDA the same name appears again as a gpu_user_annotation).
-_STEP_EVENT = re.compile(rb'"cat":\s*"user_annotation",\s*"name":\s*"' + STEP_ANNOTATION.pattern.encode())
-_CHUNK = 1 << 20
-_OVERLAP = 256
 
 
 @frozen
@@ -75,32 +71,6 @@ class TraceFile:
         return self.path.with_name(f"{self.worker}.profiler_out.txt")
 
 
-def trace_files(directory: Path) -> set[Path]:
-    """Every torch trace file in ``directory`` (empty if it does not exist)."""
-    if not directory.is_dir():
-        return set()
-    return {p for p in directory.iterdir() if p.is_file() and _TRACE.fullmatch(p.name)}
-
-
-def count_steps(path: Path) -> int:
-    """The number of engine-step annotations in a trace, read as a stream (traces can be large)."""
-    count = 0
-    tail = b""
-    with _open_binary(path) as stream:
-        while chunk := stream.read(_CHUNK):
-            buffer = tail + chunk
-            last_end = 0
-            for match in _STEP_EVENT.finditer(buffer):
-                count += 1
-                last_end = match.end()
-            tail = buffer[max(last_end, len(buffer) - _OVERLAP) :]
-    return count
-
-
-def _open_binary(path: Path) -> IO[bytes]:
-    return cast(IO[bytes], gzip.open(path, "rb")) if path.name.endswith(".gz") else path.open("rb")
-
-
 def session_artifacts(
     paths: Iterable[Path],
     *,
@@ -126,7 +96,7 @@ def session_artifacts(
         if trace.frontend:
             artifacts.append(_artifact(trace.path, None, rank, "frontend-trace", producer))
             continue
-        steps = count_steps(trace.path)
+        steps = count_steps(trace.path, markers=_MARKERS)
         covered = Window(window.start, window.start + steps) if steps else None
         artifacts.append(_artifact(trace.path, covered, rank, "trace", producer))
         # The table is rewritten by every session of the same worker name: only a table written

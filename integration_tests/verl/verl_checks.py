@@ -1,0 +1,218 @@
+"""Checks that need verl 0.9.1 itself, run in its environment: ``python verl_checks.py NAME``.
+
+Each prints one JSON document that test_verl_real.py asserts on: profwin reading verl's real
+dataclasses and its shipped YAML files, and ``profwin.verl.patch()`` on verl's real modules.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import verl
+from omegaconf import OmegaConf
+from verl.utils.config import omega_conf_to_dataclass
+from verl.utils.profiler.config import (
+    NPUToolConfig,
+    PrecisionDebuggerToolConfig,
+    ProfilerConfig,
+    TorchMemoryToolConfig,
+    TorchProfilerToolConfig,
+)
+
+import profwin
+import profwin.verl
+
+CONFIG_DIR = Path(verl.__file__).parent / "trainer" / "config"
+ROLLOUT = "actor_rollout_ref.rollout.profiler"
+ACTOR = "actor_rollout_ref.actor.profiler"
+# What a user adds to verl's generated trainer config to profile rollout tokens 20..79 of step 2 and 4.
+OVERRIDES = [
+    "global_profiler.tool=torch",
+    "global_profiler.steps=[2,4]",
+    "global_profiler.save_path=prof",
+    "actor_rollout_ref.actor.profiler.enable=true",
+    "actor_rollout_ref.actor.profiler.ranks=[0,3]",
+    "actor_rollout_ref.actor.profiler.tool_config.torch.discrete=true",
+    "actor_rollout_ref.actor.profiler.tool_config.torch.contents=[cuda,stack]",
+    "actor_rollout_ref.rollout.profiler.tool_config.torch.profile_token_start=20",
+    "actor_rollout_ref.rollout.profiler.tool_config.torch.profile_token_end=80",
+]
+
+
+def outcome(read: Any) -> Any:
+    """A reading's ``to_dict()``, or the error it raised (type, path, message)."""
+    try:
+        result = read()
+    except Exception as exc:  # every outcome is data here; the test says which are right
+        return {"error": type(exc).__name__, "path": getattr(exc, "path", None), "message": str(exc)}
+    return result.to_dict() if hasattr(result, "to_dict") else result
+
+
+def spec_summary(spec: profwin.ProfileSpec) -> dict[str, Any]:
+    return {
+        "window": str(spec.window),
+        "activities": None if spec.activities is None else list(spec.activities),
+        "record": list(spec.records()),
+        "output_dir": str(spec.output_dir),
+        "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
+        "options": {k: dict(v) for k, v in spec.options.items()},
+    }
+
+
+def check_yaml() -> dict[str, Any]:
+    generated = CONFIG_DIR / "_generated_ppo_trainer.yaml"
+    overridden = OmegaConf.merge(OmegaConf.load(generated), OmegaConf.from_dotlist(OVERRIDES))
+    tmp = Path(tempfile.mkdtemp(prefix="profwin-verl-yaml-"))
+    overridden_file = tmp / "trainer.yaml"
+    OmegaConf.save(overridden, overridden_file)  # interpolations kept as text, as in a user's file
+    node = OmegaConf.select(overridden, ROLLOUT)
+    # verl's own conversion, of the block resolved in its trainer config (alone, its ${oc.select:...}
+    # would fall back to their defaults).
+    resolved = OmegaConf.create(OmegaConf.to_container(node, resolve=True))
+    as_dataclass = omega_conf_to_dataclass(resolved, ProfilerConfig)
+    as_dataclass_tool = omega_conf_to_dataclass(resolved.tool_config.torch, TorchProfilerToolConfig)
+    cli = subprocess.run(
+        [sys.executable, "-m", "profwin", "validate", str(overridden_file), "--at", ROLLOUT, "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    cli_default = subprocess.run(
+        [sys.executable, "-m", "profwin", "validate", str(generated), "--at", ROLLOUT],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return {
+        "shipped": {
+            "trainer_rollout": outcome(lambda: profwin.load_verl(generated, at=ROLLOUT)),
+            "trainer_actor": outcome(lambda: profwin.load_verl(generated, at=ACTOR)),
+            "trainer_global": outcome(lambda: profwin.load_verl(generated, at="global_profiler")),
+            "trainer_whole": outcome(lambda: profwin.load_verl(generated)),
+            "profiler_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "profiler" / "profiler.yaml")),
+            "rollout_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "rollout" / "rollout.yaml", at="profiler")),
+            "load_spec_rollout": outcome(lambda: spec_summary(profwin.load_spec(generated, at=ROLLOUT))),
+            "bad_at": outcome(lambda: profwin.load_verl(generated, at="actor_rollout_ref.rollout.profilr")),
+        },
+        "overridden": {
+            "file": outcome(lambda: profwin.load_verl(overridden_file, at=ROLLOUT)),
+            "actor": outcome(lambda: profwin.load_verl(overridden_file, at=ACTOR)),
+            "dictconfig_node": outcome(lambda: profwin.load_verl(node)),
+            "verl_dataclass": outcome(lambda: profwin.load_verl(as_dataclass)),
+            "verl_dataclass_tool_config_type": type(as_dataclass.tool_config).__name__,
+            "verl_tool_dataclass": outcome(lambda: spec_summary(profwin.spec_from_verl(as_dataclass_tool))),
+            "load_spec": outcome(lambda: spec_summary(profwin.load_spec(overridden_file, at=ROLLOUT))),
+            "cli": {"rc": cli.returncode, "stdout": cli.stdout, "stderr": cli.stderr},
+            "cli_default": {"rc": cli_default.returncode, "stdout": cli_default.stdout, "stderr": cli_default.stderr},
+        },
+    }
+
+
+def check_dataclasses() -> dict[str, Any]:
+    torch_tool = TorchProfilerToolConfig(contents=["cuda"], profile_token_start=3, profile_token_end=9, discrete=True)
+    listconfig_tool = OmegaConf.create({"torch": {"contents": ["cuda"], "discrete": True}})
+    cases = {
+        "torch_tool": lambda: spec_summary(profwin.spec_from_verl(torch_tool)),
+        "torch_tool_stack_only": lambda: spec_summary(profwin.spec_from_verl(TorchProfilerToolConfig(contents=["stack"]))),
+        "npu_tool": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig(contents=["npu", "module"], level="level1"))),
+        "npu_tool_empty": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig())),
+        "memory_tool": lambda: spec_summary(profwin.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
+        "default_profiler": lambda: profwin.load_verl(ProfilerConfig()),
+        "default_profiler_spec": lambda: spec_summary(profwin.spec_from_verl(ProfilerConfig())),
+        "disabled": lambda: profwin.load_verl(
+            ProfilerConfig(tool="torch", enable=False, save_path="p", tool_config={"torch": torch_tool})
+        ),
+        "tool_null": lambda: profwin.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
+        "enabled": lambda: profwin.load_verl(
+            ProfilerConfig(tool="torch", enable=True, ranks=[2, 9], save_path="p", tool_config={"torch": torch_tool})
+        ),
+        "dictconfig_tool_config": lambda: profwin.load_verl(
+            ProfilerConfig(tool="torch", enable=True, save_path="p", tool_config=listconfig_tool)
+        ),
+        "memory_profiler": lambda: profwin.load_verl(
+            ProfilerConfig(tool="torch_memory", enable=True, save_path="p", tool_config={"torch_memory": TorchMemoryToolConfig()})
+        ),
+        "nsys": lambda: profwin.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
+        "precision_debugger": lambda: profwin.load_verl(
+            ProfilerConfig(
+                tool="precision_debugger",
+                enable=True,
+                save_path="p",
+                tool_config={"precision_debugger": PrecisionDebuggerToolConfig()},
+            )
+        ),
+    }
+    return {name: outcome(read) for name, read in cases.items()}
+
+
+def check_patch() -> dict[str, Any]:
+    import verl.utils.profiler as verl_profiler
+    import verl.utils.profiler.config as verl_config
+
+    originals = {name: getattr(verl_config, name) for name in profwin.verl.NAMES}
+    try:
+        importlib.import_module("verl.workers.rollout.vllm_rollout.vllm_async_server")
+        server_import = "ok"
+    except Exception as exc:  # verl refuses to import its vLLM server without vLLM: shown, not hidden
+        server_import = f"{type(exc).__name__}: {exc}"
+    first = profwin.verl.patch()
+    holders = {
+        f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin.verl, name)
+        for module in (verl_config, verl_profiler)
+        for name in profwin.verl.NAMES
+    }
+    # A verl module imported after the patch takes the names from verl.utils.profiler.config.
+    late = {}
+    exec("from verl.utils.profiler.config import build_sglang_profiler_args as late", {}, late)
+    second = profwin.verl.patch()
+    restored = profwin.verl.unpatch()
+    back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin.verl.NAMES)
+    real_version = verl.__version__
+    verl.__version__ = "0.10.0"
+    try:
+        refused = outcome(lambda: profwin.verl.patch())
+        forced = profwin.verl.patch(force=True)
+    finally:
+        verl.__version__ = real_version
+        profwin.verl.unpatch()
+    # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
+    autopatch = subprocess.run(
+        [sys.executable, "-c", "import verl.utils.profiler as p, profwin.verl as w; "
+         "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
+        env={**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return {
+        "verl": real_version,
+        "autopatch": autopatch.stdout.strip() or autopatch.stderr[-2000:],
+        "server_import": server_import,
+        "first": first,
+        "holders": holders,
+        "late_import_is_profwin": late["late"] is profwin.verl.build_sglang_profiler_args,
+        "second": second,
+        "restored": restored,
+        "back": back,
+        "refused": refused,
+        "forced": forced,
+    }
+
+
+def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
+    """What each side's builder gives verl's vLLM server (vLLM >= 0.13: legacy_env=False) for one
+    rollout window; replica 0 is verl's, replica 1 profwin's, so their traces land apart."""
+    tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=int(start), profile_token_end=int(end))
+    profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
+    from verl.utils.profiler import config as verl_config
+
+    return {
+        "verl": verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False),
+        "profwin": profwin.verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
+    }
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+    checks = {"yaml": check_yaml, "dataclasses": check_dataclasses, "patch": check_patch, "vllm_args": check_vllm_args}
+    json.dump(checks[sys.argv[1]](*sys.argv[2:]), sys.stdout, default=str)

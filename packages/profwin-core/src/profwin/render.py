@@ -1,0 +1,112 @@
+"""An :class:`~profwin.EnginePlan` as text to paste: launch flags, Python keywords, exports, the
+per-session request. One renderer for every engine, so ``profwin args`` reads the same for all."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from profwin.engine import EnginePlan
+from profwin.errors import ConfigError, shown
+from profwin.window import Window
+
+__all__ = ["FORMS", "render_plan"]
+
+FORMS: tuple[str, ...] = ("serve", "python", "env", "json", "curl")
+"""``serve``: launch flags; ``python``: launch keywords and the ``start_profile`` call; ``env``:
+shell exports; ``json``: the per-session request body; ``curl``: that request as a command."""
+
+_ALIASES = {"llm": "python", "engine": "python", "http": "json"}
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def _steps(window: Window | None) -> str:
+    if window is None:
+        return "from the start to the stop"
+    last = "the stop" if window.last is None else str(window.last)
+    return f"{window.start}..{last} (0-based)"
+
+
+def _comments(plan: EnginePlan) -> list[str]:
+    lines = [
+        f"# {plan.engine} {plan.version or '(version unknown)'}: records engine steps {_steps(plan.records)} of each profiling session"
+    ]
+    if plan.records != plan.window:
+        lines.append(f"# and keeps steps {_steps(plan.window)}")
+    if not plan.per_session:
+        lines.append(f"# the window is fixed when the engine starts ({plan.mechanism})")
+    if plan.server_requirement:
+        lines.append(f"# needs: {plan.server_requirement}")
+    if plan.fallback:
+        lines.append(f"# without it: {plan.fallback}")
+    lines += [f"# note: {note}" for note in plan.notes]
+    return lines
+
+
+def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:
+    if plan.request is None:
+        raise ConfigError(
+            f"{plan.engine} {plan.version} takes no per-session request ({plan.mechanism}: the window is fixed at "
+            f"launch); use the 'serve' or 'python' form (got {form!r})",
+            path="form",
+        )
+    return plan.request
+
+
+def render_plan(plan: EnginePlan, form: str) -> str:
+    """``plan`` as one of :data:`FORMS` (``llm``/``engine`` mean ``python``, ``http`` means ``json``)."""
+    chosen = _ALIASES.get(form, form)
+    if chosen not in FORMS:
+        raise ConfigError(f"must be one of {list(FORMS)} (got {shown(form)})", path="form")
+    if chosen == "json":
+        return json.dumps(dict(_request(plan, form)), indent=2, allow_nan=False)
+    if chosen == "curl":
+        body = _compact(dict(_request(plan, form)))
+        return "\n".join(
+            [
+                *_comments(plan),
+                f"curl -sS -X POST \"$URL/start_profile\" -H 'Content-Type: application/json' -d {shlex.quote(body)}",
+            ]
+        )
+    if chosen == "env":
+        if not plan.env:
+            raise ConfigError(
+                f"{plan.engine} {plan.version} takes its profiler settings as launch arguments, not environment "
+                "variables: use the 'serve' or 'python' form",
+                path="form",
+            )
+        return "\n".join([*(f"export {k}={shlex.quote(str(v))}" for k, v in plan.env.items()), *_comments(plan)])
+    if chosen == "serve":
+        flags = [
+            f"--{key.replace('_', '-')} {shlex.quote(v if isinstance(v, str) else _compact(v))}" for key, v in plan.launch.items()
+        ]
+        lines = flags or ["# no launch arguments needed"]
+        lines += _comments(plan)
+        if plan.env:
+            lines.append("# launch environment: " + " ".join(f"{k}={shlex.quote(str(v))}" for k, v in plan.env.items()))
+        if plan.request is not None:
+            lines.append(
+                "# per session: curl -X POST <url>/start_profile -H 'Content-Type: application/json' "
+                f"-d {shlex.quote(_compact(dict(plan.request)))}"
+            )
+        return "\n".join(lines)
+    lines = [f"{key}={value!r}" for key, value in ((k, _python(v)) for k, v in plan.launch.items())]
+    lines += _comments(plan)
+    if plan.request is not None:
+        call = ", ".join(f"{k}={_python(v)!r}" for k, v in plan.request.items())
+        lines.append(f"# then: engine.start_profile({call})")
+    return "\n".join(lines)
+
+
+def _python(value: Any) -> Any:
+    """Plain dicts and lists, so ``repr`` prints what a user would type."""
+    if isinstance(value, Mapping):
+        return {k: _python(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_python(v) for v in value]
+    return value

@@ -1,0 +1,104 @@
+"""Engine versions: one type for every backend, on ``packaging`` (PEP 440).
+
+Backends compare versions to pick a mechanism (vLLM 0.12 took the window as environment
+variables, 0.13 as ``profiler_config``, 0.32 per session). A hand-written ``major.minor.patch``
+regex takes ``0.12.0rc1`` for ``0.12.0``; PEP 440 orders it before, which is what a feature
+check needs: a release candidate may lack what the release has.
+"""
+
+from __future__ import annotations
+
+import sys
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
+from typing import Any
+
+from attrs import frozen
+from packaging.version import InvalidVersion, Version
+
+from profwin.errors import ConfigError, shown
+
+__all__ = ["EngineVersion", "installed_version"]
+
+
+@frozen(order=False, eq=False)
+class EngineVersion:
+    """A released or pre-release engine version (``0.32.0``, ``v0.12.0rc1``, ``0.13.0+cpu``).
+
+    Compares with another ``EngineVersion`` or with text (``version >= "0.13"``); the local part
+    (``+cpu``) is ignored, so a CPU build orders like its release.
+    """
+
+    text: str
+    parsed: Version
+
+    @classmethod
+    def parse(cls, text: object, *, path: str = "engine_version") -> EngineVersion:
+        if isinstance(text, EngineVersion):
+            return text
+        try:
+            parsed = Version(str(text).strip()) if isinstance(text, str) else None
+        except InvalidVersion:
+            parsed = None
+        if parsed is None or len(str(text)) > 64:
+            raise ConfigError(f"must be a version like 0.32.0 or 0.12.0rc1 (got {shown(text)})", path=path)
+        return cls(str(text).strip(), parsed)
+
+    @property
+    def release(self) -> tuple[int, int, int]:
+        """``(major, minor, patch)``, zero-filled."""
+        parts = (*self.parsed.release, 0, 0)
+        return parts[0], parts[1], parts[2]
+
+    @property
+    def is_prerelease(self) -> bool:
+        return self.parsed.is_prerelease
+
+    def _key(self, other: Any) -> Version:
+        other = other if isinstance(other, EngineVersion) else EngineVersion.parse(other)
+        return Version(other.parsed.public)
+
+    def __lt__(self, other: object) -> bool:
+        return Version(self.parsed.public) < self._key(other)
+
+    def __le__(self, other: object) -> bool:
+        return Version(self.parsed.public) <= self._key(other)
+
+    def __gt__(self, other: object) -> bool:
+        return Version(self.parsed.public) > self._key(other)
+
+    def __ge__(self, other: object) -> bool:
+        return Version(self.parsed.public) >= self._key(other)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (EngineVersion, str)):
+            return NotImplemented
+        try:
+            return Version(self.parsed.public) == self._key(other)
+        except ConfigError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(Version(self.parsed.public))
+
+    def __str__(self) -> str:
+        return str(self.parsed.public)
+
+
+def installed_version(module: str, distributions: tuple[str, ...]) -> str | None:
+    """The version of an engine importable here: the already-imported ``module``'s
+    ``__version__``, else the first of ``distributions`` that is installed, else ``None``.
+    Never imports the engine."""
+    found = getattr(sys.modules.get(module), "__version__", None)
+    if isinstance(found, str):
+        try:
+            Version(found)
+            return found
+        except InvalidVersion:
+            pass
+    for name in distributions:
+        try:
+            return dist_version(name)
+        except PackageNotFoundError:
+            continue
+    return None

@@ -1,0 +1,1 @@
+"""profwin-toy: the example backend of docs/plugins.md, written against :mod:`profwin.plugin` only."""

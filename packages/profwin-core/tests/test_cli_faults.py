@@ -1,0 +1,194 @@
+"""The CLI under faults: every error is one line (or JSON) with a documented exit code, nothing but
+a regular file is replaced, and SIGTERM or a closed pipe leaves nothing behind. Real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from profwin import ConfigError, check_output_path
+from profwin.cli_support import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED
+
+
+def profwin(*args: str, timeout: float = 120, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "profwin", *args], capture_output=True, text=True, timeout=timeout, **kwargs)  # type: ignore[call-overload, no-any-return]
+
+
+def synthetic_trace(path: Path, steps: int, ops_per_step: int) -> Path:
+    """A plain Chrome trace with ``steps`` ProfilerStep markers, each holding ``ops_per_step`` ops."""
+    with open(path, "w") as f:
+        f.write('{"schemaVersion": 1, "traceEvents": [\n')
+        first = True
+        for k in range(steps):
+            t = k * 10_000.0
+            events = [
+                {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t, "dur": 9000.0}
+            ]
+            events += [
+                {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 50}", "pid": 1, "tid": 1, "ts": t + i, "dur": 0.5}
+                for i in range(ops_per_step)
+            ]
+            for event in events:
+                f.write(("" if first else ",\n") + json.dumps(event))
+                first = False
+        f.write("\n]}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_trace(tmp_path_factory.mktemp("trace") / "small.json", steps=6, ops_per_step=3)
+
+
+def test_check_output_path_accepts_new_and_regular_files(tmp_path: Path) -> None:
+    assert check_output_path(tmp_path / "new.json") == tmp_path / "new.json"
+    (tmp_path / "old.json").write_text("{}")
+    assert check_output_path(tmp_path / "old.json") == tmp_path / "old.json"
+    with pytest.raises(ConfigError, match=r"its directory .* does not exist"):
+        check_output_path(tmp_path / "missing" / "new.json")
+
+
+def test_check_output_path_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "target")
+    sock_path = tmp_path / "sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(sock_path))
+        cases = {fifo: "a FIFO", tmp_path: "a directory", Path("/dev/null"): "a character device", link: "a symbolic link"}
+        cases[sock_path] = "a socket"
+        for path, kind in cases.items():
+            with pytest.raises(ConfigError, match=f"it is {kind}; profwin writes only a new file or over a regular file"):
+                check_output_path(path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "devnull"])
+def test_trim_refuses_special_outputs_before_reading(tmp_path: Path, small_trace: Path, kind: str) -> None:
+    out = {"fifo": tmp_path / "out.fifo", "directory": tmp_path, "devnull": Path("/dev/null")}[kind]
+    if kind == "fifo":
+        os.mkfifo(out)
+    before = os.stat(out)
+    # The input does not exist: the output is refused first, so no work is done at all.
+    done = profwin("trim", str(tmp_path / "no-such-input.json"), "--window", "1:3", "-o", str(out))
+    assert done.returncode == EXIT_ERROR
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+    assert f"cannot write {str(out)!r}: it is a" in done.stderr
+    after = os.stat(out)
+    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
+    assert not list(tmp_path.glob(".*.partial*"))
+
+
+@pytest.fixture(scope="module")
+def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return synthetic_trace(tmp_path_factory.mktemp("trace") / "big.json", steps=40, ops_per_step=20_000)
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "message"),
+    [(signal.SIGTERM, EXIT_TERMINATED, "profwin: terminated"), (signal.SIGINT, EXIT_INTERRUPTED, "profwin: interrupted")],
+)
+def test_a_signal_during_trim_removes_the_partial_file(
+    tmp_path: Path, big_trace: Path, sig: int, code: int, message: str
+) -> None:
+    trace = big_trace
+    out = tmp_path / "out" / "trimmed.json.gz"
+    out.parent.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "profwin", "trim", str(trace), "--window", "0:40", "-o", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list(out.parent.glob(".*.partial*")):
+        assert proc.poll() is None, f"trim ended before it began writing: {proc.communicate()}"
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == code, stderr
+    assert stderr.strip() == message
+    assert list(out.parent.iterdir()) == []
+
+
+def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
+    reader, writer = os.pipe()
+    os.close(reader)  # what `| head` does once it has read enough
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "profwin", "window", "20:80"], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    finally:
+        os.close(writer)
+    assert (done.returncode, done.stderr) == (EXIT_BROKEN_PIPE, "")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["summarize", "x.json", "--top", "-1"], "argument --top: must be an integer >= 0 (got '-1')"),
+        (["summarize", "x.json", "--first-step", "٣"], "argument --first-step: must be an integer >= 0"),
+        (["demo", "--steps", "0"], "argument --steps: must be an integer >= 1 and <= 2147483647 (got '0')"),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "nan"],
+            "argument --timeout: must be a number of seconds > 0 (got 'nan')",
+        ),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "-1"],
+            "argument --timeout: must be a number of seconds > 0 (got '-1')",
+        ),
+        (
+            ["stop", "--engine", "x", "--url", "u", "--timeout", "0"],
+            "argument --timeout: must be a number of seconds > 0 (got '0')",
+        ),
+    ],
+)
+def test_numeric_flags_are_checked_by_the_parser(args: list[str], expected: str) -> None:
+    done = profwin(*args)
+    assert done.returncode == 2
+    assert expected in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_errors_are_one_line_or_json(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    done = profwin("summarize", str(missing))
+    assert done.returncode == EXIT_ERROR
+    assert done.stderr.startswith("profwin: error: ")
+    assert done.stderr.count("\n") == 1
+    done = profwin("summarize", str(missing), "--json")
+    assert done.returncode == EXIT_ERROR
+    error = json.loads(done.stdout)
+    assert set(error) == {"error", "path"}
+    assert str(missing) in error["error"]
+
+
+def test_unexpected_exceptions_are_one_line_too(tmp_path: Path) -> None:
+    # A deliberately failing stand-in for a bug: sitecustomize makes the parser raise.
+    (tmp_path / "sitecustomize.py").write_text(
+        "import profwin.cli\ndef boom(*a, **k):\n    raise TypeError('a bug')\nprofwin.cli.build_parser = boom\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    done = profwin("plugins", env=env)
+    assert (done.returncode, done.stderr) == (EXIT_ERROR, "profwin: error: internal error, please report it: TypeError: a bug\n")
+    done = profwin("plugins", env=dict(env, PROFWIN_TRACEBACK="1"))
+    assert "Traceback" in done.stderr
+    assert done.returncode == EXIT_ERROR
+
+
+def test_version_lists_each_distribution_once() -> None:
+    done = profwin("--version")
+    names = [line.split()[0] for line in done.stdout.splitlines()]
+    assert names[:2] == ["profwin", "profwin-core"]
+    assert len(names) == len(set(names))
+    assert "profwin-memory" in names

@@ -1,0 +1,394 @@
+"""profwin.http against real sockets on 127.0.0.1: servers that answer, redirect, stall, trickle,
+close mid-answer, answer garbage or a huge body. Each server runs in a thread and is shut down by
+its test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import struct
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+import profwin
+from profwin import ConfigError, fan_out
+from profwin.http import Reply, normalize_url, request
+
+Handler = Callable[[socket.socket, "Server"], None]
+
+
+class Server:
+    """A TCP server on 127.0.0.1 whose ``handle`` writes raw bytes: what no real HTTP server sends."""
+
+    def __init__(self, handle: Handler) -> None:
+        self.handle = handle
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.05)
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stopped = threading.Event()
+        self.requests: list[bytes] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                conn.settimeout(2)
+                with contextlib.suppress(OSError):  # the client hung up: what several tests provoke
+                    self.handle(conn, self)
+
+    def read_request(self, conn: socket.socket) -> bytes:
+        """Read one request (headers and Content-Length body) and record it."""
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536) or b"\r\n\r\n"
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = next(
+            (int(line.split(b":")[1]) for line in head.lower().split(b"\r\n") if line.startswith(b"content-length:")), 0
+        )
+        while len(body) < length:
+            body += conn.recv(65536)
+        self.requests.append(head + b"\r\n\r\n" + body)
+        return self.requests[-1]
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join(timeout=5)
+        self.listener.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[Handler], Server]]:
+    servers: list[Server] = []
+
+    def start(handle: Handler) -> Server:
+        servers.append(Server(handle))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def answer(status: str, body: bytes = b"", content_type: str = "application/json", extra: str = "") -> Handler:
+    """A handler that reads the request and sends this answer."""
+
+    def handle(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n{extra}Connection: close\r\n\r\n"
+        conn.sendall(head.encode() + body)
+
+    return handle
+
+
+def trickle(prefix: bytes, server: Server, conn: socket.socket) -> None:
+    """Send ``prefix``, then one byte every 0.2 s until the client hangs up or the test ends."""
+    server.read_request(conn)
+    conn.sendall(prefix)
+    while not server.stopped.wait(0.2):
+        conn.sendall(b"x")
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_ok_reply_sends_the_documented_headers_and_body(serve: Callable[[Handler], Server]) -> None:
+    server = serve(answer("200 OK", b'{"started": true}'))
+    reply = request(server.url + "/v1/", "/start_profile", body={"window": {"start": 20}}, api_key="k-123", timeout=2)
+    assert reply == Reply("POST", server.url + "/v1/start_profile", 200, {"started": True}, '{"started": true}')
+    assert reply.ok
+    assert reply.describe() == f"POST {server.url}/v1/start_profile returned 200: {reply.text}"
+    head, _, body = server.requests[0].partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "POST /v1/start_profile HTTP/1.1"
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    assert headers["Accept"] == "application/json"
+    assert headers["Content-Type"] == "application/json"
+    assert headers["Authorization"] == "Bearer k-123"
+    assert headers["User-Agent"] == f"profwin/{profwin.__version__}"
+    assert json.loads(body) == {"window": {"start": 20}}
+
+    request(server.url, "/health", method="GET", timeout=2)
+    get = server.requests[1].decode()
+    assert get.startswith("GET /health HTTP/1.1\r\n")
+    assert "Content-Type" not in get
+    assert "Authorization" not in get
+
+
+SLOW_SERVERS: dict[str, tuple[Handler, int | None]] = {
+    "trickled headers": (lambda conn, server: trickle(b"HTTP/1.1 200 OK\r\nX-Slow: ", server, conn), None),
+    "trickled body": (lambda conn, server: trickle(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", server, conn), 200),
+    "stalled": (lambda conn, server: server.stopped.wait(3) and None, None),  # never reads, never answers
+}
+
+
+@pytest.mark.parametrize("kind", SLOW_SERVERS)
+def test_slow_servers_end_at_the_total_deadline(serve: Callable[[Handler], Server], kind: str) -> None:
+    handle, status = SLOW_SERVERS[kind]
+    server = serve(handle)
+    began = time.monotonic()
+    reply = request(server.url, "/start_profile", timeout=0.5)
+    took = time.monotonic() - began
+    assert reply.status == status
+    assert reply.error == "did not answer within 0.5 s (no complete answer)"
+    assert not reply.ok
+    assert 0.5 <= took < 1.0, took  # a per-read timeout would never fire: a byte comes every 0.2 s
+    said = "failed:" if status is None else "returned 200, but"
+    assert reply.describe() == f"POST {server.url}/start_profile {said} did not answer within 0.5 s (no complete answer)"
+
+
+@pytest.mark.parametrize("length", [f"Content-Length: {50 << 20}\r\n", ""])
+def test_a_huge_or_endless_body_is_cut_at_max_body_in_bounded_memory(serve: Callable[[Handler], Server], length: str) -> None:
+    def flood(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n{length}Connection: close\r\n\r\n".encode())
+        chunk = b"a" * 65536
+        for _ in range(800):  # 50 MB; without a Content-Length the client cannot know it ends
+            conn.sendall(chunk)
+
+    server = serve(flood)
+    tracemalloc.start()
+    try:
+        reply = request(server.url, "/metrics", timeout=5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert reply.status == 200
+    assert reply.error == "answer larger than 1048576 bytes"
+    assert reply.text == "a" * (1 << 20)
+    assert peak < 10 << 20, peak
+
+    small = request(server.url, "/metrics", timeout=5, max_body=10)
+    assert (small.error, small.text) == ("answer larger than 10 bytes", "a" * 10)
+
+
+def test_transport_failures_become_replies(serve: Callable[[Handler], Server]) -> None:
+    def hang_up(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+
+    def reset(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with RST
+
+    def half(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"x" * 10)
+
+    def half_chunked(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n64\r\nxxxx")
+
+    def garbage(conn: socket.socket, server: Server) -> None:
+        server.read_request(conn)
+        conn.sendall(b"SSH-2.0-OpenSSH_9.6\r\n")
+
+    cases = [
+        (f"http://127.0.0.1:{closed_port()}", None, "cannot reach the server: connection refused"),
+        ("http://profwin-test.invalid:80", None, "cannot resolve host 'profwin-test.invalid'"),
+        (serve(hang_up).url, None, "the server closed the connection without answering"),
+        (serve(half).url, 200, "the server closed the connection mid-answer (90 bytes missing)"),
+        (serve(half_chunked).url, 200, "the server closed the connection mid-answer"),
+        (serve(garbage).url, None, "not an HTTP answer (got 'SSH-2.0-OpenSSH_9.6\\r\\n')"),
+    ]
+    for url, status, error in cases:
+        reply = request(url, "/stop_profile", api_key="secret", timeout=1)
+        assert (reply.status, reply.error[: len(error)]) == (status, error), reply
+        assert not reply.ok
+        assert reply.describe().startswith(f"POST {url}/stop_profile ")
+        assert error in reply.describe()
+        assert "secret" not in reply.describe()
+
+    reply = request(serve(reset).url, "/stop_profile", timeout=1)
+    assert reply.status is None
+    # whether the RST or the FIN is seen first depends on timing; both are a hang-up
+    assert reply.error in ("the server reset the connection", "the server closed the connection without answering")
+
+
+def test_https_to_a_plain_http_port_is_a_clean_tls_error(serve: Callable[[Handler], Server]) -> None:
+    def plain_http(conn: socket.socket, server: Server) -> None:
+        conn.recv(65536)  # a TLS ClientHello: as a plain HTTP server, refuse it
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+
+    server = serve(plain_http)
+    reply = request(server.url.replace("http://", "https://"), "/start_profile", timeout=1)
+    assert reply.status is None
+    assert reply.error.startswith("TLS failed: "), reply.error
+    assert reply.describe().startswith(f"POST https://127.0.0.1:{server.url.rsplit(':', 1)[1]}/start_profile failed: TLS failed")
+
+
+def test_redirects_are_reported_not_followed_and_the_key_stays_home(serve: Callable[[Handler], Server]) -> None:
+    elsewhere = serve(answer("200 OK", b"{}"))
+    redirecting = serve(answer("307 Temporary Redirect", b"", extra=f"Location: {elsewhere.url}/start_profile\r\n"))
+    reply = request(redirecting.url, "/start_profile", api_key="secret", timeout=1)
+    assert (reply.status, reply.location, reply.error, reply.ok) == (307, f"{elsewhere.url}/start_profile", "", False)
+    assert reply.describe() == (
+        f"POST {redirecting.url}/start_profile redirected (307) to {elsewhere.url}/start_profile: "
+        "not followed (profwin sends requests only to the URL given; pass the final URL)"
+    )
+    assert len(redirecting.requests) == 1
+    assert elsewhere.requests == []
+
+
+def test_json_rules(serve: Callable[[Handler], Server]) -> None:
+    bad_json = serve(answer("200 OK", b"{'single': 'quotes'}"))
+    listed = serve(answer("200 OK", b"[1, 2]"))
+    text = serve(answer("200 OK", b"Start profiling.\n", "text/plain; charset=utf-8"))
+    empty = serve(answer("200 OK"))
+    refused = serve(answer("500 Internal Server Error", b"Internal Server Error"))  # "JSON" that is not
+
+    reply = request(bad_json.url, "/x", timeout=1)
+    assert reply.status == 200
+    assert reply.error.startswith("answer is not a JSON object: Expecting property name enclosed in double quotes")
+    assert (reply.data, reply.text, reply.ok) == (None, "{'single': 'quotes'}", False)
+
+    assert request(listed.url, "/x", timeout=1).data == [1, 2]
+    reply = request(listed.url, "/x", timeout=1, expect="object")
+    assert (reply.status, reply.error) == (200, "answer is not a JSON object: got a JSON list '[1, 2]'")
+
+    reply = request(text.url, "/x", timeout=1)
+    assert (reply.ok, reply.data, reply.text, reply.detail) == (True, None, "Start profiling.\n", "Start profiling.")
+    assert request(text.url, "/x", timeout=1, expect="object").error.startswith("answer is not a JSON object: Expecting value")
+    assert request(empty.url, "/x", timeout=1).ok
+    assert request(empty.url, "/x", timeout=1, expect="object").error == "answer is not a JSON object: got an empty body"
+
+    reply = request(refused.url, "/x", timeout=1, expect="object")  # its status is the failure
+    assert (reply.status, reply.error, reply.detail) == (500, "", "Internal Server Error")
+
+
+def test_details_and_the_api_key_hint(serve: Callable[[Handler], Server]) -> None:
+    cases = [
+        ("409 Conflict", {"detail": "Profiling is already in progress"}, "Profiling is already in progress", ""),
+        ("422 Unprocessable Entity", {"detail": [{"loc": ["body", "x"]}]}, '[{"loc": ["body", "x"]}]', ""),
+        ("400 Bad Request", {"error": {"message": "bad window", "type": "invalid"}}, "bad window", ""),
+        ("401 Unauthorized", {"error": "Unauthorized"}, "Unauthorized", "api_key=)"),
+        ("403 Forbidden", {"success": False}, '{"success": false}', "api_key=)"),
+    ]
+    for status, body, detail, hint in cases:
+        server = serve(answer(status, json.dumps(body).encode()))
+        reply = request(server.url, "/start_profile", timeout=1)
+        assert (reply.status, reply.detail, reply.error) == (int(status[:3]), detail, "")
+        described = reply.describe()
+        assert described.startswith(f"POST {server.url}/start_profile returned {status[:3]}: {detail}")
+        assert described.endswith(hint)
+        assert ("--api-key" in described) == bool(hint)
+    assert Reply("GET", "u", 500, text="x" * 5000).detail == "x" * 2000
+
+
+def test_concurrent_requests_each_get_their_own_answer() -> None:
+    arrived = threading.Barrier(12, timeout=5)
+
+    class Echo(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            arrived.wait()  # answers only once all 12 requests are in flight at the same time
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
+        replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+    assert [r.data for r in replies[:12]] == [{"i": i} for i in range(12)]
+    assert replies[12].error.startswith("cannot reach")  # one failure hides none of the others
+
+
+def test_bad_arguments_raise_config_errors_naming_them() -> None:
+    url = "http://127.0.0.1:1"
+    for timeout in (float("nan"), float("inf"), 0, -1, True):
+        with pytest.raises(ConfigError) as caught:
+            request(url, "/x", timeout=timeout)
+        assert str(caught.value) == f"timeout: must be a positive number of seconds (got {timeout!r})"
+    with pytest.raises(ConfigError, match=r"^body\.window\.end: must be a finite number; .*\(got nan\)$"):
+        request(url, "/x", body={"window": {"start": 1, "end": float("nan")}})
+    with pytest.raises(ConfigError, match=r"^body\.steps\[1\]: .*\(got inf\)$"):
+        request(url, "/x", body={"steps": [1, float("inf")]})
+    with pytest.raises(ConfigError, match=r"^body: cannot be sent as JSON: Object of type set"):
+        request(url, "/x", body={"s": {1}})
+    loop: dict[str, object] = {}
+    loop["self"] = loop
+    with pytest.raises(ConfigError, match=r"^body: cannot be sent as JSON: Circular reference"):
+        request(url, "/x", body=loop)
+    with pytest.raises(ConfigError, match=r"^path: must be empty or start with '/'"):
+        request(url, "start_profile")
+    with pytest.raises(ConfigError) as caught:
+        request(url, "/x", api_key="sec ret\n")
+    assert str(caught.value).startswith("api_key: ")
+    assert "sec" not in str(caught.value)
+    with pytest.raises(ConfigError, match=r"^max_body: must be a positive number of bytes \(got 0\)$"):
+        request(url, "/x", max_body=0)
+    with pytest.raises(ConfigError, match=r"^expect: must be 'object' or 'any' \(got 'dict'\)$"):
+        request(url, "/x", expect="dict")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("given", "normal"),
+    [
+        ("127.0.0.1:8000/", "http://127.0.0.1:8000"),
+        ("  HTTPS://Example.com  ", "https://Example.com"),
+        ("http://h:8000/sglang/", "http://h:8000/sglang"),
+        ("http://[::1]:30000", "http://[::1]:30000"),
+        ("localhost", "http://localhost"),
+    ],
+)
+def test_normalize_url(given: str, normal: str) -> None:
+    assert normalize_url(given) == normal
+
+
+@pytest.mark.parametrize(
+    ("given", "rule"),
+    [
+        ("ftp://h:21", "must start with http:// or https:// (got 'ftp://h:21')"),
+        ("http://:8000", "has no host (got 'http://:8000')"),
+        ("http://", "has no host"),
+        ("http://h:8000/?x=1", "must not have a query or fragment"),
+        ("http://h:8000#top", "must not have a query or fragment"),
+        ("http://h:port", "port must be a number from 1 to 65535 (got 'port' in 'http://h:port')"),
+        ("http://h:70000", "port must be a number from 1 to 65535 (got '70000'"),
+        ("http://h:0", "port must be a number from 1 to 65535 (got '0'"),
+        ("http://h :8000", "must be ASCII without spaces or control characters (got 'http://h :8000')"),
+        ("http://h:8000/\x00", "must be ASCII without spaces or control characters"),
+        ("http://hé:8000", "must be ASCII"),
+        ("http://[::1:8000", "is not a valid URL: Invalid IPv6 URL"),
+    ],
+)
+def test_normalize_url_refuses(given: str, rule: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        normalize_url(given)
+    assert caught.value.path == "url"
+    assert caught.value.reason.startswith(rule), caught.value.reason
+
+
+@pytest.mark.parametrize("given", ["http://admin:hunter2@h:8000", "user@h:8000", "https://admin:hun/ter2@h:8000/x"])
+def test_normalize_url_refuses_credentials_without_showing_them(given: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        normalize_url(given)
+    message = str(caught.value)
+    assert message.startswith("url: must not contain credentials (got '")
+    assert "***@h:8000" in message
+    for secret in ("admin", "hunter2", "hun", "ter2", "user"):
+        assert secret not in message

@@ -1,0 +1,228 @@
+"""Window and spec -> the :class:`~profwin.plugin.EnginePlan` a vLLM version takes. Pure: no vLLM needed.
+
+The off-by-one. vLLM's worker calls ``profiler.step()`` at the top of every ``execute_model``
+and starts recording inside the call whose 1-based count equals ``delay_iterations``
+(``delay_iterations=0`` starts at ``start_profile`` time, so it records the same steps as 1).
+It stops at the top of step ``delay + max`` (1-based), so exactly ``max_iterations`` steps are
+recorded. profwin's window counts steps from 0, so step ``s`` is vLLM's step ``s + 1``::
+
+    delay_iterations = window.start + 1
+    max_iterations   = window.end - window.start      (0 = no limit, for an open window)
+
+``delay = start`` (what verl sends) records steps ``start-1 .. end-2``: one step early, and for
+``start = 1`` that step is the prefill. A window starting at 0 is sent ``delay = 1`` rather than
+0 so that, like every other window, the trace begins at the top of its first step and not at the
+moment ``start_profile`` was called. integration_tests/vllm proves all of this on a real engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from attrs import field, frozen
+
+from profwin.plugin import (
+    ConfigError,
+    EnginePlan,
+    EngineVersion,
+    ProfileSpec,
+    VersionSource,
+    Window,
+    choice,
+    engine_flavours,
+    flag,
+    parse_options,
+    resolve_activities,
+)
+from profwin_vllm.versions import Mechanism, mechanism, reads_env, takes_prefix
+
+__all__ = ["PLATFORMS", "VllmOptions", "delay_iterations", "max_iterations", "plan_for"]
+
+PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "xpu", "ascend")
+"""vLLM platforms whose accepted profiler activities profwin knows."""
+
+# The activities each platform's worker accepts (vllm/config/profiler.py,
+# validate_worker_profiler_config); the CPU platform accepts CPU only.
+_PLATFORM_ACTIVITIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"cpu": ("cpu",), "cuda": ("cpu", "cuda"), "rocm": ("cpu", "cuda"), "xpu": ("cpu", "xpu"), "ascend": ("cpu", "npu")}
+)
+_VLLM_ACTIVITY = MappingProxyType({"cpu": "CPU", "cuda": "CUDA", "xpu": "XPU"})
+
+
+def delay_iterations(window: Window) -> int:
+    """vLLM's ``delay_iterations`` that makes step ``window.start`` (0-based) the first one recorded."""
+    return window.start + 1
+
+
+def max_iterations(window: Window) -> int:
+    """vLLM's ``max_iterations``: the window's length, or 0 (vLLM's "no limit") when it is open."""
+    return 0 if window.length is None else window.length
+
+
+@frozen(kw_only=True)
+class VllmOptions:
+    """``options.vllm`` of a spec.
+
+    Attributes:
+        frontend: also run the AsyncLLM (API-server) CPU profiler. Off by default because that
+            profiler ignores ``delay_iterations``/``max_iterations`` and records the whole
+            session, which is the trace a window exists to avoid (vLLM PR #28987).
+        gzip: write ``.pt.trace.json.gz`` (vLLM's default) rather than plain JSON.
+        platform: the engine's platform (``cpu``, ``cuda``, ``rocm``, ``xpu``, ``ascend``), when
+            known, to check activities before launch; ``None`` lets vLLM check at worker start.
+    """
+
+    frontend: bool = field(default=False, validator=flag)
+    gzip: bool = field(default=True, validator=flag)
+    platform: str | None = field(default=None, validator=choice(None, *PLATFORMS))
+
+
+def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion) -> list[str] | None:
+    """vLLM's ``torch_profiler_activities`` for the spec, or ``None`` for the platform default."""
+    if spec.activities is None:
+        return None
+    wanted: tuple[str, ...] = spec.activities
+    if options.platform is not None:
+        accepted = _PLATFORM_ACTIVITIES[options.platform]
+        why = f"vLLM on platform {options.platform!r} accepts only {list(accepted)}"
+        wanted, _ = resolve_activities(spec, default=(), unavailable={a: why for a in wanted if a not in accepted}, stacklevel=5)
+    if options.platform == "ascend":
+        return None  # vllm-ascend records CPU and NPU whatever is configured
+    if "npu" in wanted:
+        raise ConfigError(
+            "vLLM has no 'npu' activity; vllm-ascend records CPU and NPU by itself: "
+            "leave activities unset, or set options.vllm.platform: ascend",
+            path="activities",
+        )
+    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+        raise ConfigError(
+            f"vLLM {version} has no setting for activities (torch_profiler_activities came with "
+            "profiler_config in 0.13); leave activities unset",
+            path="activities",
+        )
+    return [_VLLM_ACTIVITY[a] for a in wanted]
+
+
+def _env_flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def _legacy_env(spec: ProfileSpec, options: VllmOptions, version: EngineVersion, delay: int, limit: int) -> dict[str, str]:
+    """The ``VLLM_TORCH_PROFILER_*`` variables (vLLM 0.5.5 to 0.15; window ones from 0.12)."""
+    env = {
+        "VLLM_TORCH_PROFILER_DIR": str(spec.output_dir),
+        "VLLM_TORCH_PROFILER_WITH_STACK": _env_flag(spec.stack or spec.modules),
+        "VLLM_TORCH_PROFILER_RECORD_SHAPES": _env_flag(spec.shapes),
+        "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY": _env_flag(spec.memory),
+        "VLLM_TORCH_PROFILER_WITH_FLOPS": _env_flag(spec.flops),
+    }
+    if version >= "0.12":
+        env |= {
+            "VLLM_PROFILER_DELAY_ITERS": str(delay),
+            "VLLM_PROFILER_MAX_ITERS": str(limit),
+            "VLLM_TORCH_PROFILER_DISABLE_ASYNC_LLM": _env_flag(not options.frontend),
+            "VLLM_TORCH_PROFILER_USE_GZIP": _env_flag(options.gzip),
+        }
+    return env
+
+
+def _check_window_supported(window: Window, version: EngineVersion, options: VllmOptions) -> None:
+    whole = window.start == 0 and window.end is None
+    if whole:
+        return
+    if mechanism(version) is Mechanism.NONE:
+        raise ConfigError(
+            f"vLLM {version} cannot record a window of steps: delay/max iterations came in 0.12. "
+            f"Upgrade vLLM, or profile the whole session with window ':' (got {window})",
+            path="window",
+        )
+    if mechanism(version) is Mechanism.ENV and options.platform == "cpu":
+        raise ConfigError(
+            f"vLLM {version} on CPU ignores VLLM_PROFILER_DELAY_ITERS/MAX_ITERS (its CPU worker built its own "
+            f"profiler until 0.13). Use vLLM >= 0.13, or profile the whole session with window ':' (got {window})",
+            path="window",
+        )
+
+
+def _check_ascend(spec: ProfileSpec, version: EngineVersion) -> None:
+    """Ask the installed hardware plugins (profwin-npu) what vllm-ascend does with ``spec``.
+
+    They warn once for each option vllm-ascend ignores; a window it cannot honour is an error.
+    Without such a plugin nothing is known beyond vLLM's own rules.
+    """
+    for flavour in engine_flavours("vllm-ascend", str(version), spec):
+        if not flavour.get("honours_window", True) and (spec.window.start > 0 or spec.window.end is not None):
+            raise ConfigError(
+                f"{flavour['ignored']['window']}; profile the whole session with window ':' or upgrade vllm-ascend",
+                path="window",
+            )
+
+
+def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given") -> EnginePlan:
+    """What vLLM ``version`` is sent to record exactly ``spec.window``.
+
+    Raises :class:`~profwin.ConfigError` when the version cannot honour the spec: a window on
+    vLLM < 0.12, an activity the platform rejects, an unknown ``options.vllm`` key.
+    """
+    options = parse_options(VllmOptions, spec, "vllm")
+    window = spec.window
+    _check_window_supported(window, version, options)
+    if options.platform == "ascend":
+        _check_ascend(spec, version)
+    activities = _activities(spec, options, version)
+    delay, limit = delay_iterations(window), max_iterations(window)
+    how = mechanism(version)
+    if how is Mechanism.NONE:
+        # No window: the whole session, from start_profile on, is what a window ':' asks for.
+        delay, limit = 0, 0
+
+    launch: dict[str, Any] = {}
+    if version >= "0.13":
+        config: dict[str, Any] = {
+            "profiler": "torch",
+            "torch_profiler_dir": str(spec.output_dir),
+            # vLLM records stacks unless told otherwise: always send the spec's choice.
+            "torch_profiler_with_stack": spec.stack or spec.modules,
+            "torch_profiler_record_shapes": spec.shapes,
+            "torch_profiler_with_memory": spec.memory,
+            "torch_profiler_with_flops": spec.flops,
+            "torch_profiler_use_gzip": options.gzip,
+            "ignore_frontend": not options.frontend,
+            "delay_iterations": delay,
+            "max_iterations": limit,
+        }
+        if activities is not None:
+            config["torch_profiler_activities"] = activities
+        launch["profiler_config"] = config
+    env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
+
+    start_kwargs: dict[str, Any] = {"profile_prefix": spec.prefix} if version >= "0.17" else {}
+    if how is Mechanism.PER_SESSION:
+        start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    notes = []
+    if options.frontend:
+        notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
+    return EnginePlan(
+        engine="vllm",
+        version=str(version),
+        version_source=source,
+        mechanism=how.value,
+        window=window,
+        records=window,
+        output_dir=spec.output_dir,
+        launch=launch,
+        env=env,
+        request=start_kwargs if how is Mechanism.PER_SESSION else None,
+        per_session=how is Mechanism.PER_SESSION,
+        notes=tuple(notes),
+        details={
+            "delay_iterations": delay,
+            "max_iterations": limit,
+            "takes_prefix": takes_prefix(version),
+            # LLM.start_profile's keywords: the request, or just the prefix where the window is fixed at launch
+            "start_kwargs": start_kwargs,
+            "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
+        },
+    )
