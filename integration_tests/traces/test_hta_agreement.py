@@ -43,7 +43,7 @@ with torch.inference_mode(), profwin.Session(spec) as session:
 def hta_python() -> Path:
     proc = subprocess.run(["bash", str(HERE / "build_hta_env.sh")], capture_output=True, text=True, timeout=900, check=False)
     if proc.returncode != 0:
-        pytest.skip(f"!!! HTA 0.5.0 environment could not be built; the HTA agreement test did NOT run:\n{proc.stderr[-2000:]}")
+        pytest.fail(f"the HTA 0.5.0 environment could not be built (build_hta_env.sh):\n{proc.stderr[-2000:]}")
     return Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
 
 
