@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -50,8 +51,10 @@ def add_device_lanes(cpu_trace: Path, out: Path) -> dict[str, int]:
     def launch(op: dict[str, Any], name: str, cat: str, stream: int, dur: float, latency: float, runtime: str) -> None:
         nonlocal correlation
         correlation += 1
-        call_ts = op["ts"] + op.get("dur", 0.0) * 0.3
-        call_dur = 3.0 + (correlation % 5) * 0.5
+        # Whole microseconds on the device side: HTA truncates times to integers, which would
+        # open sub-microsecond gaps between back-to-back kernels and blur the comparison.
+        call_ts = float(math.ceil(op["ts"] + op.get("dur", 0.0) * 0.3))
+        call_dur = 3.0 + correlation % 5
         start = max(call_ts + call_dur + latency, stream_free[stream])
         stream_free[stream] = start + dur
         args = {"correlation": correlation, "device": 0, "stream": stream}
@@ -66,7 +69,7 @@ def add_device_lanes(cpu_trace: Path, out: Path) -> dict[str, int]:
     for i, op in enumerate(ops):
         base = op["name"].split("::")[-1]
         launch(op, f"void at::native::{base}_kernel<float>(float const*, float*, int)", "kernel", 7,
-               dur=150.0 + (i % 7) * 95.5, latency=10.0 + (i % 11) * 40.25, runtime="cudaLaunchKernel")  # fmt: skip
+               dur=150.0 + (i % 7) * 95.0, latency=10.0 + (i % 11) * 40.0, runtime="cudaLaunchKernel")  # fmt: skip
         counts["kernels"] += 1
     for n, step in enumerate(steps):
         if n % 3:
@@ -76,7 +79,7 @@ def add_device_lanes(cpu_trace: Path, out: Path) -> dict[str, int]:
             continue
         launch(first, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "kernel", 8,
                dur=2400.0, latency=25.0, runtime="cudaLaunchKernel")  # fmt: skip
-        launch(first, "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 8, dur=600.0, latency=12.5, runtime="cudaMemcpyAsync")
+        launch(first, "Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 8, dur=600.0, latency=12.0, runtime="cudaMemcpyAsync")
         counts["nccl"] += 1
         counts["memcpy"] += 1
     # Kineto writes CUPTI activities after the host operators, in time order.
