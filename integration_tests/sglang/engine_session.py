@@ -22,11 +22,13 @@ def main(model: str, out: Path, windows: list[str]) -> None:
     import sglang
 
     from profwin import ProfileSpec, Window
-    from profwin.traces import summarize
+    from profwin.traces import TORCH_MARKER, summarize
     from profwin_sglang import session
+    from profwin_sglang._plugin import STEP_MARKER
 
     def step_names(path: Path) -> list[str]:
-        return [step.label for step in summarize(path, top=0).steps]
+        # Markers named: this process has profwin on PYTHONPATH, without the entry points.
+        return [step.label for step in summarize(path, top=0, markers=(TORCH_MARKER, STEP_MARKER)).steps]
 
     engine = sglang.Engine(
         model_path=model,

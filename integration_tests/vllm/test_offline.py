@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-import profwin_vllm
 from profwin import Window
 from profwin.traces import count_steps, summarize, trim
 
@@ -179,8 +178,8 @@ def test_trace_tools_on_the_saved_traces(report: dict[str, Any], name: str, tmp_
     expected = host_annotations(path)
     summary = summarize(path)
     assert summary.producer == "vllm"
-    # Core's registry-driven counter and the backend's own agree on the real trace.
-    assert count_steps(path) == profwin_vllm.count_steps(path) == len(expected)
+    # Core's counter, with the markers the installed plugins declare, on the real trace.
+    assert count_steps(path) == len(expected)
     assert [s.number for s in summary.steps] == list(range(len(expected)))
     assert [s.label for s in summary.steps] == [e["name"] for e in expected]
     assert [s.dur_us for s in summary.steps] == [round(e["dur"], 3) for e in expected]
