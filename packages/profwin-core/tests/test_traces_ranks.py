@@ -1,8 +1,9 @@
 """Many ranks, diff and plots on traces from two real processes (RANK=0 and RANK=1), each
 running a profwin.Session with the torch driver on a tiny model on CPU.
 
-Rank 1 does twice the work per step, so it is the straggler of every step; the expected step
-times are read from the files with json.load, independently of the streaming reader.
+Rank 1 does twice the work per step (it is usually the straggler, but nothing asserts timing);
+the expected step times are read from the files with json.load, independently of the
+streaming reader.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -84,9 +86,13 @@ def test_summarize_a_folder_of_ranks(rank_dir: Path) -> None:
         durs = {rank: expected[rank][sp.step] for rank in expected}
         assert sp.slowest_rank == max(durs, key=lambda r: durs[r])
         assert sp.spread_us == pytest.approx(max(durs.values()) - min(durs.values()), abs=1e-3)
-    # Rank 1 does twice the work: the straggler of (nearly) every step.
-    assert ranks.ranks[1].slowest >= 3
-    assert ranks.ranks[1].median_us > ranks.ranks[0].median_us
+    # Straggler counts and medians follow from the recorded times (not asserted from timing:
+    # the machine is shared, so which rank is slower is the trace's to say).
+    slowest = [max(expected, key=lambda r: (expected[r][step], -r)) for step in sorted(expected[0])]
+    assert [r.slowest for r in ranks.ranks] == [slowest.count(0), slowest.count(1)]
+    assert [r.median_us for r in ranks.ranks] == [
+        pytest.approx(statistics.median(expected[r].values()), abs=1e-3) for r in (0, 1)
+    ]
     text = render_ranks(ranks)
     assert "slowest" in text
     assert "rank" in text
