@@ -10,12 +10,14 @@ integration_tests/traces/test_hta_agreement.py.)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from profwin.traces import summarize
+from profwin.cli import main
+from profwin.traces import render_summary, summarize
 
 _kernel = st.tuples(
     st.integers(0, 2),  # stream
@@ -66,3 +68,31 @@ def test_busy_idle_kinds_and_delays(tmp_path_factory: Any, kernels: list[tuple[i
         if linked:
             expected = [min(2, k[1] - 100 * (k[1] // 100)) for k in linked]
             assert d.launch_delay_max_us == max(expected)
+
+
+def test_device_time_is_rendered_and_printed_as_json(tmp_path: Path, capsys: Any) -> None:
+    events = [
+        {"ph": "X", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10,
+            "dur": 5,
+            "args": {"correlation": 7},
+        },
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {"correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 8, "ts": 40, "dur": 20},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    text = render_summary(summarize(path))
+    assert "device time in steps 0:1" in text
+    assert "busy 0.040 ms of 0.040 ms (100.0 %), idle 0.000 ms; 2 kernels/copies" in text
+    assert "by kind: compute 0.030 ms, communication 0.020 ms" in text
+    assert "launch delay (call end to kernel start): mean 5.0 us, max 5.0 us (1 matched by correlation id)" in text
+    assert main(["summarize", str(path), "--json"]) == 0
+    device = json.loads(capsys.readouterr().out)["device"]
+    assert (device["busy_us"], device["launches"], device["launch_delay_mean_us"]) == (40.0, 1, 5.0)

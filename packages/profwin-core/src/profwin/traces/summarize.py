@@ -366,8 +366,8 @@ def render_device(d: DeviceStat, title: str) -> str:
     ]
     if d.launch_delay_mean_us is not None:
         lines.append(
-            f"  launch delay (call end to kernel start) over {d.launches:,} launches: "
-            f"mean {d.launch_delay_mean_us:.1f} us, max {d.launch_delay_max_us:.1f} us"
+            f"  launch delay (call end to kernel start): mean {d.launch_delay_mean_us:.1f} us, "
+            f"max {d.launch_delay_max_us:.1f} us ({d.launches:,} matched by correlation id)"
         )
     return "\n".join(lines)
 
