@@ -66,8 +66,7 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         "requires=('no_such_module_xyz',), install_hint='fakeplug[engine]')\n"
     )
     (site / "fakeplug_old.py").write_text(
-        "from profwin import PluginSpec\n"
-        "PLUGIN = PluginSpec(name='oldapi', kind='backend', target='fakeplug_old:X', api=1)\n"
+        "from profwin import PluginSpec\nPLUGIN = PluginSpec(name='oldapi', kind='backend', target='fakeplug_old:X', api=1)\n"
     )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setattr("profwin.discovery._loaded", {})
