@@ -17,7 +17,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import evolve, field, frozen
 
@@ -164,25 +164,29 @@ class TargetContext:
     """How a target waits for its engine: a timeout for every call, and the caller's event loop
     when the session runs under ``async with`` (an ``AsyncLLM``'s coroutines must run there).
 
-    Target methods run in worker threads; :meth:`wait` hands a coroutine to the caller's loop.
+    Target methods run in worker threads; :meth:`call` runs an engine call on the caller's loop.
     """
 
     def __init__(self, *, timeout: float, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.timeout = timeout
         self.loop = loop
 
-    def wait(self, value: Awaitable[T] | T, what: str) -> T:
-        """``value`` itself, or the result of awaiting it on the caller's loop within the timeout."""
-        if not inspect.isawaitable(value):
-            return value
+    def call(self, fn: Callable[[], Awaitable[T] | T], what: str) -> T:
+        """``fn()`` and, if it returns an awaitable, its result. Under ``async with`` the call itself
+        runs on the caller's loop thread, within the timeout: an async engine's methods may start
+        thread-bound work before their first ``await`` (vLLM's ``AsyncLLM.start_profile`` starts the
+        frontend's torch profiler, which must be stopped on the thread that started it)."""
         if self.loop is None:
+            value = fn()
+            if not inspect.isawaitable(value):
+                return value
             close = getattr(value, "close", None)
             if close is not None:
                 close()  # never leave a coroutine un-awaited behind a clear error
             raise ConfigError(f"{what} is a coroutine: use `async with` for this engine", path="target")
-        future = asyncio.run_coroutine_threadsafe(_awaited(value), self.loop)
+        future = asyncio.run_coroutine_threadsafe(_called(fn), self.loop)
         try:
-            return cast(T, future.result(self.timeout))
+            return future.result(self.timeout)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise TargetError(f"{what} did not return within {self.timeout:g} s") from None
@@ -209,8 +213,9 @@ class TargetContext:
         return result[0]
 
 
-async def _awaited(value: Awaitable[T]) -> T:
-    return await value
+async def _called(fn: Callable[[], Awaitable[T] | T]) -> T:
+    value = fn()
+    return await value if inspect.isawaitable(value) else value
 
 
 @runtime_checkable

@@ -21,13 +21,15 @@ session between them in a state file under the output directory.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
@@ -48,6 +50,7 @@ __all__ = [
     "stop_remote",
 ]
 
+T = TypeVar("T")
 OnActive = Literal["error", "restart"]
 """What to do when an engine already profiles: report it, or stop it and start again."""
 
@@ -323,11 +326,20 @@ class RemoteSession:
 
     async def __aenter__(self) -> RemoteSession:
         self._ctx.loop = asyncio.get_running_loop()
-        await asyncio.to_thread(self.start)
+        await _off_loop(self.start)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        await asyncio.to_thread(self._exit, failed=exc_type is not None)
+        await _off_loop(functools.partial(self._exit, failed=exc_type is not None))
+
+
+async def _off_loop(call: Callable[[], T]) -> T:
+    """``call()`` in a thread of profwin's own, not the loop's default executor: engines use that
+    executor for thread-bound work (vLLM's AsyncLLM starts and stops its frontend torch profiler
+    with ``asyncio.to_thread``, and torch crashes when the stop lands on another thread than the
+    start), so a thread profwin holds there would shift which thread they get."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="profwin-session") as pool:
+        return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
 def _load_state(path: Path, part: _Part) -> str | None:

@@ -196,7 +196,7 @@ class SglangEngine(_Sglang):
 
     def info(self, ctx: TargetContext) -> ServerInfo:
         if ctx.loop is not None:
-            states = ctx.wait(self.engine.tokenizer_manager.get_internal_state(), "get_internal_state")
+            states = ctx.call(self.engine.tokenizer_manager.get_internal_state, "get_internal_state")
             info = ServerInfo.parse({"internal_states": states})
         else:
             info = ServerInfo.parse(ctx.bounded(self.engine.get_server_info, "Engine.get_server_info"))
@@ -216,9 +216,9 @@ class SglangEngine(_Sglang):
                 if self.req_type:
                     from sglang.srt.managers.io_struct import ProfileReq  # the engine is here, so sglang is too
 
-                    ctx.wait(manager.start_profile(ProfileReq(**body)), "start_profile")
+                    ctx.call(lambda: manager.start_profile(ProfileReq(**body)), "start_profile")
                 else:  # before 0.5.23 the tokenizer manager took the fields as keywords
-                    ctx.wait(manager.start_profile(**body), "start_profile")
+                    ctx.call(lambda: manager.start_profile(**body), "start_profile")
             else:
                 ctx.bounded(lambda: self.engine.start_profile(**body), "Engine.start_profile")
         except (TargetError, RuntimeError) as exc:
@@ -227,7 +227,7 @@ class SglangEngine(_Sglang):
     def send_stop(self, ctx: TargetContext) -> bool:
         try:
             if ctx.loop is not None:
-                ctx.wait(self.engine.tokenizer_manager.stop_profile(), "stop_profile")
+                ctx.call(self.engine.tokenizer_manager.stop_profile, "stop_profile")
             else:
                 ctx.bounded(self.engine.stop_profile, "Engine.stop_profile")
         except TargetError:

@@ -156,7 +156,7 @@ class VllmEngine:
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         kwargs = dict(plan.details["start_kwargs"])
         try:
-            ctx.wait(self.engine.start_profile(**kwargs), "start_profile")
+            ctx.call(lambda: self.engine.start_profile(**kwargs), "start_profile")
         except (TargetError, ConfigError):
             raise
         except Exception as exc:
@@ -167,7 +167,7 @@ class VllmEngine:
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
         try:
-            ctx.wait(self.engine.stop_profile(), "stop_profile")
+            ctx.call(self.engine.stop_profile, "stop_profile")
         except (TargetError, ConfigError):
             raise
         except Exception as exc:
