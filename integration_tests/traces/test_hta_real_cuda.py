@@ -1,0 +1,96 @@
+"""profwin's device times against HolisticTraceAnalysis 0.5.0 on a REAL CUDA trace.
+
+``data/h200_rank0.pt.trace.json.gz`` was recorded on an NVIDIA H200 (torch 2.11.0+cu130) by
+``profwin.Session`` with the torch driver, window 1:6 of a 2-layer MLP (4 forwards, an all-reduce
+of world size 1 and a device-to-host copy per step): 130 real kernels, memsets and copies.
+
+HTA keeps whole microseconds (it truncates ``ts``/``dur``), so both read a copy truncated the same
+way. HTA leaves out the last step by cutting at the GPU-side start of that step *inclusively*: a
+kernel launched in the dropped step that starts at that very microsecond stays in HTA's numbers,
+while profwin assigns every kernel to the step whose launch call started it. The test names those
+kernels and checks that they are the whole difference; everything else agrees within 1 %.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profwin.traces import summarize
+
+HERE = Path(__file__).resolve().parent
+TRACE = HERE / "data" / "h200_rank0.pt.trace.json.gz"
+DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def hta_python() -> Path:
+    proc = subprocess.run(["bash", str(HERE / "build_hta_env.sh")], capture_output=True, text=True, timeout=900, check=False)
+    if proc.returncode != 0:
+        pytest.fail(f"the HTA 0.5.0 environment could not be built (build_hta_env.sh):\n{proc.stderr[-2000:]}")
+    return Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
+
+
+def _truncated(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    trace = json.loads(gzip.decompress(TRACE.read_bytes()))
+    for event in trace["traceEvents"]:
+        for key in ("ts", "dur"):
+            if isinstance(event.get(key), float):
+                event[key] = int(event[key])
+    out = tmp_path / "rank0.pt.trace.json.gz"
+    out.write_bytes(gzip.compress(json.dumps(trace).encode()))
+    return out, trace["traceEvents"]
+
+
+def _kept_by_hta_across_the_cut(events: list[dict[str, Any]], last: int) -> list[dict[str, Any]]:
+    """Device events launched in the dropped step ``last`` that start exactly where HTA cuts."""
+    gpu_start = min(e["ts"] for e in events if e.get("name") == f"ProfilerStep#{last}" and e.get("cat") == "gpu_user_annotation")
+    cpu = next(e for e in events if e.get("name") == f"ProfilerStep#{last}" and e.get("cat") == "user_annotation")
+    launched = {
+        e["args"]["correlation"]
+        for e in events
+        if e.get("cat") == "cuda_runtime" and cpu["ts"] <= e["ts"] < cpu["ts"] + cpu["dur"] and "correlation" in e.get("args", {})
+    }
+    return [
+        e for e in events if e.get("cat") in DEVICE_CATS and e["args"].get("correlation") in launched and e["ts"] <= gpu_start
+    ]
+
+
+def test_device_time_agrees_with_hta_on_a_real_cuda_trace(hta_python: Path, tmp_path: Path) -> None:
+    trace, events = _truncated(tmp_path)
+    proc = subprocess.run(
+        [str(hta_python), str(HERE / "hta_numbers.py"), str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    hta: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    device = summarize(trace, window="1:5").device  # steps 1..5 recorded; HTA drops step 5
+    assert device is not None
+    extra = _kept_by_hta_across_the_cut(events, last=5)
+    assert len(extra) == 1  # one gemm of step 5 starts at the microsecond HTA cuts at
+    (kernel,) = extra
+    runtime = {
+        e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    launch = runtime[kernel["args"]["correlation"]]
+    last_end = max(e["ts"] + e["dur"] for e in events if e.get("cat") in DEVICE_CATS and e["ts"] < kernel["ts"])
+    pairs = {
+        "compute": (device.by_kind_us["compute"] + kernel["dur"], hta["by_kind"]["computation"]),
+        "memory": (device.by_kind_us["memory"], hta["by_kind"]["memory"]),
+        "launches": (device.launches + 1, hta["launches"]),
+        "span": (device.span_us + (kernel["ts"] + kernel["dur"] - last_end), hta["kernel_time_us"]),
+        "idle": (device.idle_us + (kernel["ts"] - last_end), hta["idle_us"]),
+        "launch delay mean": (
+            (device.launch_delay_mean_us * device.launches + (kernel["ts"] - launch["ts"] - launch["dur"]))
+            / (device.launches + 1),
+            hta["launch_delay_mean_us"],
+        ),
+        "launch delay max": (device.launch_delay_max_us, hta["launch_delay_max_us"]),
+    }
+    for name, (ours, theirs) in pairs.items():
+        assert ours == pytest.approx(theirs, rel=0.01), f"{name}: profwin {ours} vs HTA {theirs}"
