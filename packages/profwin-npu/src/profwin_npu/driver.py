@@ -81,6 +81,17 @@ def worker_name(spec: ProfileSpec, *, rank: int, window: Window) -> str:
     return f"{spec.prefix}_rank{rank}_{window.slug()}"
 
 
+def _unique(output_dir: Path, worker: str) -> str:
+    """``worker``, or ``worker-2``, ``-3``... when this process already wrote a folder of that name
+    into ``output_dir``: torch_npu names it ``{worker}_{pid}_{time in ms}``, so two windows of the
+    same name within one millisecond would collide ("File exists") and the second record nothing."""
+    name, n = worker, 1
+    while ascend_dirs(output_dir, name):
+        n += 1
+        name = f"{worker}-{n}"
+    return name
+
+
 def ascend_dirs(output_dir: Path, worker: str) -> list[Path]:
     """The ``{worker}_{pid}_{timestamp}_ascend_pt`` folders of this process under ``output_dir``."""
     return sorted(p for p in output_dir.glob(f"{worker}_{os.getpid()}_*{ASCEND_SUFFIX}") if p.is_dir())
@@ -213,7 +224,7 @@ class NpuDriver:
         self._rank = rank
         self._step = first_step
         self._options = npu_options(spec)
-        self._worker = worker_name(spec, rank=rank, window=window)
+        self._worker = _unique(spec.output_dir, worker_name(spec, rank=rank, window=window))
         self._existing = set(ascend_dirs(spec.output_dir, self._worker))
         kwargs = profile_kwargs(profiler, spec, self._options, window=window, first_step=first_step, worker=self._worker)
         self._prof = profiler.profile(**kwargs)
