@@ -98,6 +98,8 @@ def test_loading_plugins(fake_site: Path) -> None:
     assert profwin.backend("echo") is echo  # loaded once
     with pytest.raises(PluginError, match=r"unknown backend 'nope'; installed backends: .*echo"):
         profwin.backend("nope")
+    with pytest.raises(PluginError, match=r"unknown backend 'ehco'; installed backends: .*; did you mean 'echo'\?"):
+        profwin.backend("ehco")
     with pytest.raises(PluginError, match=r"backend 'broken' from fakeplug 1\.2\.3 is not usable: failed"):
         profwin.backend("broken")
     with pytest.raises(PluginError, match="needs no_such_module_xyz"):

@@ -180,6 +180,8 @@ def _load(group: str, name: str) -> object:
         installed = ", ".join(sorted(infos)) or "none"
         extra = _PUBLISHED.get(name)
         hint = f"; install it with: pip install profwin-{extra} (or: pip install 'profwin[{extra}]')" if extra else ""
+        close = difflib.get_close_matches(str(name), sorted(infos), n=1, cutoff=0.6)
+        hint = hint or (f"; did you mean {close[0]!r}?" if close else "")
         raise PluginError(f"unknown {kind} {shown(name)}; installed {kind}s: {installed}{hint}")
     info = infos[name]
     if info.status != "ok" or info.spec is None:
