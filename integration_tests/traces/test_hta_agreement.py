@@ -40,14 +40,6 @@ with torch.inference_mode(), profwin.Session(spec) as session:
 
 
 @pytest.fixture(scope="module")
-def hta_python() -> Path:
-    proc = subprocess.run(["bash", str(HERE / "build_hta_env.sh")], capture_output=True, text=True, timeout=900, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"the HTA 0.5.0 environment could not be built (build_hta_env.sh):\n{proc.stderr[-2000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
-
-
-@pytest.fixture(scope="module")
 def device_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch")
     cpu = tmp_path_factory.mktemp("cpu")

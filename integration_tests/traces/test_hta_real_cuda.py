@@ -30,14 +30,6 @@ DEVICE_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 pytestmark = [pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def hta_python() -> Path:
-    proc = subprocess.run(["bash", str(HERE / "build_hta_env.sh")], capture_output=True, text=True, timeout=900, check=False)
-    if proc.returncode != 0:
-        pytest.fail(f"the HTA 0.5.0 environment could not be built (build_hta_env.sh):\n{proc.stderr[-2000:]}")
-    return Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
-
-
 def _truncated(tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
     trace = json.loads(gzip.decompress(TRACE.read_bytes()))
     for event in trace["traceEvents"]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import json
 import os
 import warnings
@@ -426,19 +427,13 @@ def remote_session(
 
 def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]:
     """A plugin's own ``session(target, spec, ...)``: :func:`remote_session` with ``backend`` and
-    the same keyword arguments, documented by ``doc`` (``profwin_vllm.session`` is one)."""
+    the same keyword arguments (and signature), documented by ``doc`` (``profwin_vllm.session``)."""
 
-    def session(
-        target: Any,
-        spec: ProfileSpec | Window | str,
-        *,
-        version: str | None = None,
-        api_key: str | None = None,
-        timeout: float = 30.0,
-        on_active: OnActive = "error",
-    ) -> RemoteSession:
-        return remote_session(backend, target, spec, version=version, api_key=api_key, timeout=timeout, on_active=on_active)
+    def session(target: Any, spec: ProfileSpec | Window | str, **options: Any) -> RemoteSession:
+        return remote_session(backend, target, spec, **options)
 
+    signature = inspect.signature(remote_session)
+    session.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
     session.__doc__ = doc
     return session
 

@@ -1,0 +1,50 @@
+# Sourced by the engine build scripts (vllm/, verl/, traces/build_*env.sh): one place for profwin's
+# cache layout, the build lock, the staging build and the ready stamp.
+#
+#   cached_venv NAME BUILD     # prints the venv's path; BUILD PYTHON installs into the fresh venv
+#
+# ~/.cache/profwin/venvs/NAME (or $PROFWIN_CACHE/venvs/NAME) is built once and reused while its
+# stamp exists. Several test sessions may ask at once: one builds, the others wait on the lock. The
+# venv is built under a staging name (--relocatable) and renamed when complete, so a killed build
+# never leaves a half environment under the final name.
+
+# The workspace pyproject hides torch from uv (override-dependencies); these environments may need
+# it, so no project configuration may apply here.
+export UV_NO_CONFIG=1 UV_PYTHON_DOWNLOADS=never
+
+cached_venv() {
+    local name=$1 build=$2
+    local cache="${PROFWIN_CACHE:-$HOME/.cache/profwin}"
+    local venv="$cache/venvs/$name"
+    if [[ ! -f "$venv/.profwin-ready" ]]; then
+        mkdir -p "$cache/venvs"
+        exec 9>"$venv.lock"
+        flock 9
+        if [[ ! -f "$venv/.profwin-ready" ]]; then
+            local staging="$venv.building.$$" start
+            start=$(date +%s)
+            rm -rf "$staging"
+            trap "rm -rf '$staging'" EXIT
+            uv venv --quiet --relocatable -p 3.11 "$staging" >&2
+            "$build" "$staging/bin/python"
+            rm -rf "$venv"
+            mv "$staging" "$venv"
+            trap - EXIT
+            echo "$name built in $(($(date +%s) - start)) s" >&2
+            date -u +%FT%TZ >"$venv/.profwin-ready"
+        fi
+        exec 9>&-
+    fi
+    echo "$venv"
+}
+
+# pip's configured find-links, where these machines keep torch==2.13.0+cpu (not on PyPI); uv does
+# not read pip's configuration, so the scripts hand it over explicitly.
+torch_find_links() {
+    local found="${PIP_FIND_LINKS:-$(pip config get global.find-links 2>/dev/null || true)}"
+    if [[ -z "$found" ]]; then
+        echo "no find-links for torch==2.13.0+cpu (set PIP_FIND_LINKS or pip's global.find-links)" >&2
+        return 2
+    fi
+    echo "$found"
+}
