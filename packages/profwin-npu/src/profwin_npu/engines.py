@@ -22,12 +22,11 @@ Facts (checked against the engines' code, see the reference notes):
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfileSpec
+from profwin.plugin import ConfigError, EngineVersion, ProfileSpec
 from profwin_npu.options import npu_options
 
 __all__ = [
@@ -82,8 +81,6 @@ ENGINES = ("vllm-ascend", "sglang")
 _ALIASES = {"vllm": "vllm-ascend", "vllm_ascend": "vllm-ascend", "vllm-ascend": "vllm-ascend", "sglang": "sglang"}
 _FIXED = {"vllm-ascend": VLLM_ASCEND, "sglang": SGLANG_NPU}
 _SGLANG_ACTIVITY = {"cpu": "CPU", "npu": "GPU"}
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)*)(?:\.?(a|b|rc)(\d+))?(?:\.?post(\d+))?(?:\.?dev(\d+))?(?:\+.*)?")
-_PRE_RANK = {"a": 0, "b": 1, "rc": 2}
 
 _warned: set[tuple[str, str, str]] = set()
 
@@ -128,7 +125,7 @@ def engine_flavour(engine: str, version: str | None, spec: ProfileSpec, *, warn:
     activities: list[str] | None = None
     with_stack: bool | None = None
     if name == "vllm-ascend":
-        honours_window = version is None or _version_key(version) >= _version_key(VLLM_ASCEND_WINDOW_SINCE)
+        honours_window = version is None or EngineVersion.parse(version) >= VLLM_ASCEND_WINDOW_SINCE
         if not honours_window and (spec.window.start > 0 or spec.window.end is not None):
             ignored["window"] = (
                 f"{label} ignores the window {spec.window} (delay/max iterations arrived in "
@@ -189,21 +186,3 @@ def _warn_once(engine: str, version: str | None, ignored: Mapping[str, str]) -> 
 
 def _show(value: object) -> str:
     return repr(list(value)) if isinstance(value, tuple) else repr(value)
-
-
-def _version_key(version: str) -> tuple[Any, ...]:
-    """An ordering key for PEP 440-style versions (``0.20.2rc1 < 0.20.2 < 0.20.2.post1``)."""
-    match = _VERSION.fullmatch(version.strip()) if isinstance(version, str) else None
-    if match is None:
-        raise ConfigError(f"must be a release number such as 0.23.0 or 0.20.2rc1 (got {version!r})", path="engine_version")
-    release, pre, pre_n, post, dev = match.groups()
-    numbers = tuple(int(p) for p in release.split("."))
-    numbers += (0,) * (4 - len(numbers))
-    if pre:
-        pre_key = (_PRE_RANK[pre], int(pre_n))
-    elif dev is not None and post is None:
-        pre_key = (-1, 0)  # 1.0.dev1 comes before 1.0a1
-    else:
-        pre_key = (9, 0)  # a final release
-    dev_key = (0, int(dev)) if dev is not None else (1, 0)
-    return (numbers, pre_key, int(post) if post is not None else -1, dev_key)
