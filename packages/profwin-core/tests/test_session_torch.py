@@ -86,7 +86,7 @@ def test_bad_torch_options_fail_before_profiling(spec_in) -> None:  # type: igno
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
 def test_cuda_on_a_cpu_machine_is_an_error_or_dropped(run_loop, spec_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(
-        ConfigError, match=r"activities: 'cuda' cannot be recorded: torch .* torch.cuda.is_available\(\) == False"
+        ConfigError, match=r"activities\[1\]: 'cuda' cannot be recorded: torch .* torch.cuda.is_available\(\) == False"
     ):
         Session(spec_in("0:2", activities=["cpu", "cuda"])).start()
     assert list(tmp_path.iterdir()) == []

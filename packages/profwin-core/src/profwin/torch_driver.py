@@ -15,11 +15,11 @@ import gzip
 import json
 import os
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from profwin.activities import resolve_activities as resolve_activities_for
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.plugin_api import Artifact, PluginSpec
@@ -70,24 +70,16 @@ def resolve_activities(spec: ProfileSpec, torch: Any) -> tuple[str, ...]:
         "cpu": True,
         "cuda": bool(torch.cuda.is_available()),
         "xpu": bool(hasattr(torch, "xpu") and torch.xpu.is_available()),
-        "npu": False,
     }
-    if spec.activities is None:
-        return tuple(a for a in ("cpu", "cuda", "xpu") if available[a])
-    kept = []
-    for activity in spec.activities:
-        if activity == "npu":
-            raise ConfigError("'npu' is recorded by the 'npu' profiler (pip install profwin-npu), not 'torch'", path="activities")
-        if available[activity]:
-            kept.append(activity)
-            continue
-        why = f"torch {torch.__version__} reports torch.{activity}.is_available() == False on this machine"
-        if spec.on_unavailable == "error":
-            raise ConfigError(f"{activity!r} cannot be recorded: {why}; remove it or set on_unavailable: drop", path="activities")
-        warnings.warn(f"profwin: dropping activity {activity!r}: {why}", stacklevel=3)
-    if not kept:
-        raise ConfigError(f"none of {list(spec.activities)} can be recorded on this machine", path="activities")
-    return tuple(kept)
+    why = f"torch {torch.__version__} reports torch.{{}}.is_available() == False on this machine"
+    kept, _ = resolve_activities_for(
+        spec,
+        default=[a for a in ("cpu", "cuda", "xpu") if available[a]],
+        unavailable={a: why.format(a) for a, ok in available.items() if not ok},
+        refused={"npu": "is recorded by the 'npu' profiler (pip install profwin-npu), not 'torch'"},
+        stacklevel=4,
+    )
+    return kept
 
 
 def trace_path(spec: ProfileSpec, *, rank: int, steps: Window, suffix: str) -> Path:

@@ -25,7 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, ConfigError, PluginError, ProfileSpec, Window
+from profwin.plugin import Artifact, PluginError, ProfileSpec, Window
+from profwin.plugin import resolve_activities as core_resolve_activities
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
 
@@ -104,25 +105,14 @@ def dir_size(path: Path) -> int:
 
 def resolve_activities(spec: ProfileSpec, *, npu_available: bool) -> tuple[str, ...]:
     """The activities to record: the spec's, or CPU plus the NPU when one is present."""
-    if spec.activities is None:
-        return ("cpu", "npu") if npu_available else ("cpu",)
-    kept = []
-    for i, activity in enumerate(spec.activities):
-        if activity in ("cuda", "xpu"):
-            raise ConfigError(
-                f"{activity!r} is recorded by the 'torch' profiler; the 'npu' profiler records 'cpu' and 'npu'",
-                path=f"activities[{i}]",
-            )
-        if activity == "npu" and not npu_available:
-            why = "torch_npu.npu.is_available() is False on this machine"
-            if spec.on_unavailable == "error":
-                raise ConfigError(f"'npu' cannot be recorded: {why}; remove it or set on_unavailable: drop", path="activities")
-            warnings.warn(f"profwin: dropping activity 'npu': {why}", stacklevel=4)
-            continue
-        kept.append(activity)
-    if not kept:
-        raise ConfigError(f"none of {list(spec.activities)} can be recorded on this machine", path="activities")
-    return tuple(kept)
+    kept, _ = core_resolve_activities(
+        spec,
+        default=("cpu", "npu") if npu_available else ("cpu",),
+        unavailable={} if npu_available else {"npu": "torch_npu.npu.is_available() is False on this machine"},
+        refused={a: "is recorded by the 'torch' profiler; the 'npu' profiler records 'cpu' and 'npu'" for a in ("cuda", "xpu")},
+        stacklevel=5,
+    )
+    return kept
 
 
 def profile_kwargs(
