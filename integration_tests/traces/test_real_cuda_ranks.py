@@ -1,0 +1,31 @@
+"""Many ranks and device time on REAL CUDA traces: two ranks recorded on one NVIDIA H200 (torch
+2.11.0+cu130), each by a windowed ``profwin.Session`` (torch driver, window 1:6, ``ranks: all``),
+gloo for the per-step all-reduce; rank 1 runs twice the batch, so it launches more device work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from profwin.traces import summarize_ranks
+
+FOLDER = Path(__file__).resolve().parent / "data" / "h200_two_ranks"
+
+
+def test_two_real_cuda_ranks() -> None:
+    ranks = summarize_ranks([FOLDER])
+    assert [r.rank for r in ranks.ranks] == [0, 1]  # from the distributedInfo profwin's driver writes
+    assert [r.steps for r in ranks.ranks] == [5, 5]
+    assert [s.step for s in ranks.spread] == [1, 2, 3, 4, 5]
+    assert all(s.ranks == 2 and s.max_us >= s.median_us >= s.min_us for s in ranks.spread)
+    assert sum(r.slowest for r in ranks.ranks) == 5  # each step has exactly one straggler
+    device = {rank_summary.trace.rank: rank_summary.device for rank_summary in ranks.summaries}
+    assert device[0] is not None
+    assert device[1] is not None
+    assert device[1].work > device[0].work  # rank 1's larger batch: more kernels
+    assert device[1].by_kind_us["compute"] > device[0].by_kind_us["compute"]
+    for stat in device.values():
+        assert stat is not None
+        assert stat.launches == stat.work  # every kernel/copy matched to its launch call
+        assert stat.busy_us + stat.idle_us == stat.span_us
+    json.dumps(ranks.to_dict(), allow_nan=False)  # --json output stays strict JSON
