@@ -26,7 +26,16 @@ from profwin.plugin_api import Artifact
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
-__all__ = ["Backend", "EngineBusy", "EnginePlan", "EngineTarget", "TargetContext", "TargetError", "VersionSource"]
+__all__ = [
+    "Backend",
+    "EngineBusy",
+    "EnginePlan",
+    "EngineTarget",
+    "TargetContext",
+    "TargetError",
+    "VersionSource",
+    "json_ready",
+]
 
 T = TypeVar("T")
 VersionSource = Literal["given", "installed", "server", "assumed"]
@@ -40,12 +49,12 @@ def _optional_map(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else MappingProxyType(dict(value))
 
 
-def _plain(value: Any) -> Any:
+def json_ready(value: Any) -> Any:
     """A JSON-ready copy (mappings and tuples inside a plan are read-only views)."""
     if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
+        return {str(k): json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [json_ready(v) for v in value]
     if isinstance(value, (Window, Path)):
         return str(value)
     return value
@@ -109,14 +118,14 @@ class EnginePlan:
             "window": str(self.window),
             "records": None if self.records is None else str(self.records),
             "output_dir": str(self.output_dir),
-            "launch": _plain(self.launch),
-            "env": _plain(self.env),
-            "request": _plain(self.request),
+            "launch": json_ready(self.launch),
+            "env": json_ready(self.env),
+            "request": json_ready(self.request),
             "per_session": self.per_session,
             "server_requirement": self.server_requirement,
             "fallback": self.fallback,
             "notes": list(self.notes),
-            "details": _plain(self.details),
+            "details": json_ready(self.details),
         }
 
     @classmethod

@@ -36,7 +36,7 @@ from attrs import frozen
 
 from profwin.errors import ConfigError
 
-__all__ = ["Reply", "normalize_url", "request"]
+__all__ = ["Reply", "check_timeout", "normalize_url", "request"]
 
 _API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY or api_key=)"
 _DETAIL_LIMIT = 2000
@@ -208,13 +208,19 @@ def request(
     return Reply(method, base + path, status, data, text, error or problem, location)
 
 
+def check_timeout(timeout: object) -> float:
+    """``timeout`` as seconds: a finite number greater than 0 (a bool is not a number here)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
+        raise ConfigError(f"must be a positive number of seconds (got {timeout!r})", path="timeout")
+    return float(timeout)
+
+
 def _check_arguments(path: str, api_key: str | None, timeout: float, max_body: int, expect: str) -> None:
     if not isinstance(path, str) or not re.fullmatch(r"(/[!-~]*)?", path):
         raise ConfigError(f"must be empty or start with '/', without spaces or control characters (got {path!r})", path="path")
     if api_key is not None and not (isinstance(api_key, str) and re.fullmatch(r"[!-~]*", api_key)):
         raise ConfigError("must be a string of printable ASCII characters without spaces (the key is not shown)", path="api_key")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigError(f"must be a positive number of seconds (got {timeout!r})", path="timeout")
+    check_timeout(timeout)
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body <= 0:
         raise ConfigError(f"must be a positive number of bytes (got {max_body!r})", path="max_body")
     if expect not in ("object", "any"):

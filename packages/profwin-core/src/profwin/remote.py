@@ -35,6 +35,7 @@ from typing import Any, Literal, TypeVar
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
 from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.http import check_timeout
 from profwin.plugin_api import Artifact, RemoteResult, fan_out
 from profwin.spec import ProfileSpec
 from profwin.window import Window
@@ -391,12 +392,6 @@ def _targets(engine: Backend, target: Any, api_key: str | None, timeout: float) 
     return [engine.target(item, api_key=api_key, timeout=timeout) for item in items]
 
 
-def _check_timeout(timeout: object) -> float:
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
-        raise ConfigError(f"must be a positive number of seconds (got {shown(timeout)})", path="timeout")
-    return float(timeout)
-
-
 def remote_session(
     engine: str | Backend,
     target: Any,
@@ -420,7 +415,7 @@ def remote_session(
         on_active: an engine already profiling is an ``"error"``, or is stopped and started again.
     """
     backend = load_backend(engine) if isinstance(engine, str) else engine
-    timeout = _check_timeout(timeout)
+    timeout = check_timeout(timeout)
     targets = _targets(backend, target, api_key, timeout)
     return RemoteSession(backend, targets, as_spec(spec), version=version, timeout=timeout, on_active=on_active)
 

@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.engine import EnginePlan
+from profwin.engine import EnginePlan, json_ready
 from profwin.errors import ConfigError, shown
 from profwin.window import Window
 
@@ -95,18 +95,9 @@ def render_plan(plan: EnginePlan, form: str) -> str:
                 f"-d {shlex.quote(_compact(dict(plan.request)))}"
             )
         return "\n".join(lines)
-    lines = [f"{key}={value!r}" for key, value in ((k, _python(v)) for k, v in plan.launch.items())]
+    lines = [f"{key}={value!r}" for key, value in ((k, json_ready(v)) for k, v in plan.launch.items())]
     lines += _comments(plan)
     if plan.request is not None:
-        call = ", ".join(f"{k}={_python(v)!r}" for k, v in plan.request.items())
+        call = ", ".join(f"{k}={json_ready(v)!r}" for k, v in plan.request.items())
         lines.append(f"# then: engine.start_profile({call})")
     return "\n".join(lines)
-
-
-def _python(value: Any) -> Any:
-    """Plain dicts and lists, so ``repr`` prints what a user would type."""
-    if isinstance(value, Mapping):
-        return {k: _python(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_python(v) for v in value]
-    return value

@@ -9,9 +9,9 @@ check needs: a release candidate may lack what the release has.
 from __future__ import annotations
 
 import sys
+from functools import total_ordering
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
-from typing import Any
 
 from attrs import frozen
 from packaging.version import InvalidVersion, Version
@@ -21,7 +21,8 @@ from profwin.errors import ConfigError, shown
 __all__ = ["EngineVersion", "installed_version"]
 
 
-@frozen(order=False, eq=False)
+@total_ordering
+@frozen(eq=False)
 class EngineVersion:
     """A released or pre-release engine version (``0.32.0``, ``v0.12.0rc1``, ``0.13.0+cpu``).
 
@@ -30,7 +31,8 @@ class EngineVersion:
     """
 
     text: str
-    parsed: Version
+    key: Version
+    """The version without its local part: what comparisons use."""
 
     @classmethod
     def parse(cls, text: object, *, path: str = "engine_version") -> EngineVersion:
@@ -42,47 +44,24 @@ class EngineVersion:
             parsed = None
         if parsed is None or len(str(text)) > 64:
             raise ConfigError(f"must be a version like 0.32.0 or 0.12.0rc1 (got {shown(text)})", path=path)
-        return cls(str(text).strip(), parsed)
-
-    @property
-    def release(self) -> tuple[int, int, int]:
-        """``(major, minor, patch)``, zero-filled."""
-        parts = (*self.parsed.release, 0, 0)
-        return parts[0], parts[1], parts[2]
-
-    @property
-    def is_prerelease(self) -> bool:
-        return self.parsed.is_prerelease
-
-    def _key(self, other: Any) -> Version:
-        other = other if isinstance(other, EngineVersion) else EngineVersion.parse(other)
-        return Version(other.parsed.public)
+        return cls(str(text).strip(), Version(parsed.public))
 
     def __lt__(self, other: object) -> bool:
-        return Version(self.parsed.public) < self._key(other)
-
-    def __le__(self, other: object) -> bool:
-        return Version(self.parsed.public) <= self._key(other)
-
-    def __gt__(self, other: object) -> bool:
-        return Version(self.parsed.public) > self._key(other)
-
-    def __ge__(self, other: object) -> bool:
-        return Version(self.parsed.public) >= self._key(other)
+        return self.key < EngineVersion.parse(other).key
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, (EngineVersion, str)):
             return NotImplemented
         try:
-            return Version(self.parsed.public) == self._key(other)
+            return self.key == EngineVersion.parse(other).key
         except ConfigError:
             return False
 
     def __hash__(self) -> int:
-        return hash(Version(self.parsed.public))
+        return hash(self.key)
 
     def __str__(self) -> str:
-        return str(self.parsed.public)
+        return str(self.key)
 
 
 def installed_version(module: str, distributions: tuple[str, ...]) -> str | None:
