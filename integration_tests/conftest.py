@@ -1,0 +1,23 @@
+"""What every engine's integration tests share: their cached environment, built on first use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def built_python(script: Path, *args: str, label: str, python: Path | None = None) -> Path:
+    """Run a build script (a no-op when its cached environment is ready) and return that
+    environment's python: ``python`` when given, else ``bin/python`` of the folder the script
+    printed last. A failed build fails the tests: a cold cache must never turn into a skip."""
+    started = time.monotonic()
+    proc = subprocess.run(["bash", str(script), *args], capture_output=True, text=True, timeout=1800, check=False)
+    found = python or (Path(proc.stdout.strip().splitlines()[-1]) / "bin" / "python" if proc.stdout.strip() else None)
+    if proc.returncode != 0 or found is None or not found.exists():
+        pytest.fail(f"the {label} environment could not be built ({script.name} exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    print(f"{label} environment ready in {time.monotonic() - started:.0f} s: {found}", file=sys.stderr)
+    return found
