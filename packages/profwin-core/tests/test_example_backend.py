@@ -7,8 +7,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,34 +15,6 @@ import profwin
 from profwin.cli import main
 
 HERE = Path(__file__).parent / "example_backend"
-
-
-@pytest.fixture
-def toy_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """profwin-toy installed as a distribution (a ``*.dist-info`` on sys.path), like a wheel."""
-    info = tmp_path / "site" / "profwin_toy-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: profwin-toy\nVersion: 0.1.0\n")
-    (info / "entry_points.txt").write_text("[profwin.backends]\ntoy = profwin_toy._plugin:PLUGIN\n")
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.syspath_prepend(str(HERE))
-    monkeypatch.setattr("profwin.discovery._loaded", {})
-    yield tmp_path
-    for name in [m for m in sys.modules if m.startswith("profwin_toy")]:
-        del sys.modules[name]
-
-
-@pytest.fixture
-def engine(tmp_path: Path) -> Iterator[object]:
-    sys.path.insert(0, str(HERE))
-    try:
-        from toy_engine import ToyEngine
-    finally:
-        sys.path.remove(str(HERE))
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    with ToyEngine(traces) as running:
-        yield running
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -29,6 +29,7 @@ from profwin.plugin_api import (
 )
 from profwin.remote import RemoteSession, SessionError, remote_session
 from profwin.render import FORMS, render_plan
+from profwin.router import RouterError, RouterWorkers, router
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.traces.markers import StepMarker
@@ -64,6 +65,8 @@ __all__ = [
     "ProfilingDisabled",
     "RemoteResult",
     "RemoteSession",
+    "RouterError",
+    "RouterWorkers",
     "Session",
     "SessionError",
     "StepMarker",
@@ -86,6 +89,7 @@ __all__ = [
     "profiler",
     "remote_session",
     "render_plan",
+    "router",
     "run_cli",
     "spec_from_mapping",
     "spec_from_verl",

@@ -21,6 +21,7 @@ from profwin.errors import ConfigError, PluginError
 from profwin.plugin_api import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
+from profwin.router import start_router, stop_router
 from profwin.spec import ProfileSpec
 from profwin.verl.config import ProfilingDisabled
 from profwin.window import MAX_STEP, Window
@@ -185,8 +186,13 @@ def _cmd_args(args: argparse.Namespace) -> int:
 def _remote(args: argparse.Namespace, action: str) -> int:
     spec = _spec_from_args(args)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
-    call = start_remote if action == "start" else stop_remote
-    results = call(args.engine, args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
+    options = {"version": args.engine_version, "api_key": api_key, "timeout": args.timeout}
+    if args.router:
+        on_router = start_router if action == "start" else stop_router
+        results = on_router(args.engine, args.router, spec, **options)
+    else:
+        on_urls = start_remote if action == "start" else stop_remote
+        results = on_urls(args.engine, args.url, spec, **options)
     if args.json:
         _print_json([r.to_dict() for r in results])
     else:
@@ -336,7 +342,9 @@ def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", required=True, help="backend name (vllm, sglang)")
-    p.add_argument("--url", action="append", required=True, help="server URL; repeat for several servers")
+    servers = p.add_mutually_exclusive_group(required=True)
+    servers.add_argument("--url", action="append", help="server URL; repeat for several servers")
+    servers.add_argument("--router", metavar="URL", help="a router (sglang-router, vllm-router): profile every worker it lists")
     p.add_argument("--engine-version", help="engine version, when it cannot be asked from the server")
     p.add_argument("--api-key", help="bearer token (default: $PROFWIN_API_KEY)")
     p.add_argument("--timeout", type=seconds_arg, default=30.0, help="seconds per request (default 30)")

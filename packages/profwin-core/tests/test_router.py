@@ -1,0 +1,190 @@
+"""Engines behind a router: ``profwin.router`` and ``profwin start/stop --router``.
+
+The router here is a stand-in on 127.0.0.1 (real HTTP) whose worker list the test changes
+between ``profwin start`` and ``profwin stop``; its answers have the shapes the real routers gave
+(sglang-router 0.2.2/0.3.2 and vllm-router 0.1.17 ``GET /workers``; ``GET /list_workers`` of
+routers without ``/workers``). The real sglang-router in front of real SGLang servers is proven in
+integration_tests/router/. The engines are toyserve, docs/plugins.md's example engine.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import profwin
+from profwin.cli import main
+
+
+class StandInRouter:
+    """A router's listing endpoints only: ``/workers`` (``shape="workers"``) or, like routers older
+    than ``/workers``, a 404 there and ``/list_workers`` (``shape="urls"``)."""
+
+    def __init__(self, urls: list[str], shape: str = "workers") -> None:
+        self.urls = urls
+        self.shape = shape
+        self.body: Any = None  # when set, answered as is (a malformed router)
+        router = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                status, data = router.answer(self.path)
+                payload = json.dumps(data).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, path: str) -> tuple[int, Any]:
+        if self.body is not None:
+            return 200, self.body
+        if path == "/workers" and self.shape == "workers":
+            workers = [
+                {"id": f"w{i}", "url": u, "model_id": "m", "worker_type": "regular", "is_healthy": True, "load": 0}
+                for i, u in enumerate(self.urls)
+            ]
+            return 200, {"workers": workers, "total": len(workers), "stats": {"regular_count": len(workers)}}
+        if path == "/list_workers" and self.shape == "urls":
+            return 200, {"urls": self.urls}
+        return 404, {"detail": "Not Found"}
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def stand_in() -> Iterator[Callable[..., StandInRouter]]:
+    routers: list[StandInRouter] = []
+
+    def make(urls: list[str], shape: str = "workers") -> StandInRouter:
+        routers.append(StandInRouter(urls, shape))
+        return routers[-1]
+
+    yield make
+    for r in routers:
+        r.close()
+
+
+@pytest.mark.parametrize("shape", ["workers", "urls"])
+def test_router_lists_its_workers(stand_in: Callable[..., StandInRouter], shape: str) -> None:
+    urls = ["http://127.0.0.1:1", "127.0.0.1:2/", "http://127.0.0.1:1"]
+    found = profwin.router(stand_in(urls, shape).url + "/")
+    assert list(found) == ["http://127.0.0.1:1", "http://127.0.0.1:2"]  # normalized, each once
+    assert found.router.startswith("http://127.0.0.1:")
+    assert not found.router.endswith("/")
+    assert len(found.entries) == len(urls)
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"workers": []}, "lists no worker"),
+        ({"nodes": ["http://a:1"]}, "without a 'workers' or 'urls' list"),
+        ({"workers": [{"address": "http://a:1"}]}, "workers[0] has no 'url' string"),
+        ({"workers": [{"url": "ftp://a:1"}]}, "workers[0].url must start with http"),
+        ({"urls": ["http://a:1", 5]}, "urls[1] has no 'url' string"),
+    ],
+)
+def test_a_router_answer_that_is_no_worker_list(stand_in: Callable[..., StandInRouter], body: Any, says: str) -> None:
+    router = stand_in([])
+    router.body = body
+    with pytest.raises(profwin.RouterError, match="router: .*" + says.replace("[", r"\[").replace("]", r"\]")):
+        profwin.router(router.url)
+
+
+def test_an_unreachable_router_is_a_clear_error(stand_in: Callable[..., StandInRouter]) -> None:
+    router = stand_in([])
+    url = router.url
+    router.close()
+    with pytest.raises(profwin.RouterError, match=r"cannot list the router's workers: GET .*/workers failed: cannot reach"):
+        profwin.router(url, timeout=5)
+
+
+def test_remote_session_on_a_routers_workers(
+    toy_site: Path, toy_engines: Callable[[int], list[Any]], stand_in: Callable[..., StandInRouter]
+) -> None:
+    engines = toy_engines(2)
+    router = stand_in([e.url for e in engines])
+    spec = profwin.ProfileSpec(window=profwin.Window.parse("2:5"), output_dir=engines[0].trace_dir)
+    with profwin.remote_session("toy", profwin.router(router.url), spec) as session:
+        for e in engines:
+            e.generate(7)
+    assert [r.target for r in session.results] == [e.url for e in engines]
+    for result in session.results:
+        (artifact,) = result.artifacts
+        names = [e["name"] for e in json.loads(artifact.path.read_text())["traceEvents"]]
+        assert names == ["ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"]
+    assert len({r.artifacts[0].path for r in session.results}) == 2
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
+    code = main(list(argv))
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_workers_that_join_or_leave_between_start_and_stop(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    a, b, c = toy_engines(3)
+    router = stand_in([a.url, b.url])
+    common = ["--engine", "toy", "--router", router.url, "--window", "1:3", "--out", str(a.trace_dir), "--json"]
+    code, started = run(capsys, "start", *common)
+    assert code == 0, started
+    assert [(r["target"], r["ok"], r["details"]["router"]) for r in started] == [(a.url, True, "listed"), (b.url, True, "listed")]
+    router.urls = [b.url, c.url]  # a leaves, c joins
+    for e in (a, b, c):
+        e.generate(4)
+    code, stopped = run(capsys, "stop", *common)
+    assert code == 1  # c holds no window
+    by_url = {r["target"]: r for r in stopped}
+    assert by_url[a.url]["ok"]
+    assert by_url[a.url]["details"]["router"] == "left"
+    assert "left the router after profwin start" in by_url[a.url]["message"]
+    assert by_url[b.url]["ok"]
+    assert by_url[b.url]["details"]["router"] == "listed"
+    for url in (a.url, b.url):
+        (artifact,) = by_url[url]["artifacts"]
+        assert artifact["steps"] == "1:3"
+    assert not by_url[c.url]["ok"]
+    assert by_url[c.url]["details"]["router"] == "joined"
+    assert c.session is None
+    assert c.files == 0
+    assert a.session is None
+    assert b.session is None
+
+
+def test_stop_with_the_router_gone_stops_what_started(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (a,) = toy_engines(1)
+    router = stand_in([a.url], shape="urls")
+    common = ["--engine", "toy", "--router", router.url, "--window", "0:2", "--out", str(a.trace_dir), "--json"]
+    assert run(capsys, "start", *common)[0] == 0
+    router.close()
+    a.generate(3)
+    code, (result,) = run(capsys, "stop", *common)
+    assert code == 0
+    assert result["details"]["router"] == "unknown"
+    assert "the router could not be asked" in result["message"]
+    assert result["artifacts"][0]["steps"] == "0:2"
