@@ -28,9 +28,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import tomllib
 
-from ..conftest import built_python
+from ..conftest import built_python, dist_info_site
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -173,15 +172,7 @@ def tiny_model(sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) ->
 def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder holding only the dist-info that registers profwin-sglang's SGLang entry point,
     generated from the package's own pyproject.toml (what pip would write on install)."""
-    project = tomllib.loads((ROOT / "packages/profwin-sglang/pyproject.toml").read_text())["project"]
-    entry_points = project["entry-points"]["sglang.srt.plugins"]
-    site = tmp_path_factory.mktemp("plugin-site")
-    info = site / f"profwin_sglang-{project['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: profwin-sglang\nVersion: {project['version']}\n")
-    lines = [f"{name} = {target}" for name, target in entry_points.items()]
-    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\n" + "\n".join(lines) + "\n")
-    return site
+    return dist_info_site(tmp_path_factory.mktemp("plugin-site"), "profwin-sglang", groups=("sglang.srt.plugins",))
 
 
 def _serve(model: Path, workdir: Path, **kwargs: Any) -> Iterator[Server]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError
@@ -12,13 +13,13 @@ from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.atomic import check_output_path
-from profwin.cli_support import int_arg, run_cli, seconds_arg
+from profwin.cli_support import EXIT_INTERRUPTED, int_arg, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
+from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.discovery import validate_options
 from profwin.errors import ConfigError, PluginError
-from profwin.plugin_api import BACKENDS_GROUP
+from profwin.plugin_api import BACKENDS_GROUP, CollectInterrupted
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
 from profwin.router import start_router, stop_router
@@ -242,26 +243,34 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from profwin.traces import plot_ranks, plot_steps, render_ranks, render_summary, summarize, summarize_ranks, tty_progress
+    from profwin.traces import (
+        Summary,
+        plot_ranks,
+        plot_steps,
+        render_ranks,
+        render_summary,
+        summarize,
+        summarize_ranks,
+        tty_progress,
+    )
 
     if args.plot:
         check_output_path(args.plot)
-    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
-        summary = summarize(
-            args.trace[0], window=args.window, top=args.top, first_step=args.first_step,
-            progress=tty_progress(f"reading {args.trace[0]}"),
-        )  # fmt: skip
-        if args.plot:
-            plot_steps(summary, args.plot)
-        data, text = summary.to_dict(), render_summary(summary)
+    options = {"window": args.window, "top": args.top, "first_step": args.first_step}
+    if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
+        result = cluster("ray").summarize(args.trace, address=args.ray, **options)
+    elif len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+        result = summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
     else:
-        ranks = summarize_ranks(
-            args.trace, window=args.window, top=args.top, first_step=args.first_step,
-            progress=lambda path: tty_progress(f"reading {path}"),
-        )  # fmt: skip
+        result = summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"))
+    if isinstance(result, Summary):
         if args.plot:
-            plot_ranks(ranks, args.plot)
-        data, text = ranks.to_dict(), render_ranks(ranks)
+            plot_steps(result, args.plot)
+        data, text = result.to_dict(), render_summary(result)
+    else:
+        if args.plot:
+            plot_ranks(result, args.plot)
+        data, text = result.to_dict(), render_ranks(result)
     if args.plot:
         print(f"plot: {args.plot}", file=sys.stderr)
     if args.json:
@@ -269,6 +278,41 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     else:
         print(text)
     return 0
+
+
+def _cmd_collect(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    try:
+        report = cluster("ray").collect(
+            args.source,
+            Path(args.to),
+            address=args.ray,
+            chunk_bytes=args.chunk_bytes,
+            progress=sys.stderr.isatty() and not args.json,
+        )
+        code = 0 if report.ok else 1
+    except CollectInterrupted as stopped:  # what arrived is kept: say what it is
+        report, code = stopped.report, EXIT_INTERRUPTED
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(report.render())
+    return code
+
+
+_RAY_ADDRESS = re.compile(r"auto|ray://\S+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
+
+
+def _ray_address_first(argv: Sequence[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS: when the word after it is not one (``auto``,
+    ``HOST:PORT``, ``ray://...``), it is a trace path, and ``--ray`` means ``--ray auto``."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word == "--ray" and not _RAY_ADDRESS.fullmatch(out[i + 1]):
+            out.insert(i + 1, "auto")
+            break
+    return out
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
@@ -352,6 +396,13 @@ def _add_remote_options(p: argparse.ArgumentParser) -> None:
     _add_spec_options(p)
 
 
+def _add_ray_option(p: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
+    p.add_argument(
+        "--ray", nargs="?", const="auto", default=None, required=required, metavar="ADDRESS",
+        help=f"{what}: ADDRESS is auto (default), HOST:PORT or ray://HOST:PORT; needs profwin[ray]",
+    )  # fmt: skip
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``profwin`` argument parser (also used to generate docs/cli.md)."""
     parser = argparse.ArgumentParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
@@ -413,8 +464,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot", metavar="PNG",
         help="draw per-step time (one trace) or a steps x ranks heat map (several); needs matplotlib",
     )  # fmt: skip
+    _add_ray_option(p, "summarize each trace on the Ray node that holds it; only summaries travel")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_summarize)
+
+    p = sub.add_parser("collect", help="copy a session's files from every Ray node into one folder (needs profwin[ray])")
+    _add_ray_option(p, "the Ray cluster to collect from", required=True)
+    p.add_argument("--from", dest="source", required=True, metavar="PATTERN", help="path or glob on the nodes (** for any depth)")
+    p.add_argument("--to", required=True, metavar="DIR", help="folder on this machine; files land in DIR/<node>/<file>")
+    p.add_argument(
+        "--chunk-bytes", type=int_arg(1024), default=1 << 22, metavar="N",
+        help="bytes per transfer (memory is bounded by this, not the file size; default 4 MiB)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the per-node results as JSON")
+    p.set_defaults(func=_cmd_collect)
 
     p = sub.add_parser("diff", help="compare two traces (or two folders of per-rank traces) step by step and by operator")
     p.add_argument("a", help="the trace or folder before (A)")
@@ -438,7 +501,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_ray_address_first(sys.argv[1:] if argv is None else argv))
     return int(args.func(args))
 
 

@@ -24,10 +24,19 @@ from attrs import frozen
 
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
-from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, PluginSpec, Profiler
+from profwin.plugin_api import (
+    BACKENDS_GROUP,
+    CLUSTERS_GROUP,
+    ENGINE_FLAVOURS_GROUP,
+    PLUGIN_API,
+    PROFILERS_GROUP,
+    Cluster,
+    PluginSpec,
+    Profiler,
+)
 from profwin.spec import ProfileSpec
 
-__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
+__all__ = ["PluginInfo", "backend", "cluster", "engine_flavours", "plugins", "profiler", "validate_options"]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
 _GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
@@ -254,3 +263,15 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
         if flavour is not None:
             found.append(flavour)
     return found
+
+
+def cluster(name: str) -> Cluster:
+    """The :class:`~profwin.plugin_api.Cluster` registered as ``name`` (``ray``: profwin-ray).
+    Raises :class:`PluginError` with what to install when none is, or when it fails to load."""
+    found = [ep for ep in importlib.metadata.entry_points(group=CLUSTERS_GROUP) if ep.name == name]
+    if not found:
+        raise PluginError(f"no {name!r} cluster support installed: pip install 'profwin[{name}]' (profwin-{name})")
+    obj = _guarded(f"module {found[0].module}", found[0].load)
+    if not isinstance(obj, Cluster):
+        raise PluginError(f"{found[0].value} is a {type(obj).__name__}, not a profwin Cluster")
+    return obj

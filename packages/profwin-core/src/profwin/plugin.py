@@ -16,6 +16,10 @@ Groups of names:
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`;
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes);
+- cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
+  :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, and the trace summary split in two for
+  them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
+  :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``);
 - shared: :class:`ProfileSpec`, :class:`Window`, :class:`Artifact`, :class:`RemoteResult`,
   errors, :func:`parse_options` and its validators, :func:`resolve_activities`,
   :func:`engine_flavours`, :func:`fan_out`.
@@ -33,10 +37,14 @@ from profwin.http import Reply, normalize_url, request
 from profwin.options import choice, flag, names, parse_options
 from profwin.plugin_api import (
     BACKENDS_GROUP,
+    CLUSTERS_GROUP,
     ENGINE_FLAVOURS_GROUP,
     PLUGIN_API,
     PROFILERS_GROUP,
     Artifact,
+    Cluster,
+    ClusterReport,
+    CollectInterrupted,
     Driver,
     PluginSpec,
     Profiler,
@@ -47,12 +55,24 @@ from profwin.remote import OnActive, RemoteSession, SessionError, remote_session
 from profwin.render import render_plan
 from profwin.spec import ProfileSpec, Ranks
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
-from profwin.traces import TORCH_MARKER, StepMarker, TraceError, count_steps, trim
+from profwin.traces import (
+    TORCH_MARKER,
+    StepMarker,
+    Summary,
+    TraceError,
+    count_steps,
+    merge_ranks,
+    summarize,
+    trace_files,
+    trim,
+)
+from profwin.traces import Ranks as TraceRanks
 from profwin.versions import EngineVersion, installed_version
 from profwin.window import Window
 
 __all__ = [
     "BACKENDS_GROUP",
+    "CLUSTERS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
@@ -60,6 +80,9 @@ __all__ = [
     "TORCH_MARKER",
     "Artifact",
     "Backend",
+    "Cluster",
+    "ClusterReport",
+    "CollectInterrupted",
     "ConfigError",
     "Driver",
     "EngineBusy",
@@ -77,9 +100,11 @@ __all__ = [
     "Reply",
     "SessionError",
     "StepMarker",
+    "Summary",
     "TargetContext",
     "TargetError",
     "TraceError",
+    "TraceRanks",
     "VersionSource",
     "Window",
     "WindowWarning",
@@ -92,6 +117,7 @@ __all__ = [
     "fan_out",
     "flag",
     "installed_version",
+    "merge_ranks",
     "names",
     "normalize_url",
     "parse_options",
@@ -102,6 +128,8 @@ __all__ = [
     "run_cli",
     "session_function",
     "shown",
+    "summarize",
+    "trace_files",
     "trim",
     "unknown_key",
 ]

@@ -31,10 +31,14 @@ from profwin.window import Window
 
 __all__ = [
     "BACKENDS_GROUP",
+    "CLUSTERS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "Artifact",
+    "Cluster",
+    "ClusterReport",
+    "CollectInterrupted",
     "Driver",
     "PluginSpec",
     "Profiler",
@@ -52,6 +56,9 @@ give ``EngineTarget`` objects; ``render_args``/``describe``/``start``/``stop`` a
 
 BACKENDS_GROUP = "profwin.backends"
 PROFILERS_GROUP = "profwin.profilers"
+CLUSTERS_GROUP = "profwin.clusters"
+"""Objects implementing :class:`Cluster`: how ``profwin collect --ray`` and ``profwin summarize
+--ray`` reach the files on every node (``ray = "profwin_ray:CLUSTER"`` in profwin-ray)."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
@@ -183,3 +190,49 @@ class Profiler(Protocol):
 
     def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
         """Open a driver at the start of step ``first_step`` (``window.start - lead_steps`` or 0)."""
+
+
+class ClusterReport(Protocol):
+    """What :meth:`Cluster.collect` returns: ``ok`` when every node's files arrived."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``profwin collect --json``)."""
+
+    def render(self) -> str:
+        """Text for a terminal, one line per node and per failed file."""
+
+
+class CollectInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :meth:`Cluster.collect`: ``report`` says what arrived before it (kept, each
+    file whole) and what did not."""
+
+    def __init__(self, report: ClusterReport) -> None:
+        super().__init__("interrupted")
+        self.report = report
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    """Files on every node of a cluster without a shared disk (registered under
+    :data:`CLUSTERS_GROUP`). The entry point's module must import nothing heavy."""
+
+    def collect(
+        self, pattern: str, dest: Path, *, address: str | None = None, chunk_bytes: int = 1 << 22, progress: bool = False
+    ) -> ClusterReport:
+        """Copy the files matching ``pattern`` on every node into ``dest/<node>/<file>``."""
+
+    def summarize(
+        self,
+        paths: Sequence[str],
+        *,
+        address: str | None = None,
+        window: Window | str | None = None,
+        top: int = 20,
+        first_step: int | None = None,
+    ) -> Any:
+        """Summarize ``paths`` on the nodes that hold them; the merged result is what
+        :func:`profwin.traces.summarize` (one file) or :func:`~profwin.traces.summarize_ranks`
+        (several) gives for the same files on one disk."""

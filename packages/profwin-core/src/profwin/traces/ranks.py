@@ -23,7 +23,17 @@ from profwin.traces.reader import Progress, TraceError
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
 
-__all__ = ["RankRow", "RankStat", "Ranks", "StepSpread", "rank_of", "render_ranks", "summarize_ranks", "trace_files"]
+__all__ = [
+    "RankRow",
+    "RankStat",
+    "Ranks",
+    "StepSpread",
+    "merge_ranks",
+    "rank_of",
+    "render_ranks",
+    "summarize_ranks",
+    "trace_files",
+]
 
 _RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
 _SUFFIXES = (".json", ".json.gz")
@@ -126,9 +136,8 @@ def summarize_ranks(
     note. Raises :class:`TraceError` when two traces have the same rank, when a trace's rank
     cannot be told, or when no trace has steps.
     """
-    summaries: dict[int, Summary] = {}
-    notes: list[str] = []
     files = trace_files(paths)
+    found: list[tuple[Path, Summary | None]] = []
     for path in files:
         try:
             summary = summarize(
@@ -137,12 +146,27 @@ def summarize_ranks(
         except TraceError as exc:
             if not exc.reason.startswith("no step markers"):
                 raise
-            notes.append(f"{path.name}: no step markers; left out")
+            summary = None
+        found.append((path, summary))
+    return merge_ranks(found, what=", ".join(str(p) for p in paths))
+
+
+def merge_ranks(found: Sequence[tuple[str | Path, Summary | None]], *, what: str = "") -> Ranks:
+    """The ranks of traces summarized one by one (``None``: the trace has no step markers), in
+    the order given: what :func:`summarize_ranks` does after reading, for summaries made
+    elsewhere (profwin-ray summarizes each trace on the node that holds it). ``what`` names the
+    traces in the error raised when none has steps."""
+    summaries: dict[int, Summary] = {}
+    notes: list[str] = []
+    for path, summary in found:
+        name = Path(path).name
+        if summary is None:
+            notes.append(f"{name}: no step markers; left out")
             continue
         rank = rank_of(summary)
-        if rank is None and len(files) == 1:
+        if rank is None and len(found) == 1:
             rank = 0
-            notes.append(f"{path.name}: no rank in the trace or its name; taken as rank 0")
+            notes.append(f"{name}: no rank in the trace or its name; taken as rank 0")
         if rank is None:
             raise TraceError(
                 path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank<k> or -TP-<k> in its name"
@@ -151,7 +175,7 @@ def summarize_ranks(
             raise TraceError(path, f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank")
         summaries[rank] = summary
     if not summaries:
-        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
+        raise TraceError(what or ", ".join(str(p) for p, _ in found), "no trace with step markers")
     by_rank = [summaries[r] for r in sorted(summaries)]
     producers = {s.producer for s in by_rank}
     if len(producers) > 1:

@@ -1,0 +1,233 @@
+"""Run in the cached Ray environment: a three-node Ray cluster on this machine, a torch
+``profwin.Session`` per node, collection and in-place summaries, and the faults.
+
+    python cluster_checks.py WORKDIR      # prints one line: PROFWIN-REPORT {json}
+
+Nodes on one machine share its file system, so "only that node holds the file" is made true
+here: each node is started with its own ``PROFWIN_NODE_DIR`` (a raylet environment variable, so
+every worker on that node sees it and no other process does), the engines write there, and the
+collecting process names files only as ``$PROFWIN_NODE_DIR/...``, expanded on each node. An audit
+hook records every file this process opens, lists or globs under the nodes' folders while it
+collects and summarizes: the report carries what it saw (the test wants nothing). Faults are
+made by the nodes themselves (a task on the node removes its file) or by Ray (a node is removed
+without grace, its raylet killed), never by this process touching the nodes' folders.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import filecmp
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+WORK = Path(sys.argv[1]).resolve()
+NODES = WORK / "nodes"
+watching = False
+seen_opens: list[str] = []
+
+
+def audit(event: str, args: tuple[Any, ...]) -> None:
+    if watching and event in ("open", "os.listdir", "os.scandir", "glob.glob", "os.stat") and args:
+        path = args[0]
+        if isinstance(path, (str, bytes, os.PathLike)) and str(os.fsdecode(path)).startswith(str(NODES)):
+            seen_opens.append(f"{event} {os.fsdecode(path)}")
+
+
+sys.addaudithook(audit)
+
+import ray  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
+
+import profwin_ray  # noqa: E402
+from profwin.cli import main as profwin_main  # noqa: E402
+
+
+class Engine:
+    """A node's engine: a torch decode-like loop under ``profwin.Session``, and the node's hand
+    on its own files (the faults)."""
+
+    def __init__(self, rank: int) -> None:
+        os.environ["RANK"] = str(rank)
+        self.dir = Path(os.environ["PROFWIN_NODE_DIR"])
+
+    def record(self, window: str, steps: int) -> list[str]:
+        import torch
+
+        import profwin
+
+        spec = profwin.ProfileSpec(window=profwin.Window.parse(window), output_dir=self.dir / "traces", activities=("cpu",))
+        with profwin.Session(spec) as session:
+            for _ in range(steps):
+                torch.randn(64, 64).matmul(torch.randn(64, 64)).relu().sum()
+                session.step()
+        return [a.path.name for a in session.artifacts]
+
+    def write(self, name: str, size: int) -> str:
+        path = self.dir / "big" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size))
+        return str(path)
+
+    def remove(self, name: str) -> None:
+        (self.dir / "big" / name).unlink()
+
+    def where(self) -> str:
+        return str(self.dir)
+
+
+def partial_appears(folder: Path, name: str, timeout: float = 60.0) -> bool:
+    """Wait until the hidden file a copy of ``name`` is written to exists in ``folder``."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if folder.is_dir() and any(p.name.startswith(f".{name}.") and ".partial" in p.name for p in folder.iterdir()):
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def leftovers(dest: Path) -> list[str]:
+    return sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if ".partial" in p.name)
+
+
+def identical(dest: Path, node_dirs: dict[str, Path], sub: str) -> dict[str, bool]:
+    """Each collected file against the node's original, byte by byte (read after collecting)."""
+    return {
+        f"{node}/{p.name}": filecmp.cmp(p, node_dirs[node] / sub / p.name, shallow=False)
+        for node in node_dirs
+        for p in sorted((dest / node).glob("*"))
+        if not p.name.startswith(".")
+    }
+
+
+def cli(*argv: str) -> tuple[int, Any]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = profwin_main(list(argv))
+    return code, json.loads(out.getvalue())
+
+
+def normalized(data: Any) -> Any:
+    """A summary with each file's path cut to its name (the node's path vs. the collected one)."""
+    if isinstance(data, dict):
+        return {k: (Path(v).name if k == "path" and isinstance(v, str) else normalized(v)) for k, v in data.items()}
+    if isinstance(data, list):
+        return [normalized(v) for v in data]
+    return data
+
+
+def main() -> None:
+    global watching
+    report: dict[str, Any] = {}
+    began = time.monotonic()
+    names = ["head", "n1", "n2"]
+    dirs = {n: NODES / n for n in names}
+    for d in dirs.values():
+        d.mkdir(parents=True)
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": {"PROFWIN_NODE_DIR": str(dirs["head"])}})
+    handles = {"head": cluster.head_node}
+    for n in names[1:]:
+        handles[n] = cluster.add_node(num_cpus=1, env_vars={"PROFWIN_NODE_DIR": str(dirs[n])})
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    report["cluster_up_s"] = round(time.monotonic() - began, 1)
+    try:
+        node_ids = {n: handles[n].node_id for n in names}
+        labels = {i: label for label, i in profwin_ray.cluster._alive_nodes(ray)}
+        label = {n: labels[node_ids[n]] for n in names}  # the folder each node's files land in
+        engine_cls = ray.remote(num_cpus=0)(Engine)
+        engines = {
+            n: engine_cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_ids[n], soft=False)).remote(rank)
+            for rank, n in enumerate(names)
+        }
+        report["engine_dirs"] = {n: ray.get(engines[n].where.remote()) for n in names}
+        report["traces"] = {n: ray.get(engines[n].record.remote("2:6", 9)) for n in names}
+        by_label = {label[n]: dirs[n] for n in names}
+
+        # 1. collect, 2. again (skips), 3. summarize in place vs. locally: audited
+        watching = True
+        first = profwin_ray.collect("$PROFWIN_NODE_DIR/traces/*", WORK / "collected")
+        again = profwin_ray.collect("$PROFWIN_NODE_DIR/traces/*", WORK / "collected")
+        in_place_code, in_place = cli("summarize", "--ray", cluster.address, "$PROFWIN_NODE_DIR/traces", "--json")
+        travelled: list[Any] = []
+        profwin_ray.summarize(["$PROFWIN_NODE_DIR/traces"], travelled=travelled)
+        watching = False
+        report["collect"] = first.to_dict()
+        report["again"] = again.to_dict()
+        report["identical"] = identical(WORK / "collected", by_label, "traces")
+        collected = sorted(str(p) for p in (WORK / "collected").glob("*/*") if not p.name.startswith("."))
+        local_code, local = cli("summarize", *collected, "--json")
+        report["summarize"] = {
+            "in_place_code": in_place_code,
+            "local_code": local_code,
+            "equal": normalized(in_place) == normalized(local),
+            "ranks": [r["rank"] for r in local.get("ranks", [])],
+            "summary_bytes": travelled[0].bytes,
+            "trace_bytes": first.bytes_moved,
+        }
+
+        # 4. a file removed mid-copy (by its node)
+        for n in names:
+            ray.get(engines[n].write.remote("a.bin", 64 << 10))
+        ray.get(engines["n1"].write.remote("b.bin", 8 << 20))
+        dest = WORK / "removed"
+        remover = threading.Thread(
+            target=lambda: partial_appears(dest / label["n1"], "b.bin") and ray.get(engines["n1"].remove.remote("b.bin"))
+        )
+        remover.start()
+        watching = True
+        removed = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
+        watching = False
+        remover.join()
+        report["removed"] = {**removed.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
+
+        # 5. a node killed mid-copy
+        ray.get(engines["n2"].write.remote("c.bin", 8 << 20))
+        dest = WORK / "killed"
+        killer = threading.Thread(
+            target=lambda: (
+                partial_appears(dest / label["n2"], "c.bin") and cluster.remove_node(handles["n2"], allow_graceful=False)
+            )
+        )
+        killer.start()
+        watching = True
+        killed = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
+        watching = False
+        killer.join()
+        report["killed"] = {**killed.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
+
+        # 6. Ctrl-C: `profwin collect` in its own process, SIGINT while a file is on its way
+        ray.get(engines["head"].write.remote("d.bin", 8 << 20))
+        dest = WORK / "interrupted"
+        cmd = [sys.executable, "-m", "profwin", "collect", "--ray", cluster.address, "--from", "$PROFWIN_NODE_DIR/big/*"]
+        cmd += ["--to", str(dest), "--chunk-bytes", "1024", "--json"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if partial_appears(dest / label["head"], "d.bin", timeout=120):
+            proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+        report["interrupted"] = {
+            "code": proc.returncode,
+            "stdout": json.loads(out) if out.strip() else None,
+            "stderr": err[-2000:],
+            "leftovers": leftovers(dest),
+            "identical": identical(dest, by_label, "big"),
+        }
+        report["labels"] = label
+        report["audit"] = seen_opens
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    report["wall_s"] = round(time.monotonic() - began, 1)
+    print("PROFWIN-REPORT " + json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()

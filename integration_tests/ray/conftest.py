@@ -1,0 +1,29 @@
+"""The cached Ray 2.60.0 environment (``build_env.sh``: ray + CPU torch, built on first use) and
+how profwin reaches it: this checkout's src folders on PYTHONPATH, with the dist-info an install
+of profwin-core and profwin-ray would write (their entry points), never installed in the cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ..conftest import built_python, dist_info_site
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(scope="session")
+def ray_python() -> Path:
+    return built_python(HERE / "build_env.sh", label="Ray 2.60.0")
+
+
+@pytest.fixture(scope="session")
+def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment a Ray driver (and, inherited, every node) runs profwin in."""
+    site = dist_info_site(tmp_path_factory.mktemp("ray-site"), "profwin-core", "profwin-ray")
+    paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src"]
+    env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
+    return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0"}

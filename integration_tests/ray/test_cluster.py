@@ -1,0 +1,120 @@
+"""profwin-ray on a real three-node Ray cluster on this machine (``cluster_checks.py``, run once
+in the cached Ray environment; each test reads its part of the report).
+
+What is real: Ray 2.60 (a head and two raylets, ``ray.cluster_utils.Cluster``), node-affinity
+tasks, a torch ``profwin.Session`` per node as a Ray actor, the ``profwin`` command. What is
+simulated: three nodes on one machine; each node's folder is its own because only that node's
+processes know where it is (see the script's docstring), and the collecting process is audited.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = [pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture(scope="module")
+def report(ray_python: Path, ray_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    work = tmp_path_factory.mktemp("ray-cluster")
+    done = subprocess.run(
+        [str(ray_python), str(HERE / "cluster_checks.py"), str(work)],
+        env=ray_env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
+    why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert done.returncode == 0, why
+    assert lines, why
+    data: dict[str, Any] = json.loads(lines[0].removeprefix("PROFWIN-REPORT "))
+    print(f"cluster up in {data['cluster_up_s']} s, checks in {data['wall_s']} s")
+    return data
+
+
+def _by_node(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {n["node"]: n for n in result["nodes"]}
+
+
+def test_every_nodes_traces_arrive_byte_identical(report: dict[str, Any]) -> None:
+    assert report["audit"] == []  # the collecting process never opened or listed a node's folder
+    first = report["collect"]
+    assert first["ok"], first
+    nodes = _by_node(first)
+    assert sorted(nodes) == sorted(report["labels"].values())
+    for name, label in report["labels"].items():
+        files = nodes[label]["files"]
+        assert [f["name"] for f in files] == report["traces"][name]  # each node's own trace, under <node>/
+        assert all(f["status"] == "copied" and len(f["sha256"]) == 64 for f in files)
+    assert report["identical"], report
+    assert all(report["identical"].values()), report["identical"]
+    assert len(report["identical"]) == sum(len(t) for t in report["traces"].values())
+
+
+def test_a_second_collect_skips_what_arrived(report: dict[str, Any]) -> None:
+    again = report["again"]
+    assert again["ok"]
+    assert again["bytes_moved"] == 0
+    assert {f["status"] for n in again["nodes"] for f in n["files"]} == {"skipped"}
+
+
+def test_summarize_in_place_equals_summarizing_the_collected_files(report: dict[str, Any]) -> None:
+    summary = report["summarize"]
+    assert summary["in_place_code"] == 0
+    assert summary["local_code"] == 0
+    assert summary["ranks"] == [0, 1, 2]
+    assert summary["equal"]
+    assert summary["summary_bytes"] < summary["trace_bytes"]
+
+
+def test_a_file_removed_mid_copy_fails_that_node_only(report: dict[str, Any]) -> None:
+    removed = report["removed"]
+    nodes = _by_node(removed)
+    n1 = nodes[report["labels"]["n1"]]
+    assert not n1["ok"]
+    files = {f["name"]: f for f in n1["files"]}
+    assert files["a.bin"]["status"] == "copied"
+    assert files["b.bin"]["status"] == "failed"
+    assert "removed during the copy" in files["b.bin"]["message"]
+    assert 0 < files["b.bin"]["bytes"] < 8 << 20  # it was on its way
+    assert all(nodes[report["labels"][n]]["ok"] for n in ("head", "n2"))
+    assert removed["leftovers"] == []
+    assert sorted(removed["identical"]) == sorted(f"{label}/a.bin" for label in report["labels"].values())
+    assert all(removed["identical"].values())
+
+
+def test_a_node_killed_mid_copy_keeps_what_arrived(report: dict[str, Any]) -> None:
+    killed = report["killed"]
+    nodes = _by_node(killed)
+    n2 = nodes[report["labels"]["n2"]]
+    assert not n2["ok"]
+    assert "node" in n2["message"]
+    files = {f["name"]: f for f in n2["files"]}
+    assert files["a.bin"]["status"] == "copied"
+    assert files["c.bin"]["status"] == "failed"
+    assert all(nodes[report["labels"][n]]["ok"] for n in ("head", "n1"))
+    assert killed["leftovers"] == []
+    assert f"{report['labels']['n2']}/c.bin" not in killed["identical"]
+    assert killed["identical"][f"{report['labels']['n2']}/a.bin"]
+    assert all(killed["identical"].values())
+
+
+def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
+    stopped = report["interrupted"]
+    assert stopped["code"] == 130, stopped["stderr"]
+    result = stopped["stdout"]
+    assert result["interrupted"]
+    assert not result["ok"]
+    head = _by_node(result)[report["labels"]["head"]]
+    files = {f["name"]: f for f in head["files"]}
+    assert files["a.bin"]["status"] == "copied"
+    assert files["d.bin"]["status"] == "failed"
+    assert head["message"] == "interrupted"
+    assert stopped["leftovers"] == []
+    assert f"{report['labels']['head']}/d.bin" not in stopped["identical"]
+    assert all(stopped["identical"].values())

@@ -1,0 +1,64 @@
+"""profwin-ray: a profiling session's files from every Ray node, and summaries where the traces are.
+
+::
+
+    import profwin_ray
+
+    result = profwin_ray.collect("/tmp/profwin/*.json.gz", "traces/")   # -> traces/<node>/<file>
+    summary = profwin_ray.summarize(["/tmp/profwin"])                   # only summaries travel
+
+``profwin collect --ray`` and ``profwin summarize --ray`` reach this module through the
+``profwin.clusters`` entry point :data:`CLUSTER`. Importing it does not import ray: that happens
+on the first call (which connects to the cluster, or uses this process's connection).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from profwin_ray.cluster import Collection
+
+__all__ = ["CLUSTER", "RayCluster", "collect", "summarize"]
+
+
+def collect(pattern: str, dest: str | Path, **options: Any) -> Collection:
+    """See :func:`profwin_ray.cluster.collect`."""
+    from profwin_ray.cluster import collect as run
+
+    return run(pattern, dest, **options)
+
+
+def summarize(paths: Sequence[str], **options: Any) -> Any:
+    """See :func:`profwin_ray.cluster.summarize`."""
+    from profwin_ray.cluster import summarize as run
+
+    return run(paths, **options)
+
+
+class RayCluster:
+    """The :class:`profwin.plugin.Cluster` that ``profwin collect --ray`` and ``profwin summarize
+    --ray`` use."""
+
+    name = "ray"
+
+    def collect(
+        self, pattern: str, dest: Path, *, address: str | None = None, chunk_bytes: int = 1 << 22, progress: bool = False
+    ) -> Collection:
+        return collect(pattern, dest, address=address, chunk_bytes=chunk_bytes, progress=progress)
+
+    def summarize(
+        self,
+        paths: Sequence[str],
+        *,
+        address: str | None = None,
+        window: Any = None,
+        top: int = 20,
+        first_step: int | None = None,
+    ) -> Any:
+        return summarize(paths, address=address, window=window, top=top, first_step=first_step)
+
+
+CLUSTER = RayCluster()

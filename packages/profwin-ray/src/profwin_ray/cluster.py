@@ -1,0 +1,394 @@
+"""Collection and in-place summaries over Ray: node-affinity tasks, the caller merges.
+
+Every node alive in the cluster is asked, with a task pinned to it
+(``NodeAffinitySchedulingStrategy(node_id, soft=False)``, ``num_cpus=0`` so a node whose CPUs
+are busy with the rollout still answers):
+
+- :func:`collect`: the node lists the files that match and their checksums; the caller then
+  pulls each file one chunk per task, two tasks in flight, writing it under a hidden name and
+  renaming it into place once the whole file arrived with the listed checksum. Memory on both
+  sides is bounded by the chunk size, not the file size. Nodes are copied concurrently (a thread
+  each on the caller), files of one node one after the other.
+- :func:`summarize`: the node summarizes each trace it holds (profwin's streaming summary) and
+  only the summary travels; the caller merges them as ``profwin summarize`` would.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Any
+
+from attrs import define, field, frozen
+
+from profwin.plugin import (
+    CollectInterrupted,
+    ConfigError,
+    Summary,
+    TraceError,
+    TraceRanks,
+    Window,
+    merge_ranks,
+)
+from profwin_ray import files as node
+from profwin_ray.files import FileChanged, NodeFile, Receiver
+
+__all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "summarize"]
+
+DEFAULT_CHUNK = 1 << 22  # 4 MiB: large enough that per-task overhead is small, small enough to bound memory
+_IN_FLIGHT = 2  # chunk tasks per file at once: one being written, one being read
+_STALL_S = 60.0  # no chunk for this long from a node that Ray still calls alive: give up on it
+
+
+# -- results ---------------------------------------------------------------------------------
+
+
+@frozen
+class FileResult:
+    """One file of one node: ``copied``, ``skipped`` (already there with the same checksum),
+    ``failed`` (``message`` says why) or ``not copied`` (the node failed or Ctrl-C came first)."""
+
+    name: str
+    status: str
+    bytes: int
+    sha256: str = ""
+    path: str = ""
+    """Where it is on the caller (copied or skipped); ``""`` otherwise."""
+    message: str = ""
+
+
+@define
+class NodeResult:
+    """One node's share: ``ok`` when every file it listed is on the caller."""
+
+    node: str
+    node_id: str
+    files: list[FileResult] = field(factory=list)
+    message: str = ""
+    bytes_moved: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.message and all(f.status in ("copied", "skipped") for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "node_id": self.node_id,
+            "ok": self.ok,
+            "message": self.message,
+            "bytes_moved": self.bytes_moved,
+            "files": [_fields(f) for f in self.files],
+        }
+
+
+def _fields(result: FileResult) -> dict[str, Any]:
+    return {k: getattr(result, k) for k in ("name", "status", "bytes", "sha256", "path", "message")}
+
+
+@define
+class Collection:
+    """What :func:`collect` did, per node (``profwin collect`` prints it)."""
+
+    dest: str
+    pattern: str
+    nodes: list[NodeResult]
+    interrupted: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.interrupted and all(n.ok for n in self.nodes)
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(n.bytes_moved for n in self.nodes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dest": self.dest,
+            "pattern": self.pattern,
+            "ok": self.ok,
+            "interrupted": self.interrupted,
+            "bytes_moved": self.bytes_moved,
+            "wall_s": round(self.wall_s, 3),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
+
+    def render(self) -> str:
+        lines = []
+        for n in self.nodes:
+            counts = {s: sum(f.status == s for f in n.files) for s in ("copied", "skipped", "failed", "not copied")}
+            done = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "no files"
+            head = f"{n.node}: {'ok' if n.ok else 'FAILED'} - {done}, {n.bytes_moved:,} bytes moved"
+            lines.append(head + (f"; {n.message}" if n.message else ""))
+            lines += [f"  {f.name}: {f.status}: {f.message}" for f in n.files if f.message]
+        tail = "interrupted: files that arrived are kept whole; run again to copy the rest" if self.interrupted else ""
+        lines.append(f"{self.dest}: {self.bytes_moved:,} bytes in {self.wall_s:.1f} s" + (f"; {tail}" if tail else ""))
+        return "\n".join(lines)
+
+
+# -- Ray -------------------------------------------------------------------------------------
+
+
+def connect(address: str | None) -> Any:
+    """The ``ray`` module, connected: to ``address`` (``"auto"``: the cluster this machine is part
+    of), unless this process is already connected (a driver calling profwin)."""
+    try:
+        import ray
+    except ImportError as exc:  # profwin-ray installed without its dependency
+        raise ConfigError(f"profwin-ray needs ray: pip install 'profwin[ray]' ({exc})", path="ray") from None
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address or "auto", logging_level="WARNING", log_to_driver=False)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConfigError(f"cannot connect to the Ray cluster at {address or 'auto'!r}: {exc}", path="ray") from None
+    return ray
+
+
+def _alive_nodes(ray: Any) -> list[tuple[str, str]]:
+    """``(name, node_id)`` of every alive node, named by address, plus the node id's first 8
+    characters where several nodes share an address (several raylets on one machine)."""
+    alive = sorted((n["NodeManagerAddress"], n["NodeID"]) for n in ray.nodes() if n["Alive"])
+    addresses = [a for a, _ in alive]
+    return [(a if addresses.count(a) == 1 else f"{a}-{i[:8]}", i) for a, i in alive]
+
+
+def _on(ray: Any, node_id: str, fn: Callable[..., Any], **options: Any) -> Any:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+    return ray.remote(fn).options(scheduling_strategy=strategy, num_cpus=0, max_retries=0, **options)
+
+
+class _Cancelled(Exception):
+    """Ctrl-C reached the caller: stop after the chunk in hand."""
+
+
+class _NodeFailed(Exception):
+    """The node itself failed (died, or stopped answering): its other files cannot come."""
+
+
+class _Progress:
+    """One line on stderr, rewritten in place, with every node's files and bytes so far."""
+
+    def __init__(self, names: Sequence[str], enabled: bool) -> None:
+        self.enabled = enabled
+        self.state = {n: [0, 0, 0] for n in names}  # files done, files listed, bytes
+        self.lock = threading.Lock()
+        self.shown = 0.0
+
+    def update(self, name: str, *, done: int = 0, listed: int = 0, moved: int = 0) -> None:
+        if not self.enabled:
+            return
+        with self.lock:
+            state = self.state[name]
+            state[0] += done
+            state[1] += listed
+            state[2] += moved
+            now = time.monotonic()
+            if now - self.shown >= 0.2 or done:
+                self.shown = now
+                line = " | ".join(f"{n} {d}/{t} files {b / 1e6:.1f} MB" for n, (d, t, b) in self.state.items())
+                sys.stderr.write(f"\rcollect: {line}\x1b[K")
+                sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+@define
+class _Copy:
+    ray: Any
+    dest: Path
+    chunk_bytes: int
+    cancel: threading.Event
+    progress: _Progress
+    manifest: dict[str, dict[str, Any]]
+    lock: threading.Lock = field(factory=threading.Lock)
+
+    def _get(self, ref: Any, node_id: str) -> Any:
+        """``ray.get(ref)``, watching for Ctrl-C and for the node dying (a chunk that never comes)."""
+        exceptions = self.ray.exceptions
+        began = time.monotonic()
+        while True:
+            if self.cancel.is_set():
+                raise _Cancelled
+            try:
+                return self.ray.get(ref, timeout=0.5)
+            except exceptions.GetTimeoutError:
+                pass
+            except exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, FileChanged):
+                    raise exc.cause from None
+                raise _NodeFailed(f"a task on the node failed: {' '.join(str(exc).split())[:300]}") from None
+            except exceptions.RayError as exc:  # the node or its worker died, the object was lost
+                raise _NodeFailed(
+                    f"the node failed during the copy ({type(exc).__name__}): {' '.join(str(exc).split())[:300]}"
+                ) from None
+            if time.monotonic() - began > 2.0 and node_id not in {i for _, i in _alive_nodes(self.ray)}:
+                raise _NodeFailed("the node died during the copy (Ray lists it dead)")
+            if time.monotonic() - began > _STALL_S:
+                raise _NodeFailed(f"no data from the node for {_STALL_S:.0f} s")
+
+    def _chunks(self, read: Any, file: NodeFile, node_id: str) -> Any:
+        offsets = list(range(0, file.bytes, self.chunk_bytes))
+        pending = [read.remote(file, o, self.chunk_bytes) for o in offsets[:_IN_FLIGHT]]
+        for i in range(len(offsets)):
+            chunk = self._get(pending.pop(0), node_id)
+            if i + _IN_FLIGHT < len(offsets):
+                pending.append(read.remote(file, offsets[i + _IN_FLIGHT], self.chunk_bytes))
+            yield chunk
+
+    def node(self, name: str, node_id: str, pattern: str) -> NodeResult:
+        result = NodeResult(node=name, node_id=node_id)
+        try:
+            listed: list[NodeFile] = self._get(_on(self.ray, node_id, node.list_files).remote(pattern), node_id)
+        except _NodeFailed as exc:
+            result.message = f"could not list its files: {exc}"
+            return result
+        except _Cancelled:
+            result.message = "interrupted before its files were listed"
+            return result
+        self.progress.update(name, listed=len(listed))
+        read = _on(self.ray, node_id, node.read_chunk)
+        for i, file in enumerate(listed):
+            key = f"{name}/{file.name}"
+            final = self.dest / name / file.name
+            if node.already_collected(final, key, file, self.manifest):
+                result.files.append(FileResult(file.name, "skipped", file.bytes, file.sha256, str(final)))
+                self.progress.update(name, done=1)
+                continue
+            receiver = Receiver(final, file)
+            try:
+                receiver.write_all(self._chunks(read, file, node_id))
+            except FileChanged as exc:
+                result.files.append(FileResult(file.name, "failed", receiver.received, message=str(exc)))
+                result.bytes_moved += receiver.received
+                continue
+            except (_NodeFailed, _Cancelled) as exc:
+                result.bytes_moved += receiver.received
+                why = str(exc) if isinstance(exc, _NodeFailed) else "interrupted"
+                result.message = why
+                result.files.append(FileResult(file.name, "failed", receiver.received, message=f"{why}; nothing kept of it"))
+                result.files += [FileResult(f.name, "not copied", f.bytes, message=why) for f in listed[i + 1 :]]
+                return result
+            result.bytes_moved += receiver.received
+            info = final.stat()
+            with self.lock:
+                self.manifest[key] = {"sha256": file.sha256, "bytes": info.st_size, "mtime_ns": info.st_mtime_ns}
+            result.files.append(FileResult(file.name, "copied", file.bytes, file.sha256, str(final)))
+            self.progress.update(name, done=1, moved=receiver.received)
+        return result
+
+
+def collect(
+    pattern: str,
+    dest: str | Path,
+    *,
+    address: str | None = None,
+    chunk_bytes: int = DEFAULT_CHUNK,
+    progress: bool = False,
+) -> Collection:
+    """Copy the files matching ``pattern`` on every alive node into ``dest/<node>/<file>``.
+
+    ``pattern`` is a path on the nodes: a glob (``**`` for any depth) or a folder (its files).
+    Each file arrives whole with the checksum the node computed, or not at all; a file already in
+    ``dest`` with that checksum is skipped. A node that dies, or a file removed or changed while
+    it is copied, is that node's failed result; the other nodes and the files that arrived are
+    kept. Ctrl-C raises :class:`profwin.plugin.CollectInterrupted` holding the results so far.
+    """
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int) or chunk_bytes < 1024:
+        raise ConfigError(f"must be an integer number of bytes >= 1024 (got {chunk_bytes!r})", path="chunk_bytes")
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise ConfigError(f"must be a path or glob on the nodes (got {pattern!r})", path="pattern")
+    began = time.monotonic()
+    target = Path(dest)
+    target.mkdir(parents=True, exist_ok=True)
+    ray = connect(address)
+    nodes = _alive_nodes(ray)
+    progress_line = _Progress([n for n, _ in nodes], progress)
+    copy = _Copy(ray, target, chunk_bytes, threading.Event(), progress_line, node.load_manifest(target))
+    interrupted = False
+    with ThreadPoolExecutor(max_workers=max(1, len(nodes)), thread_name_prefix="profwin-collect") as pool:
+        futures = [pool.submit(copy.node, name, node_id, pattern) for name, node_id in nodes]
+        try:
+            while not all(f.done() for f in futures):
+                wait(futures, timeout=0.2, return_when=FIRST_EXCEPTION)  # short: Ctrl-C lands here
+        except KeyboardInterrupt:
+            interrupted = True
+            copy.cancel.set()
+            wait(futures)
+    progress_line.close()
+    results = [f.result() for f in futures]
+    node.save_manifest(target, copy.manifest)
+    collection = Collection(str(target), pattern, results, interrupted, time.monotonic() - began)
+    if interrupted:
+        raise CollectInterrupted(collection)
+    return collection
+
+
+# -- summarize where the traces are ------------------------------------------------------------
+
+
+@frozen
+class Travelled:
+    """What an in-place summary moved over the network: the summaries' pickled bytes."""
+
+    files: int
+    bytes: int
+
+
+def summarize(
+    paths: Sequence[str],
+    *,
+    address: str | None = None,
+    window: Window | str | None = None,
+    top: int = 20,
+    first_step: int | None = None,
+    travelled: list[Travelled] | None = None,
+) -> Summary | TraceRanks:
+    """``profwin summarize PATHS`` run on the nodes that hold the traces, merged here.
+
+    ``paths`` are paths on the nodes (files, or folders of per-rank traces). One file in all gives
+    its :class:`Summary`, several give :class:`Ranks`, exactly as the same files on one disk
+    would. A file found on several nodes with the same size and mtime (a shared disk) is read
+    once. ``travelled``, when given, receives how many bytes of summaries came back.
+    """
+    import pickle
+
+    ray = connect(address)
+    nodes = _alive_nodes(ray)
+    listings = ray.get([_on(ray, i, node.resolve_traces).remote(list(paths)) for _, i in nodes])
+    seen: set[tuple[str, int, int]] = set()
+    found: list[tuple[int, str, str, str]] = []  # (index of path given, file, node name, node id)
+    in_folder = False
+    for (name, node_id), listing in zip(nodes, listings, strict=True):
+        for index, file, size, mtime, folder in listing:
+            if (file, size, mtime) not in seen:
+                seen.add((file, size, mtime))
+                found.append((index, file, name, node_id))
+                in_folder |= folder
+    if not found:
+        raise TraceError(", ".join(paths), f"not found on any of the {len(nodes)} Ray node(s)")
+    found.sort(key=lambda f: (f[0], f[1], f[2]))
+    refs = [_on(ray, node_id, node.summarize_one).remote(file, window, top, first_step) for _, file, _, node_id in found]
+    answers = ray.get(refs)
+    if travelled is not None:
+        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers)))
+    merged: list[tuple[str, Summary | None]] = []
+    for (_, file, name, _), (status, value) in zip(found, answers, strict=True):
+        if status == "error":
+            raise TraceError(f"{name}:{file}", value)
+        merged.append((file, value if status == "ok" else None))
+    if len(paths) == 1 and len(found) == 1 and not in_folder:
+        (status, value), (_, file, name, _) = answers[0], found[0]
+        if status == "no steps":  # one trace, as ``profwin summarize FILE`` says it
+            raise TraceError(f"{name}:{file}", value)
+        return value  # type: ignore[no-any-return]
+    return merge_ranks(merged, what=", ".join(paths))
