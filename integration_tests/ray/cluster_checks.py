@@ -44,44 +44,10 @@ def audit(event: str, args: tuple[Any, ...]) -> None:
 sys.addaudithook(audit)
 
 import ray  # noqa: E402
-from ray.cluster_utils import Cluster  # noqa: E402
-from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noqa: E402
+from local_cluster import local_cluster  # noqa: E402
 
 import profwin_ray  # noqa: E402
 from profwin.cli import main as profwin_main  # noqa: E402
-
-
-class Engine:
-    """A node's engine: a torch decode-like loop under ``profwin.Session``, and the node's hand
-    on its own files (the faults)."""
-
-    def __init__(self, rank: int) -> None:
-        os.environ["RANK"] = str(rank)
-        self.dir = Path(os.environ["PROFWIN_NODE_DIR"])
-
-    def record(self, window: str, steps: int) -> list[str]:
-        import torch
-
-        import profwin
-
-        spec = profwin.ProfileSpec(window=profwin.Window.parse(window), output_dir=self.dir / "traces", activities=("cpu",))
-        with profwin.Session(spec) as session:
-            for _ in range(steps):
-                torch.randn(64, 64).matmul(torch.randn(64, 64)).relu().sum()
-                session.step()
-        return [a.path.name for a in session.artifacts]
-
-    def write(self, name: str, size: int) -> str:
-        path = self.dir / "big" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(os.urandom(size))
-        return str(path)
-
-    def remove(self, name: str) -> None:
-        (self.dir / "big" / name).unlink()
-
-    def where(self) -> str:
-        return str(self.dir)
 
 
 def partial_appears(folder: Path, name: str, timeout: float = 60.0) -> bool:
@@ -128,26 +94,10 @@ def main() -> None:
     global watching
     report: dict[str, Any] = {}
     began = time.monotonic()
-    names = ["head", "n1", "n2"]
-    dirs = {n: NODES / n for n in names}
-    for d in dirs.values():
-        d.mkdir(parents=True)
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": {"PROFWIN_NODE_DIR": str(dirs["head"])}})
-    handles = {"head": cluster.head_node}
-    for n in names[1:]:
-        handles[n] = cluster.add_node(num_cpus=1, env_vars={"PROFWIN_NODE_DIR": str(dirs[n])})
-    cluster.wait_for_nodes()
-    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
-    report["cluster_up_s"] = round(time.monotonic() - began, 1)
-    try:
-        node_ids = {n: handles[n].node_id for n in names}
-        labels = {i: label for label, i in profwin_ray.cluster._alive_nodes(ray)}
-        label = {n: labels[node_ids[n]] for n in names}  # the folder each node's files land in
-        engine_cls = ray.remote(num_cpus=0)(Engine)
-        engines = {
-            n: engine_cls.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node_ids[n], soft=False)).remote(rank)
-            for rank, n in enumerate(names)
-        }
+    with local_cluster(NODES, nodes=3) as local:
+        report["cluster_up_s"] = round(local.up_s, 1)
+        names, engines, label, cluster = local.names, local.engines, local.labels, local.cluster
+        handles, dirs = local.handles, local.dirs
         report["engine_dirs"] = {n: ray.get(engines[n].where.remote()) for n in names}
         report["traces"] = {n: ray.get(engines[n].record.remote("2:6", 9)) for n in names}
         by_label = {label[n]: dirs[n] for n in names}
@@ -222,9 +172,6 @@ def main() -> None:
         }
         report["labels"] = label
         report["audit"] = seen_opens
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
     report["wall_s"] = round(time.monotonic() - began, 1)
     print("PROFWIN-REPORT " + json.dumps(report), flush=True)
 

@@ -24,6 +24,7 @@ def ray_python() -> Path:
 def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment a Ray driver (and, inherited, every node) runs profwin in."""
     site = dist_info_site(tmp_path_factory.mktemp("ray-site"), "profwin-core", "profwin-ray")
-    paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src"]
+    # HERE: the nodes' workers import local_cluster (its Engine actor) too.
+    paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src", HERE]
     env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
     return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0"}
