@@ -124,6 +124,17 @@ def main() -> None:
             "trace_bytes": first.bytes_moved,
         }
 
+        # 3b. a worker on n1 delivers its trace to the head node (where this driver runs)
+        (n1_trace,) = report["traces"]["n1"]
+        delivered = ray.get(engines["n1"].deliver.remote(n1_trace, str(WORK / "delivered")))
+        on_head = ray.get(engines["head"].deliver.remote(report["traces"]["head"][0], str(WORK / "delivered")))
+        report["deliver"] = {
+            "n1": delivered,
+            "head": on_head,
+            "identical": filecmp.cmp(WORK / "delivered" / n1_trace, dirs["n1"] / "traces" / n1_trace, shallow=False),
+            "listing": sorted(p.name for p in (WORK / "delivered").iterdir()),
+        }
+
         # 4. a file removed mid-copy (by its node)
         for n in names:
             ray.get(engines[n].write.remote("a.bin", 64 << 10))

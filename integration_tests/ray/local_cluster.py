@@ -51,6 +51,14 @@ class Engine:
     def remove(self, name: str, sub: str = "big") -> None:
         (self.dir / sub / name).unlink()
 
+    def deliver(self, name: str, dest: str, sub: str = "traces") -> dict[str, Any]:
+        """What a rollout replica's relocation does with the switch on: this node's file, into
+        ``dest`` on the head node."""
+        import profwin_ray
+
+        result = profwin_ray.deliver([self.dir / sub / name], dest)
+        return result.to_dict()  # type: ignore[no-any-return]
+
     def where(self) -> str:
         return str(self.dir)
 

@@ -118,3 +118,13 @@ def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
     assert stopped["leftovers"] == []
     assert f"{report['labels']['head']}/d.bin" not in stopped["identical"]
     assert all(stopped["identical"].values())
+
+
+def test_a_worker_delivers_its_files_to_the_head_node(report: dict[str, Any]) -> None:
+    deliver = report["deliver"]
+    (n1_trace,) = report["traces"]["n1"]
+    assert deliver["n1"]["ok"], deliver
+    assert [(f["name"], f["status"]) for f in deliver["n1"]["files"]] == [(n1_trace, "copied")]
+    assert deliver["identical"]
+    assert deliver["listing"] == [".profwin-collect.json", n1_trace]  # flat: no <node>/ folder
+    assert [f["status"] for f in deliver["head"]["files"]] == ["skipped"]  # already on the head node

@@ -17,7 +17,7 @@ Groups of names:
   :data:`STEP_MARKER`, :func:`atomic_path`;
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes);
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
-  :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, and the trace summary split in two for
+  :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
   :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``);
 - shared: :class:`ProfileSpec`, :class:`Window`, :class:`Artifact`, :class:`RemoteResult`,
@@ -30,7 +30,7 @@ from __future__ import annotations
 from profwin.activities import resolve_activities
 from profwin.atomic import atomic_path, check_output_path
 from profwin.cli_support import run_cli
-from profwin.discovery import engine_flavours
+from profwin.discovery import cluster, engine_flavours
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, WindowWarning, shown, unknown_key
 from profwin.http import Reply, normalize_url, request
@@ -112,6 +112,7 @@ __all__ = [
     "atomic_path",
     "check_output_path",
     "choice",
+    "cluster",
     "count_steps",
     "engine_flavours",
     "fan_out",

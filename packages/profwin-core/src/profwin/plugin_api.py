@@ -236,3 +236,8 @@ class Cluster(Protocol):
         """Summarize ``paths`` on the nodes that hold them; the merged result is what
         :func:`profwin.traces.summarize` (one file) or :func:`~profwin.traces.summarize_ranks`
         (several) gives for the same files on one disk."""
+
+    def deliver(self, paths: Sequence[str | Path], dest: str | Path) -> list[str]:
+        """From inside a cluster worker: copy this node's ``paths`` into the folder ``dest`` on
+        the node the driver runs on; return where they are there. Raises
+        :class:`profwin.ConfigError` when a file could not be delivered whole."""

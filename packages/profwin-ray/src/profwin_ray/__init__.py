@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from profwin.plugin import ConfigError
+
 if TYPE_CHECKING:
     from profwin_ray.cluster import Collection
 
-__all__ = ["CLUSTER", "RayCluster", "collect", "summarize"]
+__all__ = ["CLUSTER", "RayCluster", "collect", "deliver", "summarize"]
 
 
 def collect(pattern: str, dest: str | Path, **options: Any) -> Collection:
@@ -36,6 +38,13 @@ def summarize(paths: Sequence[str], **options: Any) -> Any:
     from profwin_ray.cluster import summarize as run
 
     return run(paths, **options)
+
+
+def deliver(paths: Sequence[str | Path], dest: str | Path, **options: Any) -> Any:
+    """See :func:`profwin_ray.cluster.deliver`."""
+    from profwin_ray.cluster import deliver as run
+
+    return run(paths, dest, **options)
 
 
 class RayCluster:
@@ -59,6 +68,15 @@ class RayCluster:
         first_step: int | None = None,
     ) -> Any:
         return summarize(paths, address=address, window=window, top=top, first_step=first_step)
+
+    def deliver(self, paths: Sequence[str | Path], dest: str | Path) -> list[str]:
+        """Copy this node's ``paths`` into ``dest`` on the head node; the paths there that
+        arrived (raises :class:`profwin.plugin.ConfigError` naming those that did not)."""
+        result = deliver(paths, dest)
+        failed = [f"{f.name}: {f.message}" for f in result.files if f.status not in ("copied", "skipped")]
+        if failed or result.message:
+            raise ConfigError(f"could not deliver to the head node: {result.message or '; '.join(failed)}", path="deliver")
+        return [f.path for f in result.files]
 
 
 CLUSTER = RayCluster()

@@ -37,7 +37,7 @@ from profwin.plugin import (
 from profwin_ray import files as node
 from profwin_ray.files import FileChanged, NodeFile, Receiver
 
-__all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "summarize"]
+__all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "deliver", "summarize"]
 
 DEFAULT_CHUNK = 1 << 22  # 4 MiB: large enough that per-task overhead is small, small enough to bound memory
 _IN_FLIGHT = 2  # chunk tasks per file at once: one being written, one being read
@@ -210,6 +210,8 @@ class _Copy:
     cancel: threading.Event
     progress: _Progress
     manifest: dict[str, dict[str, Any]]
+    per_node: bool = True
+    """Files land in ``dest/<node>/``; else in ``dest`` itself (:func:`deliver`)."""
     lock: threading.Lock = field(factory=threading.Lock)
 
     def _get(self, ref: Any, node_id: str) -> Any:
@@ -259,7 +261,7 @@ class _Copy:
         read = _on(self.ray, node_id, node.read_chunk)
         for i, file in enumerate(listed):
             key = f"{name}/{file.name}"
-            final = self.dest / name / file.name
+            final = (self.dest / name if self.per_node else self.dest) / file.name
             if node.already_collected(final, key, file, self.manifest):
                 result.files.append(FileResult(file.name, "skipped", file.bytes, file.sha256, str(final)))
                 self.progress.update(name, done=1)
@@ -392,3 +394,45 @@ def summarize(
             raise TraceError(f"{name}:{file}", value)
         return value  # type: ignore[no-any-return]
     return merge_ranks(merged, what=", ".join(paths))
+
+
+# -- deliver: from a worker's node to the head node ----------------------------------------------
+
+
+def _head_node(ray: Any) -> str:
+    heads = [n["NodeID"] for n in ray.nodes() if n["Alive"] and "node:__internal_head__" in n["Resources"]]
+    if not heads:
+        raise ConfigError("the Ray cluster has no alive head node to deliver to", path="ray")
+    return str(heads[0])
+
+
+def deliver(paths: Sequence[str | Path], dest: str | Path, *, chunk_bytes: int = DEFAULT_CHUNK) -> NodeResult:
+    """Copy files of this node into the folder ``dest`` on the Ray head node (where the driver
+    runs), for code running inside a Ray worker, such as a rollout replica relocating its traces
+    when the nodes share no disk. On the head node itself nothing is copied. The files stay here
+    too; each arrives whole with its checksum or not at all (the result says which)."""
+    ray = connect(None)
+    here = str(ray.get_runtime_context().get_node_id())
+    head = _head_node(ray)
+    files = [str(Path(p).absolute()) for p in paths]
+    if here == head:
+        return NodeResult(node="head", node_id=here, files=[FileResult(Path(f).name, "skipped", 0, path=f) for f in files])
+    result: NodeResult = ray.get(_on(ray, head, _receive).remote(files, here, str(dest), chunk_bytes))
+    return result
+
+
+def _receive(files: list[str], source: str, dest: str, chunk_bytes: int) -> NodeResult:
+    """On the head node: pull ``files`` from node ``source`` into ``dest``."""
+    import ray
+
+    copy = _Copy(
+        ray, Path(dest), chunk_bytes, threading.Event(), _Progress([], False), node.load_manifest(Path(dest)), per_node=False
+    )
+    result = NodeResult(node=source[:8], node_id=source)
+    for file in files:
+        one = copy.node(result.node, source, file)
+        result.files += one.files
+        result.bytes_moved += one.bytes_moved
+        result.message = result.message or one.message
+    node.save_manifest(Path(dest), copy.manifest)
+    return result
