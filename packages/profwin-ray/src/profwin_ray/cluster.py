@@ -214,8 +214,9 @@ class _Copy:
     """Files land in ``dest/<node>/``; else in ``dest`` itself (:func:`deliver`)."""
     lock: threading.Lock = field(factory=threading.Lock)
 
-    def _get(self, ref: Any, node_id: str) -> Any:
-        """``ray.get(ref)``, watching for Ctrl-C and for the node dying (a chunk that never comes)."""
+    def _get(self, ref: Any, node_id: str, stall_s: float | None = _STALL_S) -> Any:
+        """``ray.get(ref)``, watching for Ctrl-C, for the node dying, and (``stall_s``) for a
+        chunk that never comes from a node Ray still calls alive."""
         exceptions = self.ray.exceptions
         began = time.monotonic()
         while True:
@@ -235,8 +236,8 @@ class _Copy:
                 ) from None
             if time.monotonic() - began > 2.0 and node_id not in {i for _, i in _alive_nodes(self.ray)}:
                 raise _NodeFailed("the node died during the copy (Ray lists it dead)")
-            if time.monotonic() - began > _STALL_S:
-                raise _NodeFailed(f"no data from the node for {_STALL_S:.0f} s")
+            if stall_s is not None and time.monotonic() - began > stall_s:
+                raise _NodeFailed(f"no data from the node for {stall_s:.0f} s")
 
     def _chunks(self, read: Any, file: NodeFile, node_id: str) -> Any:
         offsets = list(range(0, file.bytes, self.chunk_bytes))
@@ -250,7 +251,9 @@ class _Copy:
     def node(self, name: str, node_id: str, pattern: str) -> NodeResult:
         result = NodeResult(node=name, node_id=node_id)
         try:
-            listed: list[NodeFile] = self._get(_on(self.ray, node_id, node.list_files).remote(pattern), node_id)
+            # No stall limit: the node reads every file it lists for its checksum, which takes as
+            # long as its disk needs; only its death ends the wait.
+            listed: list[NodeFile] = self._get(_on(self.ray, node_id, node.list_files).remote(pattern), node_id, None)
         except _NodeFailed as exc:
             result.message = f"could not list its files: {exc}"
             return result
