@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ seen_opens: list[str] = []
 
 
 def audit(event: str, args: tuple[Any, ...]) -> None:
-    if watching and event in ("open", "os.listdir", "os.scandir", "glob.glob", "os.stat") and args:
+    if watching and event in ("open", "os.listdir", "os.scandir", "glob.glob") and args:
         path = args[0]
         if isinstance(path, (str, bytes, os.PathLike)) and str(os.fsdecode(path)).startswith(str(NODES)):
             seen_opens.append(f"{event} {os.fsdecode(path)}")
@@ -72,6 +73,19 @@ def identical(dest: Path, node_dirs: dict[str, Path], sub: str) -> dict[str, boo
         for p in sorted((dest / node).glob("*"))
         if not p.name.startswith(".")
     }
+
+
+def collect_while(dest: Path, by_label: dict[str, Path], node: str, name: str, fault: Callable[[], object]) -> dict[str, Any]:
+    """Collect ``$PROFWIN_NODE_DIR/big/*`` into ``dest`` (audited), doing ``fault`` as soon as
+    ``name`` from ``node`` is on its way; the results, leftovers and byte comparison."""
+    global watching
+    doer = threading.Thread(target=lambda: partial_appears(dest / node, name) and fault())
+    doer.start()
+    watching = True
+    result = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
+    watching = False
+    doer.join()
+    return {**result.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
 
 
 def cli(*argv: str) -> tuple[int, Any]:
@@ -139,31 +153,15 @@ def main() -> None:
         for n in names:
             ray.get(engines[n].write.remote("a.bin", 64 << 10))
         ray.get(engines["n1"].write.remote("b.bin", 8 << 20))
-        dest = WORK / "removed"
-        remover = threading.Thread(
-            target=lambda: partial_appears(dest / label["n1"], "b.bin") and ray.get(engines["n1"].remove.remote("b.bin"))
+        report["removed"] = collect_while(
+            WORK / "removed", by_label, label["n1"], "b.bin", lambda: ray.get(engines["n1"].remove.remote("b.bin"))
         )
-        remover.start()
-        watching = True
-        removed = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
-        watching = False
-        remover.join()
-        report["removed"] = {**removed.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
 
         # 5. a node killed mid-copy
         ray.get(engines["n2"].write.remote("c.bin", 8 << 20))
-        dest = WORK / "killed"
-        killer = threading.Thread(
-            target=lambda: (
-                partial_appears(dest / label["n2"], "c.bin") and cluster.remove_node(handles["n2"], allow_graceful=False)
-            )
+        report["killed"] = collect_while(
+            WORK / "killed", by_label, label["n2"], "c.bin", lambda: cluster.remove_node(handles["n2"], allow_graceful=False)
         )
-        killer.start()
-        watching = True
-        killed = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
-        watching = False
-        killer.join()
-        report["killed"] = {**killed.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
 
         # 6. Ctrl-C: `profwin collect` in its own process, SIGINT while a file is on its way
         ray.get(engines["head"].write.remote("d.bin", 8 << 20))
