@@ -51,6 +51,7 @@ def _outer(argv: list[str]) -> int:
         site = dist_info_site(Path(work) / "site", "profwin-core", "profwin-ray")
         paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src", RAY_TESTS]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0"}
+        env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"  # workers: the Ray venv's python, not `uv run`
         env.pop("RAY_ADDRESS", None)
         return subprocess.run([str(python), __file__, "--inner", work, *argv], env=env, check=False).returncode
 

@@ -27,4 +27,7 @@ def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     # HERE: the nodes' workers import local_cluster (its Engine actor) too.
     paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src", HERE]
     env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
-    return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0"}
+    # RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: pytest runs under `uv run`, and Ray would otherwise start
+    # every worker with the same `uv run` (the workspace's venv, which has no ray).
+    extra = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), **extra}

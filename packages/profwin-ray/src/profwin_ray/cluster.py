@@ -15,6 +15,7 @@ are busy with the rollout still answers):
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -143,6 +144,10 @@ def connect(address: str | None) -> Any:
     except ImportError as exc:  # profwin-ray installed without its dependency
         raise ConfigError(f"profwin-ray needs ray: pip install 'profwin[ray]' ({exc})", path="ray") from None
     if not ray.is_initialized():
+        # Ray would start this job's workers with the `uv run` that started this process, if
+        # any (RAY_ENABLE_UV_RUN_RUNTIME_ENV): profwin's tasks need the nodes' own profwin-ray,
+        # not the caller's project. A value the user set wins.
+        os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
         try:
             ray.init(address=address or "auto", logging_level="WARNING", log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
