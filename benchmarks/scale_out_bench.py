@@ -1,7 +1,7 @@
 """Scale-out benchmark: collect every node's traces then summarize them here, against summarizing
 them where they are (profwin-ray), on a Ray cluster of N nodes on this machine.
 
-    uv run --no-sync python benchmarks/scale_out_bench.py [--nodes 3] [--traces 2] [--steps 40]
+    uv run --no-sync python benchmarks/scale_out_bench.py [--nodes 3] [--traces 2] [--steps 60] [--layers 100]
     uv run --no-sync python benchmarks/scale_out_bench.py --smoke      # 2 nodes, 1 small trace each
 
 Runs itself again in the cached Ray environment (integration_tests/ray/build_env.sh, built on
@@ -74,7 +74,7 @@ def _inner(args: argparse.Namespace) -> None:
         for n in range(1, args.nodes + 1):
             calls = [
                 local.engines[name].record.remote(
-                    f"0:{args.steps}", args.steps, sub=f"run{n}", width=args.width, rank=i * args.traces + m
+                    f"0:{args.steps}", args.steps, sub=f"run{n}", width=args.width, layers=args.layers, rank=i * args.traces + m
                 )
                 for i, name in enumerate(local.names[:n])
                 for m in range(args.traces)
@@ -128,15 +128,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=3, help="Ray nodes, N (default 3)")
     parser.add_argument("--traces", type=int, default=2, help="traces per node, M (default 2)")
-    parser.add_argument("--steps", type=int, default=40, help="steps per trace (default 40)")
+    parser.add_argument("--steps", type=int, default=60, help="steps per trace (default 60)")
+    parser.add_argument(
+        "--layers", type=int, default=100, help="matmul+relu+softmax layers per step: 3 operators each (default 100)"
+    )
     parser.add_argument("--width", type=int, default=64, help="matrix size of the loop each step runs (default 64)")
     parser.add_argument("--top", type=int, default=20, help="operators per summary (default 20, as profwin summarize)")
-    parser.add_argument("--smoke", action="store_true", help="2 nodes, 1 trace of 10 steps each: a quick end-to-end run")
+    parser.add_argument("--smoke", action="store_true", help="2 nodes, 1 small trace each: a quick end-to-end run")
     parser.add_argument("--json", action="store_true", help="also print the rows as JSON")
     parser.add_argument("--inner", metavar="WORKDIR", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.smoke:
-        args.nodes, args.traces, args.steps = 2, 1, 10
+        args.nodes, args.traces, args.steps, args.layers = 2, 1, 10, 20
     if args.inner:
         _inner(args)
         return 0

@@ -28,7 +28,9 @@ class Engine:
         os.environ["RANK"] = str(rank)
         self.dir = Path(os.environ["PROFWIN_NODE_DIR"])
 
-    def record(self, window: str, steps: int, sub: str = "traces", width: int = 64, rank: int | None = None) -> list[str]:
+    def record(
+        self, window: str, steps: int, sub: str = "traces", width: int = 64, layers: int = 8, rank: int | None = None
+    ) -> list[str]:
         import torch
 
         import profwin
@@ -37,7 +39,7 @@ class Engine:
         with profwin.Session(spec, rank=rank) as session:
             for _ in range(steps):
                 x = torch.randn(width, width)
-                for _ in range(8):
+                for _ in range(layers):
                     x = x.matmul(x).relu().softmax(-1)
                 session.step()
         return [a.path.name for a in session.artifacts]
