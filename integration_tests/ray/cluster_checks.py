@@ -52,11 +52,14 @@ from profwin.cli import main as profwin_main  # noqa: E402
 
 
 def partial_appears(folder: Path, name: str, timeout: float = 60.0) -> bool:
-    """Wait until the hidden file a copy of ``name`` is written to exists in ``folder``."""
+    """Wait until the hidden file a copy of ``name`` is written to exists in ``folder`` and holds
+    some bytes: the copy is under way."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        if folder.is_dir() and any(p.name.startswith(f".{name}.") and ".partial" in p.name for p in folder.iterdir()):
-            return True
+        for p in folder.glob(f".{name}.*.partial") if folder.is_dir() else ():
+            with contextlib.suppress(OSError):
+                if p.stat().st_size > 0:
+                    return True
         time.sleep(0.005)
     return False
 
