@@ -35,7 +35,9 @@ class Engine:
 
         import profwin
 
-        spec = profwin.ProfileSpec(window=profwin.Window.parse(window), output_dir=self.dir / sub, activities=("cpu",))
+        spec = profwin.ProfileSpec(
+            window=profwin.Window.parse(window), output_dir=self.dir / sub, activities=("cpu",), ranks="all"
+        )
         with profwin.Session(spec, rank=rank) as session:
             for _ in range(steps):
                 x = torch.randn(width, width)
