@@ -70,10 +70,12 @@ def profwin_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return sites
 
 
-def verl_env(site: Path) -> dict[str, str]:
+def verl_env(site: Path, *extra: Path) -> dict[str, str]:
+    """verl's process environment: profwin from this checkout, its entry points from ``site``, and
+    ``extra`` folders after them (an engine package installed beside verl)."""
     sources = [str(p) for p in sorted((REPO / "packages").glob("*/src"))]
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH")}
-    env["PYTHONPATH"] = os.pathsep.join([*sources, str(site)])
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH", "SGLANG_PLUGINS")}
+    env["PYTHONPATH"] = os.pathsep.join([*sources, str(site), *map(str, extra)])
     env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
     return env
 
