@@ -31,7 +31,7 @@ from ..sglang.conftest import (  # noqa: F401
     plugin_site,
     sglang_python,
 )
-from ..vllm.conftest import tiny_model, vllm_python  # noqa: F401
+from ..vllm.conftest import oldest_vllm_python, tiny_model, vllm_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
