@@ -80,13 +80,13 @@ def verl_env(site: Path, *extra: Path) -> dict[str, str]:
     return env
 
 
-def run_json(python: Path, site: Path, script: str, *args: str, cwd: Path | None = None) -> Any:
+def run_json(python: Path, site: Path, script: str, *args: str, cwd: Path | None = None, extra: tuple[Path, ...] = ()) -> Any:
     """Run ``script`` (a file in this folder) with the verl environment's python; its JSON output."""
     proc = subprocess.run(
         [str(python), str(HERE / script), *args],
         capture_output=True,
         text=True,
-        env=verl_env(site),
+        env=verl_env(site, *extra),
         cwd=cwd,
         timeout=900,
         check=False,

@@ -50,3 +50,8 @@ def test_plan_here_never_sends_the_encoded_start_without_a_hookable_sglang(tmp_p
     assert any("SGLang is not installed in this environment" in note for note in plan.notes)
     # The launch-time plan differs from profwin args' (which assumes a server with the plugin).
     assert backend.plan(spec).mechanism == "relative"
+
+
+def test_plan_here_sends_no_encoding_for_a_window_from_zero(tmp_path: Path) -> None:
+    plan = profwin.backend("sglang").plan_here(ProfileSpec(window=Window(0, 5), output_dir=tmp_path))  # type: ignore[attr-defined]
+    assert "start_step" not in (plan.request or {})

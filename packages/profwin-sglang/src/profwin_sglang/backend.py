@@ -29,11 +29,11 @@ class SglangBackend:
         """The plan for an SGLang engine this process is about to launch (verl's builders): the
         relative window only when the SGLang installed here lets the server plugin install its
         hooks (:func:`profwin_sglang.server_plugin.unavailable_here`); otherwise steps ``0:end``,
-        trimmed afterwards, with a warning that says why."""
+        trimmed afterwards, with a warning that says why. A window starting at 0 never needs the
+        encoding: it goes out in immediate mode, as to a stock server."""
         inactive = unavailable_here()
-        return plan_for(
-            spec, version=sglang_version(), given=False, plugin=inactive is None, device=None, inactive=inactive or ""
-        )
+        relative = inactive is None and spec.window.start > 0
+        return plan_for(spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "")
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> SglangServer | SglangEngine:
         if isinstance(target, str):
