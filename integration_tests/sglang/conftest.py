@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -150,6 +151,17 @@ class Server:
             result: dict[str, Any] = json.loads(reply.read())
         assert result["meta_info"]["completion_tokens"] == tokens
         return result
+
+    def warm(self) -> None:
+        """Batches before a session, some concurrent, and a 1-token one: the scheduler's counter is
+        then far past any small window (an absolute ``start_step`` of 3 or 9 would mean "now")."""
+        threads = [threading.Thread(target=self.generate, args=(7 + i, f"w{i} w9")) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.generate(5)
+        urllib.request.urlopen(self.url + "/health", timeout=60).read()
 
     def server_info(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + "/server_info", timeout=30) as reply:

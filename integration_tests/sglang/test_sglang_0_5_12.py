@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import threading
-import urllib.request
 import warnings
 from pathlib import Path
 from typing import Any
@@ -104,16 +102,6 @@ def _check_window(server: Server, tmp_path: Path, window: str) -> None:
     assert traces[0].steps == Window(win.start, min(win.end or TOKENS, TOKENS))
 
 
-def _warm(server: Server) -> None:
-    threads = [threading.Thread(target=server.generate, args=(7 + i, f"w{i} w9")) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    server.generate(5)
-    urllib.request.urlopen(server.url + "/health", timeout=60).read()
-
-
 def test_the_0_5_12_server_does_not_report_the_plugin(old_plugin_server: Server) -> None:
     info = old_plugin_server.server_info()
     assert info["version"] == OLD_VERSION
@@ -133,5 +121,5 @@ def test_fresh_server_window_0_5(old_plugin_server: Server, tmp_path: Path) -> N
 
 @pytest.mark.parametrize("window", ["0:5", "3:8", "9:12"])
 def test_warm_server_windows(old_plugin_server: Server, tmp_path: Path, window: str) -> None:
-    _warm(old_plugin_server)  # an absolute start_step of 3 or 9 would mean "now" on this server
+    old_plugin_server.warm()
     _check_window(old_plugin_server, tmp_path, window)

@@ -45,9 +45,10 @@ with warnings.catch_warnings(record=True) as import_warnings:
     from verl.workers.rollout.llm_server import LLMServerManager
     from verl.workers.rollout.sglang_rollout.async_sglang_server import SGLangHttpServer, SGLangReplica
 
+from sglang_flow import steps  # this folder: the trace reading of verl's SGLang flow
+
 import profwin.verl
 from profwin.http import request
-from profwin.traces import TraceError, summarize
 
 TOKENS = 12
 
@@ -123,14 +124,7 @@ def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
         return [str(w.message) for w in caught]
 
     builder_warnings = asyncio.run(run())
-    trace_dir = profwin.verl.rollout_trace_dir(profiler, 0)
-    traces = {}
-    for name in sorted(os.listdir(trace_dir)):
-        if name.endswith(".trace.json.gz"):
-            try:
-                traces[name] = [s.label for s in summarize(os.path.join(trace_dir, name), top=0).steps]
-            except TraceError:
-                traces[name] = []
+    traces = steps(profwin.verl.rollout_trace_dir(profiler, 0))
     json.dump(
         {
             "verl": verl.__version__,

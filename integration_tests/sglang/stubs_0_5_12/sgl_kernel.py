@@ -10,10 +10,7 @@ SGLang's own probes (``is_intel_amx_backend_available``) still answer False.
 It sits only on the PYTHONPATH of the SGLang 0.5.12 server the tests start; never shipped.
 """
 
-import importlib.abc
-import importlib.machinery
-import sys
-import types
+from _import_only import install  # stubs/, on the same PYTHONPATH
 
 __version__ = "0.0.0+stub"
 __path__: list[str] = []
@@ -39,32 +36,10 @@ def _placeholder(name: str) -> object:
     return _Placeholder(name)
 
 
-class _StubModule(types.ModuleType):
-    def __getattr__(self, name: str) -> object:
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _placeholder(f"{self.__name__}.{name}")
-
-
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.startswith("sgl_kernel."):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _StubModule(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
 def __getattr__(name: str) -> object:
     if name.startswith("__"):
         raise AttributeError(name)
     return _placeholder(f"sgl_kernel.{name}")
 
 
-sys.meta_path.insert(0, _Finder())
+install("sgl_kernel", lambda module, name: _placeholder(f"{module}.{name}"))
