@@ -348,12 +348,10 @@ def collect(
 
 @frozen
 class Travelled:
-    """What an in-place summary moved over the network (the summaries' pickled bytes), and how
-    long each node spent summarizing its traces (real nodes do that side by side)."""
+    """What an in-place summary moved over the network: the summaries' pickled bytes."""
 
     files: int
     bytes: int
-    node_seconds: tuple[float, ...] = ()
 
 
 def summarize(
@@ -389,21 +387,10 @@ def summarize(
     if not found:
         raise TraceError(", ".join(paths), f"not found on any of the {len(nodes)} Ray node(s)")
     found.sort(key=lambda f: (f[0], f[1], f[2]))
-    # One task per node, its files one after the other: a node's memory holds one trace's
-    # summary state at a time, and the nodes work side by side.
-    by_node: dict[str, list[str]] = {}
-    for _, file, _, node_id in found:
-        by_node.setdefault(node_id, []).append(file)
-    refs = {i: _on(ray, i, node.summarize_many).remote(files, window, top, first_step) for i, files in by_node.items()}
-    done = {i: ray.get(ref) for i, ref in refs.items()}
-    position = {i: 0 for i in by_node}
-    answers = []
-    for _, _, _, node_id in found:
-        answers.append(done[node_id][0][position[node_id]])
-        position[node_id] += 1
+    refs = [_on(ray, node_id, node.summarize_one).remote(file, window, top, first_step) for _, file, _, node_id in found]
+    answers = ray.get(refs)
     if travelled is not None:
-        size = sum(len(pickle.dumps(answer)) for answer, _ in done.values())
-        travelled.append(Travelled(len(answers), size, tuple(seconds for _, seconds in done.values())))
+        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers)))
     merged: list[tuple[str, Summary | None]] = []
     for (_, file, name, _), (status, value) in zip(found, answers, strict=True):
         if status == "error":

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import stat
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +32,6 @@ __all__ = [
     "read_chunk",
     "resolve_traces",
     "sha256_of",
-    "summarize_many",
     "summarize_one",
 ]
 
@@ -166,15 +164,6 @@ def summarize_one(path: str, window: Window | str | None, top: int, first_step: 
     except TraceError as exc:
         return ("no steps" if exc.reason.startswith("no step markers") else "error"), exc.reason
     return "ok", summary
-
-
-def summarize_many(
-    paths: Sequence[str], window: Window | str | None, top: int, first_step: int | None
-) -> tuple[list[tuple[str, Any]], float]:
-    """:func:`summarize_one` for each of ``paths`` in turn, and the seconds it took. Runs on the node."""
-    began = time.perf_counter()
-    answers = [summarize_one(path, window, top, first_step) for path in paths]
-    return answers, time.perf_counter() - began
 
 
 # -- the caller's side ---------------------------------------------------------------------
