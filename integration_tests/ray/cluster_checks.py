@@ -184,6 +184,23 @@ def main() -> None:
         }
         report["labels"] = label
         report["audit"] = seen_opens
+
+        # 7. verl's relocation on a replica with PROFWIN_VERL_DELIVER=ray (last: a failure here is
+        # this check's alone). The nodes share this machine's disk, so save_path on the head node
+        # is the replica's own folder: what is proven is that the files went through delivery.
+        try:
+            (n1_trace,) = report["traces"]["n1"]
+            save_path = dirs["n1"] / "verl"
+            returned = ray.get(engines["n1"].relocate.remote(str(save_path), n1_trace))
+            manifest = json.loads((save_path / ".profwin-collect.json").read_text())
+            report["verl"] = {
+                "returned": returned,
+                "expected": [str(save_path / f"rollout-replica1_{n1_trace}")],
+                "identical": filecmp.cmp(returned[0], dirs["n1"] / "traces" / n1_trace, shallow=False),
+                "manifest": sorted(manifest),
+            }
+        except Exception as exc:
+            report["verl"] = {"error": f"{type(exc).__name__}: {exc}"}
     report["wall_s"] = round(time.monotonic() - began, 1)
     print("PROFWIN-REPORT " + json.dumps(report), flush=True)
 

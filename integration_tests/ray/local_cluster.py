@@ -63,6 +63,24 @@ class Engine:
         result = profwin_ray.deliver([self.dir / sub / name], dest)
         return result.to_dict()  # type: ignore[no-any-return]
 
+    def relocate(self, save_path: str, name: str) -> list[str]:
+        """verl's relocation on this replica (rank 1) with ``PROFWIN_VERL_DELIVER=ray``: this
+        node's trace ``name`` as the engine left it, moved into ``save_path`` and delivered to
+        the head node."""
+        import shutil
+
+        from profwin.verl import relocate_rollout_traces, rollout_trace_dir
+
+        config = {"tool": "torch", "enable": True, "save_path": save_path, "relocate_results": True}
+        engine_dir = Path(rollout_trace_dir(config, 1))
+        engine_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.dir / "traces" / name, engine_dir / name)
+        os.environ["PROFWIN_VERL_DELIVER"] = "ray"
+        try:
+            return relocate_rollout_traces(config, 1)
+        finally:
+            del os.environ["PROFWIN_VERL_DELIVER"]
+
     def where(self) -> str:
         return str(self.dir)
 

@@ -128,3 +128,12 @@ def test_a_worker_delivers_its_files_to_the_head_node(report: dict[str, Any]) ->
     assert deliver["identical"]
     assert deliver["listing"] == [".profwin-collect.json", n1_trace]  # flat: no <node>/ folder
     assert [f["status"] for f in deliver["head"]["files"]] == ["skipped"]  # already on the head node
+
+
+def test_verl_relocation_delivers_through_ray_when_switched_on(report: dict[str, Any]) -> None:
+    verl = report["verl"]
+    assert "error" not in verl, verl
+    assert verl["returned"] == verl["expected"]
+    assert verl["identical"]
+    (entry,) = verl["manifest"]  # written only by the delivery's receiving task
+    assert entry.endswith(Path(verl["expected"][0]).name)

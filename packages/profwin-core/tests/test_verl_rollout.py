@@ -6,6 +6,7 @@ they run without verl, on the plain-dict form of verl's ProfilerConfig.
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import subprocess
 import sys
@@ -114,3 +115,27 @@ def test_profwin_verl_imports_neither_verl_nor_an_engine() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_deliver_switch_keeps_the_traces_when_it_cannot_deliver(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """PROFWIN_VERL_DELIVER=ray without profwin-ray (or outside Ray): relocation still moves the
+    traces locally, says why they were not delivered, and never fails. (Delivery itself runs on
+    a real Ray cluster in integration_tests/ray.)"""
+    real = importlib.metadata.entry_points
+
+    def without_clusters(**kwargs: str) -> object:
+        return [] if kwargs.get("group") == "profwin.clusters" else real(**kwargs)
+
+    monkeypatch.setattr("profwin.discovery.importlib.metadata.entry_points", without_clusters)
+    monkeypatch.setenv("PROFWIN_VERL_DELIVER", "ray")
+    cfg = config(tmp_path)
+    make_traces(Path(rollout_trace_dir(cfg, 0)), ["a-TP-0.trace.json.gz"])
+    moved = relocate_rollout_traces(cfg, 0)
+    assert moved == [str(tmp_path / "rollout-replica0_a-TP-0.trace.json.gz")]
+    assert Path(moved[0]).read_text() == "a-TP-0.trace.json.gz"
+    err = capsys.readouterr().err
+    assert "PROFWIN_VERL_DELIVER=ray: rollout traces not delivered to the driver's node" in err
+    assert "pip install 'profwin[ray]'" in err
+    assert f"they stay in {tmp_path} on this node" in err

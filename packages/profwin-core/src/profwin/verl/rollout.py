@@ -90,7 +90,8 @@ def relocate_rollout_traces(
     """Finish replica ``rank``'s traces of the session that just stopped: trim them to the window
     when the engine recorded more (see :func:`expect_trim`), then, with ``relocate_results``, move
     them up into ``save_path`` as verl does (``rollout-replica{r}[-globalrank{g}]_<name>``, only
-    ``keep_global_ranks`` among the files whose rank is known). Returns the moved files' paths."""
+    ``keep_global_ranks`` among the files whose rank is known). Returns the moved files' paths;
+    with :data:`DELIVER_ENV` set, their paths on the driver's node after delivering them there."""
     src_dir = rollout_trace_dir(profiler_config, rank)
     _finish_trims(src_dir)
     if not read(profiler_config, "relocate_results", False) or not os.path.isdir(src_dir):
@@ -111,7 +112,34 @@ def relocate_rollout_traces(
             print(f"[profwin] rank {rank}: relocating rollout trace {name} failed: {exc}", file=sys.stderr, flush=True)
             continue
         moved.append(target)
-    return moved
+    return _deliver(moved, read(profiler_config, "save_path"), rank)
+
+
+DELIVER_ENV = "PROFWIN_VERL_DELIVER"
+"""``ray`` (set on every node) for clusters without a shared disk: after moving a replica's traces
+into ``save_path`` on its own node, :func:`relocate_rollout_traces` also copies them into
+``save_path`` on the Ray head node, where verl's driver runs, and returns the paths there. Needs
+profwin-ray on every node (``pip install "profwin[ray]"``)."""
+
+
+def _deliver(moved: list[str], save_path: str, rank: int) -> list[str]:
+    """``moved``, delivered where :data:`DELIVER_ENV` says. On failure they stay in ``save_path``
+    on this node and the replica says why: a relocation never fails the rollout."""
+    how = os.environ.get(DELIVER_ENV, "").strip()
+    if not moved or not how:
+        return moved
+    from profwin.plugin import ConfigError, PluginError, cluster  # only with the switch on
+
+    try:
+        return cluster(how).deliver(moved, save_path)
+    except (ConfigError, PluginError) as exc:
+        print(
+            f"[profwin] rank {rank}: {DELIVER_ENV}={how}: rollout traces not delivered to the driver's node ({exc}); "
+            f"they stay in {save_path} on this node",
+            file=sys.stderr,
+            flush=True,
+        )
+        return moved
 
 
 def _names(directory: str) -> list[str]:
