@@ -197,7 +197,7 @@ def main() -> None:
                 "returned": returned,
                 "expected": [str(save_path / f"rollout-replica1_{n1_trace}")],
                 "identical": filecmp.cmp(returned[0], dirs["n1"] / "traces" / n1_trace, shallow=False),
-                "manifest": sorted(manifest),
+                "manifest": sorted(manifest),  # files the receiving task copied (none: already there)
             }
         except Exception as exc:
             report["verl"] = {"error": f"{type(exc).__name__}: {exc}"}
