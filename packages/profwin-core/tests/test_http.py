@@ -17,8 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import profwin
-from profwin import ConfigError, fan_out
+from profwin import ConfigError
 from profwin.http import Reply, normalize_url, request
+from profwin.plugin import fan_out
 
 Handler = Callable[[socket.socket, "Server"], None]
 

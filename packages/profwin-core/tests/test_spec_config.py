@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping, spec_from_yaml
+from profwin.verl import spec_from_verl
 
 
 def test_defaults() -> None:

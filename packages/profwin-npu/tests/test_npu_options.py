@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from profwin import ConfigError, ProfileSpec, spec_from_mapping, spec_from_verl
+from profwin import ConfigError, ProfileSpec, spec_from_mapping
+from profwin.verl import spec_from_verl
 from profwin_npu import AIC_METRICS, LEVELS, NpuOptions, npu_options
 
 

@@ -15,7 +15,8 @@ from typing import ClassVar
 
 import pytest
 
-from profwin import TargetContext, TargetError
+from profwin import TargetError
+from profwin.plugin import TargetContext
 from profwin_sglang.targets import ServerInfo, SglangServer
 
 CTX = TargetContext(timeout=5)

@@ -30,8 +30,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
-from profwin.errors import ConfigError, PluginError, Terminated, shown
-from profwin.traces.reader import TraceError
+from profwin.errors import ProfwinError, Terminated, shown
 
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "int_arg", "run_cli", "seconds_arg"]
 
@@ -47,8 +46,8 @@ def _on_sigterm(signum: int, frame: FrameType | None) -> None:
 
 def _message(exc: BaseException) -> tuple[str, str]:
     """(one-line message, path) for an exception that escaped a command."""
-    if isinstance(exc, (ConfigError, PluginError, TraceError)):
-        text, path = str(exc), getattr(exc, "path", "")
+    if isinstance(exc, ProfwinError):  # the whole family: its message is written for users
+        text, path = str(exc), exc.path
     elif isinstance(exc, OSError):
         path = os.fspath(exc.filename) if exc.filename is not None else ""
         text = f"{path}: {exc.strerror}" if path and exc.strerror else f"{type(exc).__name__}: {exc}"

@@ -17,7 +17,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin_api import Artifact
+from profwin.protocols import Artifact
 from profwin.session import Session
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch

@@ -21,8 +21,8 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import evolve, field, frozen
 
-from profwin.errors import ConfigError
-from profwin.plugin_api import Artifact
+from profwin.errors import ConfigError, ProfwinError
+from profwin.protocols import Artifact
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -154,7 +154,7 @@ class EnginePlan:
             raise ConfigError(f"is not a plan written by profwin ({type(exc).__name__}: {exc})", path="plan") from None
 
 
-class TargetError(RuntimeError):
+class TargetError(ProfwinError, RuntimeError):
     """Starting, stopping or asking one engine failed; the message says what to do about it.
 
     ``details`` (JSON-ready) go into that target's :class:`~profwin.RemoteResult`.

@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 
 from attrs import frozen
 
+from profwin.about import __version__
 from profwin.errors import ConfigError
 
 __all__ = ["Reply", "check_timeout", "normalize_url", "request"]
@@ -158,8 +159,6 @@ def request(
     """
     base = normalize_url(url)
     _check_arguments(path, api_key, timeout, max_body, expect)
-    from profwin import __version__  # at call time: profwin imports this module while it loads
-
     headers = {"Accept": "application/json", "User-Agent": f"profwin/{__version__}", "Connection": "close"}
     payload = None
     if body is not None:

@@ -25,8 +25,8 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
+from profwin.markers import StepMarker
 from profwin.spec import ProfileSpec
-from profwin.traces.markers import StepMarker
 from profwin.window import Window
 
 __all__ = [
@@ -34,11 +34,13 @@ __all__ = [
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
+    "SPEC_FORMATS_GROUP",
     "Artifact",
     "Driver",
     "PluginSpec",
     "Profiler",
     "RemoteResult",
+    "SpecFormat",
     "fan_out",
 ]
 
@@ -52,6 +54,9 @@ give ``EngineTarget`` objects; ``render_args``/``describe``/``start``/``stop`` a
 
 BACKENDS_GROUP = "profwin.backends"
 PROFILERS_GROUP = "profwin.profilers"
+SPEC_FORMATS_GROUP = "profwin.spec_formats"
+"""Readers of other tools' configs (a :class:`SpecFormat` each), asked by :func:`profwin.load_spec`
+before a document is read as a profwin spec; profwin-verl registers verl's profiler blocks."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
@@ -145,6 +150,20 @@ def fan_out(
     workers = len(items) if max_workers is None else min(len(items), max_workers)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix) as pool:
         return list(pool.map(call, items))
+
+
+class SpecFormat(Protocol):
+    """A reader of another tool's config format, registered under :data:`SPEC_FORMATS_GROUP`.
+
+    ``document`` is the whole document :func:`profwin.load_spec` read (a file's parsed content,
+    an OmegaConf config, or plain data), ``data`` the part at the dotted path ``at`` as plain
+    dicts and lists. Return ``None`` when ``data`` is not this format (it is then read as a
+    profwin spec), else the spec it means; raise :class:`profwin.ConfigError` (or
+    :class:`profwin.ProfilingDisabled`) naming the key at fault. The module the entry point names
+    is imported whenever a spec is loaded, so it must import nothing heavy.
+    """
+
+    def __call__(self, document: Any, data: Any, at: str | None) -> ProfileSpec | None: ...
 
 
 @runtime_checkable

@@ -34,9 +34,9 @@ from typing import Any, Literal, TypeVar
 
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
-from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.http import check_timeout
-from profwin.plugin_api import Artifact, RemoteResult, fan_out
+from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -60,7 +60,7 @@ STATE_DIR = ".profwin-state"
 _MAX_TARGETS = 16  # in flight at once
 
 
-class SessionError(RuntimeError):
+class SessionError(ProfwinError, RuntimeError):
     """Starting or stopping failed on at least one engine; ``results`` has every engine's outcome."""
 
     def __init__(self, message: str, results: Sequence[RemoteResult] = ()) -> None:

@@ -12,8 +12,8 @@ from typing import Any
 from attrs import asdict, frozen
 
 from profwin.errors import ConfigError
+from profwin.markers import StepMarker
 from profwin.traces.device import DeviceStat, device_stats
-from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps

@@ -23,7 +23,7 @@ from attrs import asdict, frozen
 
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
-from profwin.traces.markers import StepMarker
+from profwin.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import as_window

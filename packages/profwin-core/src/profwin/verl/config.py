@@ -9,7 +9,8 @@ verl does (``verl/utils/profiler/{config,profile}.py``, ``trainer/ppo/ray_traine
 - one tool block (``TorchProfilerToolConfig``, ``NPUToolConfig``, ``TorchMemoryToolConfig``).
 
 Any of them may come as verl's dataclasses, OmegaConf nodes, plain dicts or a YAML file with a
-dotted path to the block (:mod:`profwin.config` reads the document).
+dotted path to the block (:mod:`profwin.documents` reads the document). :func:`spec_format` is the
+``profwin.spec_formats`` entry point through which :func:`profwin.load_spec` reads verl's blocks.
 """
 
 from __future__ import annotations
@@ -21,12 +22,21 @@ from typing import Any, TypeVar
 
 from attrs import asdict, frozen
 
-from profwin.config import read_document, select
-from profwin.errors import ConfigError, unknown_key
+from profwin.documents import read_document, select
+from profwin.errors import ConfigError, ProfilingDisabled, unknown_key
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
-__all__ = ["TOOL_PLUGINS", "ProfilingDisabled", "VerlProfiling", "block_kind", "load_verl", "spec_from_verl", "verl_spec"]
+__all__ = [
+    "TOOL_PLUGINS",
+    "ProfilingDisabled",
+    "VerlProfiling",
+    "block_kind",
+    "load_verl",
+    "spec_format",
+    "spec_from_verl",
+    "verl_spec",
+]
 
 _T = TypeVar("_T")
 
@@ -69,11 +79,6 @@ _CONTENTS = {
     "npu": ("npu", "cpu", "memory", "shapes", "module", "stack"),
 }
 _RECORDED = {"memory": "memory", "shapes": "shapes", "stack": "stack", "module": "modules"}
-
-
-class ProfilingDisabled(ConfigError):
-    """The verl config profiles nothing (``enable: false``, ``tool: null``, ``steps: null``), so it
-    has no spec; :func:`load_verl` returns the same config as ``VerlProfiling(enabled=False)``."""
 
 
 @frozen(kw_only=True)
@@ -216,6 +221,12 @@ def verl_spec(document: Any, at: str | None) -> ProfileSpec:
     if at is None:
         return spec_from_verl(select(document, None))
     return _spec_of(load_verl(document, at=at), at, None)
+
+
+def spec_format(document: Any, data: Any, at: str | None) -> ProfileSpec | None:
+    """The ``profwin.spec_formats`` entry point: :func:`verl_spec` for a verl block, ``None`` for
+    anything else (read by :func:`profwin.load_spec` as a profwin spec)."""
+    return None if block_kind(data) is None else verl_spec(document, at)
 
 
 def _spec_of(result: VerlProfiling, path: str, base_dir: str | os.PathLike[str] | None) -> ProfileSpec:
