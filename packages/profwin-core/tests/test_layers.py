@@ -25,7 +25,18 @@ CORE = Path(__file__).resolve().parents[1] / "src" / "profwin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("profwin.errors", "profwin.about")),
-    ("values", ("profwin.window", "profwin.inputs", "profwin.atomic", "profwin.versions", "profwin.http", "profwin.markers")),
+    (
+        "values",
+        (
+            "profwin.window",
+            "profwin.inputs",
+            "profwin.atomic",
+            "profwin.versions",
+            "profwin.http",
+            "profwin.markers",
+            "profwin.json_form",
+        ),
+    ),
     ("spec", ("profwin.spec", "profwin.activities", "profwin.options", "profwin.documents")),
     ("plugin protocols", ("profwin.protocols", "profwin.engine")),
     ("discovery", ("profwin.discovery",)),

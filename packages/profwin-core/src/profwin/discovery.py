@@ -25,6 +25,7 @@ from attrs import frozen
 
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
+from profwin.json_form import JsonForm, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.protocols import (
     BACKENDS_GROUP,
@@ -51,7 +52,7 @@ _noisy: dict[str, str] = {}
 
 
 @frozen(kw_only=True)
-class PluginInfo:
+class PluginInfo(JsonForm):
     """One installed plugin as ``profwin plugins`` shows it."""
 
     name: str
@@ -63,15 +64,8 @@ class PluginInfo:
     spec: PluginSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "group": self.group,
-            "distribution": self.distribution,
-            "version": self.version,
-            "status": self.status,
-            "detail": self.detail,
-            "summary": self.spec.summary if self.spec else "",
-        }
+        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
 
 
 def _missing(requires: tuple[str, ...]) -> list[str]:

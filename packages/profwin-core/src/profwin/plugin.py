@@ -24,7 +24,8 @@ Groups of names:
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
-  :func:`engine_flavours`, :func:`fan_out`.
+  :func:`engine_flavours`, :func:`fan_out`, the models' JSON form (:class:`JsonForm`,
+  :func:`to_json`, :func:`json_ready`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from profwin.documents import plain, read_document, select
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
 from profwin.http import Reply, normalize_url, request
+from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.options import choice, flag, names, parse_options
 from profwin.protocols import (
@@ -82,6 +84,7 @@ __all__ = [
     "EnginePlan",
     "EngineTarget",
     "EngineVersion",
+    "JsonForm",
     "OnActive",
     "PluginError",
     "PluginSpec",
@@ -112,6 +115,7 @@ __all__ = [
     "fan_out",
     "flag",
     "installed_version",
+    "json_ready",
     "names",
     "normalize_url",
     "parse_options",
@@ -126,6 +130,7 @@ __all__ = [
     "session_function",
     "shown",
     "spec_from_mapping",
+    "to_json",
     "trim",
     "unknown_key",
 ]

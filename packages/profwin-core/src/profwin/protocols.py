@@ -25,6 +25,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
+from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.spec import ProfileSpec
 from profwin.window import Window
@@ -89,7 +90,7 @@ class PluginSpec:
 
 
 @frozen(kw_only=True)
-class Artifact:
+class Artifact(JsonForm):
     """A file a profiling session wrote.
 
     Attributes:
@@ -99,6 +100,8 @@ class Artifact:
         rank: the rank that wrote it.
         kind: ``trace``, ``memory-snapshot``, ``memory-timeline``, ``memory-summary``, ...
         producer: the plugin (and, for remote engines, the server) that wrote it.
+
+    ``to_dict()`` is its JSON form (for logs and ``--json`` output).
     """
 
     path: Path
@@ -108,20 +111,9 @@ class Artifact:
     kind: str = "trace"
     producer: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form, for logs and ``--json`` output."""
-        return {
-            "path": str(self.path),
-            "steps": None if self.steps is None else str(self.steps),
-            "bytes": self.bytes,
-            "rank": self.rank,
-            "kind": self.kind,
-            "producer": self.producer,
-        }
-
 
 @frozen(kw_only=True)
-class RemoteResult:
+class RemoteResult(JsonForm):
     """The outcome of one start/stop call on one live engine (a server URL or an object)."""
 
     target: str
@@ -129,15 +121,6 @@ class RemoteResult:
     message: str = ""
     artifacts: tuple[Artifact, ...] = ()
     details: Mapping[str, Any] = field(factory=dict, hash=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "ok": self.ok,
-            "message": self.message,
-            "artifacts": [a.to_dict() for a in self.artifacts],
-            "details": dict(self.details),
-        }
 
 
 def fan_out(

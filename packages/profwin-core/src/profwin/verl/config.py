@@ -20,10 +20,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.documents import read_document, select
 from profwin.errors import ConfigError, ProfilingDisabled, unknown_key
+from profwin.json_form import to_json
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -134,11 +135,7 @@ class VerlProfiling:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (the spec as its window, activities, records, output_dir, ranks)."""
-        data = asdict(self, recurse=False)
-        data["spec"] = None if self.spec is None else _spec_summary(self.spec)
-        for key in ("plugins", "steps", "ranks"):
-            data[key] = None if data[key] is None else list(data[key])
-        return data
+        return {**to_json(self), "spec": None if self.spec is None else _spec_summary(self.spec)}
 
 
 def _spec_summary(spec: ProfileSpec) -> dict[str, Any]:
