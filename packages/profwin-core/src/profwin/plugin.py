@@ -42,7 +42,7 @@ from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinE
 from profwin.http import Reply, normalize_url, request
 from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
-from profwin.options import choice, flag, names, parse_options
+from profwin.options import at_least, choice, flag, names, parse_options
 from profwin.protocols import (
     BACKENDS_GROUP,
     ENGINE_FLAVOURS_GROUP,
@@ -106,6 +106,7 @@ __all__ = [
     "Window",
     "WindowWarning",
     "WindowedProfile",
+    "at_least",
     "atomic_path",
     "backend",
     "check_output_path",
