@@ -12,7 +12,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -288,32 +288,16 @@ def test_details_and_the_api_key_hint(serve: Callable[[Handler], Server]) -> Non
     assert Reply("GET", "u", 500, text="x" * 5000).detail == "x" * 2000
 
 
-def test_concurrent_requests_each_get_their_own_answer() -> None:
+def test_concurrent_requests_each_get_their_own_answer(stub_server: Any) -> None:
     arrived = threading.Barrier(12, timeout=5)
 
-    class Echo(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            arrived.wait()  # answers only once all 12 requests are in flight at the same time
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
+    def echo(request: Any) -> tuple[int, bytes]:
+        arrived.wait()  # answers only once all 12 requests are in flight at the same time
+        return 200, request.body
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
-        replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    url = stub_server(echo).url
+    targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
+    replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
     assert [r.data for r in replies[:12]] == [{"i": i} for i in range(12)]
     assert replies[12].error.startswith("cannot reach")  # one failure hides none of the others
 
