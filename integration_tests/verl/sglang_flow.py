@@ -22,7 +22,7 @@ from typing import Any
 import verl.utils.profiler.config as verl_config
 from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
 
-import profwin.verl
+import profwin_verl
 from profwin.http import request
 from profwin.traces import TraceError, summarize
 
@@ -59,8 +59,8 @@ def steps(directory: str) -> dict[str, list[str]]:
 def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=start, profile_token_end=end)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
-    report: dict[str, Any] = {"plugin_installed": profwin.verl.builders.sglang_plugin_installed()}
-    for rank, (side, module) in enumerate((("verl", verl_config), ("profwin", profwin.verl))):
+    report: dict[str, Any] = {"plugin_installed": profwin_verl.builders.sglang_plugin_installed()}
+    for rank, (side, module) in enumerate((("verl", verl_config), ("profwin", profwin_verl))):
         warm(url)
         args = module.build_sglang_profiler_args(profiler, tool, rank)
         started = request(url, "/start_profile", body={**args, "activities": ["CPU"]}, api_key=api_key, timeout=60)

@@ -130,4 +130,5 @@ def test_patch_swaps_verl_functions_in_every_verl_module(verl_python: Path, prof
     assert "verl is 0.10.0" in result["refused"]["message"]
     assert "patch(force=True)" in result["refused"]["message"]
     assert sorted(result["forced"]) == expected
-    assert result["autopatch"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch
+    assert result["autopatch"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch
+    assert result["autopatch_old_path"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch (forwarded)

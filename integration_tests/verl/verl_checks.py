@@ -1,7 +1,7 @@
 """Checks that need verl 0.9.1 itself, run in its environment: ``python verl_checks.py NAME``.
 
 Each prints one JSON document that test_verl_real.py asserts on: profwin reading verl's real
-dataclasses and its shipped YAML files, and ``profwin.verl.patch()`` on verl's real modules.
+dataclasses and its shipped YAML files, and ``profwin_verl.patch()`` on verl's real modules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from verl.utils.profiler.config import (
 )
 
 import profwin
-import profwin.verl
+import profwin_verl
 
 CONFIG_DIR = Path(verl.__file__).parent / "trainer" / "config"
 ROLLOUT = "actor_rollout_ref.rollout.profiler"
@@ -152,45 +152,50 @@ def check_patch() -> dict[str, Any]:
     import verl.utils.profiler as verl_profiler
     import verl.utils.profiler.config as verl_config
 
-    originals = {name: getattr(verl_config, name) for name in profwin.verl.NAMES}
+    originals = {name: getattr(verl_config, name) for name in profwin_verl.NAMES}
     try:
         importlib.import_module("verl.workers.rollout.vllm_rollout.vllm_async_server")
         server_import = "ok"
     except Exception as exc:  # verl refuses to import its vLLM server without vLLM: shown, not hidden
         server_import = f"{type(exc).__name__}: {exc}"
-    first = profwin.verl.patch()
+    first = profwin_verl.patch()
     holders = {
-        f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin.verl, name)
+        f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin_verl, name)
         for module in (verl_config, verl_profiler)
-        for name in profwin.verl.NAMES
+        for name in profwin_verl.NAMES
     }
     # A verl module imported after the patch takes the names from verl.utils.profiler.config.
     late = {}
     exec("from verl.utils.profiler.config import build_sglang_profiler_args as late", {}, late)
-    second = profwin.verl.patch()
-    restored = profwin.verl.unpatch()
-    back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin.verl.NAMES)
+    second = profwin_verl.patch()
+    restored = profwin_verl.unpatch()
+    back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin_verl.NAMES)
     real_version = verl.__version__
     verl.__version__ = "0.10.0"
     try:
-        refused = outcome(lambda: profwin.verl.patch())
-        forced = profwin.verl.patch(force=True)
+        refused = outcome(lambda: profwin_verl.patch())
+        forced = profwin_verl.patch(force=True)
     finally:
         verl.__version__ = real_version
-        profwin.verl.unpatch()
+        profwin_verl.unpatch()
     # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
-    autopatch = subprocess.run(
-        [sys.executable, "-c", "import verl.utils.profiler as p, profwin.verl as w; "
-         "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
-        env={**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}, capture_output=True, text=True, check=False,
+    # The path before profwin-verl was its own distribution, set in job scripts: core forwards it.
+    autopatch, autopatch_old_path = (
+        subprocess.run(
+            [sys.executable, "-c", "import verl.utils.profiler as p, profwin_verl as w; "
+             "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
+            env={**os.environ, "VERL_USE_EXTERNAL_MODULES": module}, capture_output=True, text=True, check=False,
+        )
+        for module in ("profwin_verl.autopatch", "profwin.verl.autopatch")
     )  # fmt: skip
     return {
         "verl": real_version,
         "autopatch": autopatch.stdout.strip() or autopatch.stderr[-2000:],
+        "autopatch_old_path": autopatch_old_path.stdout.strip() or autopatch_old_path.stderr[-2000:],
         "server_import": server_import,
         "first": first,
         "holders": holders,
-        "late_import_is_profwin": late["late"] is profwin.verl.build_sglang_profiler_args,
+        "late_import_is_profwin": late["late"] is profwin_verl.build_sglang_profiler_args,
         "second": second,
         "restored": restored,
         "back": back,
@@ -208,7 +213,7 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
 
     return {
         "verl": verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False),
-        "profwin": profwin.verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
+        "profwin": profwin_verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
     }
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from profwin import ConfigError, ProfilingDisabled, Window, load_spec
 from profwin.cli import main
-from profwin.verl import VerlProfiling, load_verl, spec_from_verl
+from profwin_verl import VerlProfiling, load_verl, spec_from_verl
 
 TORCH = {"contents": ["cuda", "stack"], "discrete": True, "profile_token_start": 20, "profile_token_end": 80}
 

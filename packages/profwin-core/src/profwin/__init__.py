@@ -74,7 +74,7 @@ _MOVED = {
     ),
     "MAX_STEP": "profwin.window",
     "check_bounds": "profwin.window",
-    **dict.fromkeys(("VerlProfiling", "load_verl", "spec_from_verl"), "profwin.verl"),
+    **dict.fromkeys(("VerlProfiling", "load_verl", "spec_from_verl"), "profwin_verl"),
 }  # fmt: skip
 
 

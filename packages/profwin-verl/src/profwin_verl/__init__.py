@@ -11,10 +11,10 @@
 
 from __future__ import annotations
 
-from profwin.verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
-from profwin.verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
-from profwin.verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
-from profwin.verl.rollout import (
+from profwin_verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
+from profwin_verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
+from profwin_verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
+from profwin_verl.rollout import (
     relocate_rollout_traces,
     rollout_profiler_global_ranks,
     rollout_trace_dir,

@@ -22,11 +22,7 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from profwin.documents import read_document, select
-from profwin.errors import ConfigError, ProfilingDisabled, unknown_key
-from profwin.json_form import to_json
-from profwin.spec import ProfileSpec
-from profwin.window import Window
+from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, read_document, select, to_json, unknown_key
 
 __all__ = [
     "TOOL_PLUGINS",
@@ -98,7 +94,7 @@ class VerlProfiling:
         all_ranks, ranks: verl's rank selection. Training roles: ranks are worker ranks. Rollout:
             ranks are global GPU ranks, mapped to replicas (:meth:`profiles_replica`).
         save_path: verl's ``save_path`` as written (relative to the working directory).
-        relocate_results: whether :func:`profwin.verl.relocate_rollout_traces` moves rollout traces
+        relocate_results: whether :func:`profwin_verl.relocate_rollout_traces` moves rollout traces
             up into ``save_path``.
     """
 
