@@ -377,3 +377,18 @@ def test_normalize_url_refuses_credentials_without_showing_them(given: str) -> N
     assert "***@h:8000" in message
     for secret in ("admin", "hunter2", "hun", "ter2", "user"):
         assert secret not in message
+
+
+def test_a_server_client_holds_url_key_and_timeout_once(stub_server: Any) -> None:
+    from profwin.plugin import ServerClient
+
+    server = stub_server(lambda request: (200, {"path": request.path}))
+    client = ServerClient(server.address + "/", "s3cret", 5)
+    assert client.url == server.url  # normalized once: scheme added, trailing slash dropped
+    assert "s3cret" not in repr(client)
+    reply = client.call("/version", method="GET", expect="object")
+    assert reply.data == {"path": "/version"}
+    assert server.seen[-1].auth == "Bearer s3cret"
+    with pytest.raises(ConfigError, match="positive number of seconds") as info:
+        ServerClient(server.url, None, 0)
+    assert info.value.path == "timeout"

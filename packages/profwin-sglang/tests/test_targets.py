@@ -65,8 +65,7 @@ def test_info_falls_back_to_get_server_info(server: Any) -> None:
 
 def test_start_timeout_names_the_known_hang(server: Any) -> None:
     began = time.monotonic()
-    target = SglangServer(server.address, timeout=0.5)
-    target.name += "/slow"  # POST .../slow/start_profile: unknown path, answered after 3 s
+    target = SglangServer(server.address + "/slow", timeout=0.5)  # POST .../slow/start_profile: answered after 3 s
     with pytest.raises(TargetError, match=r"within 0\.5 s.*SGLang #22083"):
         target.send_start({}, CTX)
     assert time.monotonic() - began < 2.5

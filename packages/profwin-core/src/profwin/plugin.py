@@ -12,7 +12,7 @@ Groups of names:
 - backends (engines that take the window as arguments): :class:`Backend`,
   :class:`EnginePlan`, :class:`EngineTarget`, :class:`TargetContext`, :class:`TargetError`,
   :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`, the HTTP client
-  (:func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
+  (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`;
@@ -39,7 +39,7 @@ from profwin.discovery import backend, engine_flavours
 from profwin.documents import plain, read_document, select
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
-from profwin.http import Reply, normalize_url, request
+from profwin.http import Reply, ServerClient, normalize_url, request
 from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.options import at_least, choice, flag, names, parse_options
@@ -96,6 +96,7 @@ __all__ = [
     "RemoteResult",
     "RemoteSession",
     "Reply",
+    "ServerClient",
     "SessionError",
     "SpecFormat",
     "StepMarker",
