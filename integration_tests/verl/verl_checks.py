@@ -88,22 +88,22 @@ def check_yaml() -> dict[str, Any]:
     )  # fmt: skip
     return {
         "shipped": {
-            "trainer_rollout": outcome(lambda: profwin.load_verl(generated, at=ROLLOUT)),
-            "trainer_actor": outcome(lambda: profwin.load_verl(generated, at=ACTOR)),
-            "trainer_global": outcome(lambda: profwin.load_verl(generated, at="global_profiler")),
-            "trainer_whole": outcome(lambda: profwin.load_verl(generated)),
-            "profiler_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "profiler" / "profiler.yaml")),
-            "rollout_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "rollout" / "rollout.yaml", at="profiler")),
+            "trainer_rollout": outcome(lambda: profwin_verl.load_verl(generated, at=ROLLOUT)),
+            "trainer_actor": outcome(lambda: profwin_verl.load_verl(generated, at=ACTOR)),
+            "trainer_global": outcome(lambda: profwin_verl.load_verl(generated, at="global_profiler")),
+            "trainer_whole": outcome(lambda: profwin_verl.load_verl(generated)),
+            "profiler_yaml": outcome(lambda: profwin_verl.load_verl(CONFIG_DIR / "profiler" / "profiler.yaml")),
+            "rollout_yaml": outcome(lambda: profwin_verl.load_verl(CONFIG_DIR / "rollout" / "rollout.yaml", at="profiler")),
             "load_spec_rollout": outcome(lambda: spec_summary(profwin.load_spec(generated, at=ROLLOUT))),
-            "bad_at": outcome(lambda: profwin.load_verl(generated, at="actor_rollout_ref.rollout.profilr")),
+            "bad_at": outcome(lambda: profwin_verl.load_verl(generated, at="actor_rollout_ref.rollout.profilr")),
         },
         "overridden": {
-            "file": outcome(lambda: profwin.load_verl(overridden_file, at=ROLLOUT)),
-            "actor": outcome(lambda: profwin.load_verl(overridden_file, at=ACTOR)),
-            "dictconfig_node": outcome(lambda: profwin.load_verl(node)),
-            "verl_dataclass": outcome(lambda: profwin.load_verl(as_dataclass)),
+            "file": outcome(lambda: profwin_verl.load_verl(overridden_file, at=ROLLOUT)),
+            "actor": outcome(lambda: profwin_verl.load_verl(overridden_file, at=ACTOR)),
+            "dictconfig_node": outcome(lambda: profwin_verl.load_verl(node)),
+            "verl_dataclass": outcome(lambda: profwin_verl.load_verl(as_dataclass)),
             "verl_dataclass_tool_config_type": type(as_dataclass.tool_config).__name__,
-            "verl_tool_dataclass": outcome(lambda: spec_summary(profwin.spec_from_verl(as_dataclass_tool))),
+            "verl_tool_dataclass": outcome(lambda: spec_summary(profwin_verl.spec_from_verl(as_dataclass_tool))),
             "load_spec": outcome(lambda: spec_summary(profwin.load_spec(overridden_file, at=ROLLOUT))),
             "cli": {"rc": cli.returncode, "stdout": cli.stdout, "stderr": cli.stderr},
             "cli_default": {"rc": cli_default.returncode, "stdout": cli_default.stdout, "stderr": cli_default.stderr},
@@ -115,28 +115,28 @@ def check_dataclasses() -> dict[str, Any]:
     torch_tool = TorchProfilerToolConfig(contents=["cuda"], profile_token_start=3, profile_token_end=9, discrete=True)
     listconfig_tool = OmegaConf.create({"torch": {"contents": ["cuda"], "discrete": True}})
     cases = {
-        "torch_tool": lambda: spec_summary(profwin.spec_from_verl(torch_tool)),
-        "torch_tool_stack_only": lambda: spec_summary(profwin.spec_from_verl(TorchProfilerToolConfig(contents=["stack"]))),
-        "npu_tool": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig(contents=["npu", "module"], level="level1"))),
-        "npu_tool_empty": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig())),
-        "memory_tool": lambda: spec_summary(profwin.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
-        "default_profiler": lambda: profwin.load_verl(ProfilerConfig()),
-        "default_profiler_spec": lambda: spec_summary(profwin.spec_from_verl(ProfilerConfig())),
-        "disabled": lambda: profwin.load_verl(
+        "torch_tool": lambda: spec_summary(profwin_verl.spec_from_verl(torch_tool)),
+        "torch_tool_stack_only": lambda: spec_summary(profwin_verl.spec_from_verl(TorchProfilerToolConfig(contents=["stack"]))),
+        "npu_tool": lambda: spec_summary(profwin_verl.spec_from_verl(NPUToolConfig(contents=["npu", "module"], level="level1"))),
+        "npu_tool_empty": lambda: spec_summary(profwin_verl.spec_from_verl(NPUToolConfig())),
+        "memory_tool": lambda: spec_summary(profwin_verl.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
+        "default_profiler": lambda: profwin_verl.load_verl(ProfilerConfig()),
+        "default_profiler_spec": lambda: spec_summary(profwin_verl.spec_from_verl(ProfilerConfig())),
+        "disabled": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=False, save_path="p", tool_config={"torch": torch_tool})
         ),
-        "tool_null": lambda: profwin.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
-        "enabled": lambda: profwin.load_verl(
+        "tool_null": lambda: profwin_verl.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
+        "enabled": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=True, ranks=[2, 9], save_path="p", tool_config={"torch": torch_tool})
         ),
-        "dictconfig_tool_config": lambda: profwin.load_verl(
+        "dictconfig_tool_config": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=True, save_path="p", tool_config=listconfig_tool)
         ),
-        "memory_profiler": lambda: profwin.load_verl(
+        "memory_profiler": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch_memory", enable=True, save_path="p", tool_config={"torch_memory": TorchMemoryToolConfig()})
         ),
-        "nsys": lambda: profwin.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
-        "precision_debugger": lambda: profwin.load_verl(
+        "nsys": lambda: profwin_verl.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
+        "precision_debugger": lambda: profwin_verl.load_verl(
             ProfilerConfig(
                 tool="precision_debugger",
                 enable=True,
@@ -217,7 +217,57 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
     }
 
 
+def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
+    """``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` with a verl profwin does not support: a
+    copy of the real verl package whose version file says 0.10.0, first on the path."""
+    import shutil
+
+    copy = Path(workdir) / "verl"
+    shutil.copytree(Path(verl.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "version" / "version").write_text("0.10.0\n")
+    code = (
+        "import json, verl, verl.utils.profiler.config as c, profwin_verl as w; "
+        "print(json.dumps({'verl': verl.__version__, 'unpatched': all(getattr(c, n) is not getattr(w, n) for n in w.NAMES)}))"
+    )
+    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}
+    env["PYTHONPATH"] = os.pathsep.join([workdir, env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    return {
+        "rc": proc.returncode,
+        "stdout": json.loads(proc.stdout) if proc.returncode == 0 else proc.stdout,
+        "warnings": [line for line in proc.stderr.splitlines() if "profwin" in line and "Warning" in line],
+        "traceback": "Traceback" in proc.stderr,
+    }
+
+
+def check_no_window(save_path: str) -> dict[str, Any]:
+    """verl's builders and profwin's on a tool block without profile_token_start/end."""
+    from verl.utils.profiler import config as verl_config
+
+    tool = TorchProfilerToolConfig(contents=["stack"], discrete=True)
+    profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
+    result = {}
+    for side, module in (("verl", verl_config), ("profwin", profwin_verl)):
+        before = dict(os.environ)
+        vllm = module.build_vllm_profiler_args(profiler, tool, 0)
+        result[side] = {
+            "vllm": vllm,
+            "vllm_env": {k: v for k, v in os.environ.items() if before.get(k) != v},
+            "sglang": module.build_sglang_profiler_args(profiler, tool, 0),
+        }
+        os.environ.clear()
+        os.environ.update(before)
+    return result
+
+
 if __name__ == "__main__":
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    checks = {"yaml": check_yaml, "dataclasses": check_dataclasses, "patch": check_patch, "vllm_args": check_vllm_args}
+    checks = {
+        "yaml": check_yaml,
+        "dataclasses": check_dataclasses,
+        "patch": check_patch,
+        "vllm_args": check_vllm_args,
+        "autopatch_unsupported": check_autopatch_unsupported,
+        "no_window": check_no_window,
+    }
     json.dump(checks[sys.argv[1]](*sys.argv[2:]), sys.stdout, default=str)
