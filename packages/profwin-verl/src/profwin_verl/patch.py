@@ -49,7 +49,7 @@ def patch(*, force: bool = False) -> list[str]:
     missing = [name for name in NAMES if not callable(getattr(config, name, None))]
     if missing:
         raise PluginError(
-            f"profwin.verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
+            f"profwin_verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
             f"verl.utils.profiler.config has no {', '.join(missing)}"
         )
     if not _ORIGINALS:
