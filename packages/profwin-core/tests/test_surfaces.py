@@ -125,3 +125,14 @@ def test_importing_the_facades_imports_no_command_line() -> None:
         from profwin.plugin import run_cli as lazy
 
     assert lazy is run_cli
+
+
+def test_the_old_verl_path_says_what_to_install_without_profwin_verl() -> None:
+    code = (
+        "import sys; sys.modules['profwin_verl'] = None\n"
+        "try:\n    import profwin.verl\nexcept ModuleNotFoundError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", code], capture_output=True, text=True, check=True
+    )
+    assert "pip install profwin-verl" in done.stdout
