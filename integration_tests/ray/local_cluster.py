@@ -69,7 +69,7 @@ class Engine:
         the head node."""
         import shutil
 
-        from profwin.verl import relocate_rollout_traces, rollout_trace_dir
+        from profwin_verl import relocate_rollout_traces, rollout_trace_dir
 
         config = {"tool": "torch", "enable": True, "save_path": save_path, "relocate_results": True}
         engine_dir = Path(rollout_trace_dir(config, 1))

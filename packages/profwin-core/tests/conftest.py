@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +61,7 @@ def toy_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def toy_engines(tmp_path: Path) -> Iterator[Callable[[int], list[Any]]]:
+def toy_engines(tmp_path: Path, stub_server: Any) -> Callable[[int], list[Any]]:
     """``toy_engines(n)``: ``n`` toyserve engines on 127.0.0.1 sharing ``tmp_path/traces``."""
     sys.path.insert(0, str(TOY))
     try:
@@ -71,8 +70,7 @@ def toy_engines(tmp_path: Path) -> Iterator[Callable[[int], list[Any]]]:
         sys.path.remove(str(TOY))
     traces = tmp_path / "traces"
     traces.mkdir()
-    with ExitStack() as stack:
-        yield lambda n: [stack.enter_context(ToyEngine(traces)) for _ in range(n)]
+    return lambda n: [ToyEngine(traces, stub_server) for _ in range(n)]
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from typing import Any
 
 from profwin.errors import ConfigError, shown
 from profwin.http import check_timeout, normalize_url, request
-from profwin.plugin_api import RemoteResult
+from profwin.protocols import RemoteResult
 from profwin.remote import STATE_DIR, start_remote, stop_remote
 from profwin.spec import ProfileSpec
 
