@@ -40,7 +40,10 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("spec", ("profwin.spec", "profwin.activities", "profwin.options", "profwin.documents")),
     ("plugin protocols", ("profwin.protocols", "profwin.engine")),
     ("discovery", ("profwin.discovery",)),
-    ("loading and running", ("profwin.config", "profwin.session", "profwin.remote", "profwin.render", "profwin.torch_driver")),
+    (
+        "loading and running",
+        ("profwin.config", "profwin.session", "profwin.remote", "profwin.router", "profwin.render", "profwin.torch_driver"),
+    ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
     ("integrations", ("profwin.verl", "profwin.verl.*")),
     ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli_support", "profwin.cli", "profwin.__main__")),
