@@ -2,8 +2,10 @@
 
 Warm-up: the profiler is prepared (Kineto initialised, the expensive part) when step
 ``start - 1`` begins and starts recording when step ``start`` begins, which is what
-torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. A window
-starting at step 0 has no step to warm up in, so its first step carries the start-up cost.
+torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. Like
+torch's ``step()``, the warm-up step is wrapped in its (unrecorded) marker too, so the first
+``record_function`` of the process is not the first recorded step's. A window starting at step 0
+has no step to warm up in, so its first step carries the start-up cost.
 
 Each recorded step ``k`` is wrapped in ``record_function("ProfilerStep#k")`` with ``k`` the
 session's step index, so the markers in the trace are the window's own numbers.
@@ -174,9 +176,12 @@ class WindowedProfile:
                 # Top-level keys of the exported trace; Kineto accepts them only while recording.
                 self.prof.add_metadata_json(key, json.dumps(value))
             self.recording = True
-        if self.recording:
-            self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
-            self._marker.__enter__()
+        # Every step gets its marker, the warm-up step too, as torch.profiler's own ``step()`` does:
+        # before ``start_trace`` it is not recorded, but it pays the first ``record_function``'s
+        # one-time costs (torch 2.13 imports ``torch.profiler._cupti_monitor`` there, tens of ms)
+        # in the warm-up step instead of inside the first recorded step's marker.
+        self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
+        self._marker.__enter__()
 
     def _exit_marker(self) -> None:
         if self._marker is not None:
