@@ -26,6 +26,7 @@ from torch.profiler import ProfilerActivity, profile, schedule
 
 import profwin
 from profwin.demo import TinyDecoder, count_step_markers, warm_up_profiler
+from profwin.window import MAX_STEP
 
 
 def timed(fn: Callable[[], int]) -> tuple[float, int]:
@@ -86,7 +87,7 @@ def main() -> None:
     assert recorded == list(range(window.start, window.end or 0)), recorded
 
     # Per-call cost outside the window.
-    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(10**12), output_dir=out / "idle"))
+    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(MAX_STEP), output_dir=out / "idle"))
     idle.start()
     calls = 1_000_000
 
