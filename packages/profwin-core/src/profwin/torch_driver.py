@@ -5,7 +5,8 @@ Warm-up: the profiler is prepared (Kineto initialised, the expensive part) when 
 torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. Like
 torch's ``step()``, the warm-up step is wrapped in its (unrecorded) marker too, so the first
 ``record_function`` of the process is not the first recorded step's. A window starting at step 0
-has no step to warm up in, so its first step carries the start-up cost.
+has no step to warm up in: Kineto is prepared and a first marker entered when the session is
+entered, but whatever else torch initialises on its first recorded events stays in step 0.
 
 Each recorded step ``k`` is wrapped in ``record_function("ProfilerStep#k")`` with ``k`` the
 session's step index, so the markers in the trace are the window's own numbers.
@@ -166,6 +167,11 @@ class WindowedProfile:
         self.prof = profile(**profile_kwargs)
         self.prof.prepare_trace()
         _kineto_owner = self
+        if first_step == window.start:
+            # No warm-up step to enter a marker in (see _enter): pay the first record_function's
+            # one-time costs here, before recording starts, rather than inside the first marker.
+            with torch.autograd.profiler.record_function(f"{STEP_MARKER}{first_step}"):
+                pass
         self._enter(first_step)
 
     def _enter(self, step: int) -> None:
