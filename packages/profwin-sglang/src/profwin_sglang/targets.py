@@ -22,15 +22,14 @@ from profwin.plugin import (
     EnginePlan,
     ProfileSpec,
     Reply,
+    ServerClient,
     TargetContext,
     TargetError,
-    normalize_url,
-    request,
 )
 from profwin_sglang.request import plan_for
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
 from profwin_sglang.traces import collect
-from profwin_sglang.versions import features, sglang_version
+from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
 
 __all__ = ["DISARM_STEP", "ServerInfo", "SglangEngine", "SglangServer", "disarm_body", "is_engine"]
 
@@ -111,7 +110,15 @@ class _Sglang:
 
     def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
         info = self.info(ctx)
-        return plan_for(spec, version=version or info.version, given=version is not None, plugin=info.plugin, device=info.device)
+        running = version or info.version
+        inactive = "" if info.plugin else self.inactive_reason(running)
+        return plan_for(
+            spec, version=running, given=version is not None, plugin=info.plugin, device=info.device, inactive=inactive
+        )
+
+    def inactive_reason(self, version: str | None) -> str:
+        """Why the server plugin is not active on this engine (it did not report itself)."""
+        return plugin_inactive_reason(version)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         assert plan.request is not None
@@ -131,12 +138,11 @@ class SglangServer(_Sglang):
     """An SGLang HTTP server (``http://host:port``)."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
-        self.name = normalize_url(url)
-        self.api_key = api_key
-        self.timeout = timeout
+        self.client = ServerClient(url, api_key, timeout)
+        self.name = self.client.url
 
     def _call(self, path: str, *, method: str = "POST", body: Mapping[str, Any] | None = None) -> Reply:
-        return request(self.name, path, method=method, body=body, api_key=self.api_key, timeout=self.timeout)
+        return self.client.call(path, method=method, body=body)
 
     def info(self, ctx: TargetContext) -> ServerInfo:
         reply = self._call("/server_info", method="GET")
@@ -208,6 +214,10 @@ class SglangEngine(_Sglang):
             plugin=info.plugin,
             forward_ct=info.forward_ct,
         )
+
+    def inactive_reason(self, version: str | None) -> str:
+        """The Engine's schedulers run in this environment: the reason is known exactly here."""
+        return unavailable_here() or plugin_inactive_reason(version)
 
     def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
         try:

@@ -9,11 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
 from profwin.traces.device import DeviceStat, device_stats
-from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
@@ -89,7 +90,7 @@ class TraceMeta:
 
 
 @frozen
-class Summary:
+class Summary(JsonForm):
     """What :func:`summarize` found. ``to_dict()`` is what ``profwin summarize --json`` prints."""
 
     trace: TraceMeta
@@ -113,9 +114,6 @@ class Summary:
     bad_times: int = 0
     """Events whose ``ts``/``dur`` is NaN, infinite, not a number or (``dur``) negative: counted
     as untimed (or as lasting 0), and named in :attr:`notes`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def selection(

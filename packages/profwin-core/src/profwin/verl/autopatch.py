@@ -1,15 +1,9 @@
-"""Importing this module runs :func:`profwin.verl.patch`: the one-line adoption for verl.
+"""Deprecated path of :mod:`profwin_verl.autopatch`, kept for ``VERL_USE_EXTERNAL_MODULES``.
 
-verl imports every module named in ``VERL_USE_EXTERNAL_MODULES`` when it is itself imported, in
-every process (trainer, Ray workers, rollout servers), so::
-
-    VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch python -m verl.trainer.main_ppo ...
-
-puts profwin's builders and relocation in place before verl's rollout servers import them.
+``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` keeps patching verl until profwin-core 0.3
+(importing :mod:`profwin.verl` warns once); set ``profwin_verl.autopatch`` instead.
 """
 
 from __future__ import annotations
 
-from profwin.verl.patch import patch
-
-patch()
+import profwin_verl.autopatch  # noqa: F401  (importing it patches verl)
