@@ -205,10 +205,16 @@ def scan(
 
     ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
     """
+    from profwin.traces.columnar import ColumnFiller, column_decoder  # columnar imports this module
+
+    decode = column_decoder() if fast else None
     with read_trace(path, progress=progress, fast=fast) as reader:
         index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
         try:
-            _Filler(index, markers).fill(reader.record_batches())
+            if decode is not None:
+                ColumnFiller(index, markers).fill_columns(reader.event_batches(decode))
+            else:
+                _Filler(index, markers).fill(reader.record_batches())
         except BaseException:
             index.close()
             raise

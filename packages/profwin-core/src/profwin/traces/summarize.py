@@ -12,6 +12,7 @@ from typing import Any
 from attrs import asdict, frozen
 
 from profwin.errors import ConfigError
+from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError
@@ -288,6 +289,8 @@ def _bytes_per_step(index: TraceIndex, by_start: Sequence[Step]) -> tuple[list[i
     """Bytes and events starting inside each step (in start order), and bytes outside all."""
     starts = [s.start for s in by_start]
     ends = [s.end for s in by_start]
+    if numpy_or_none() is not None:
+        return bytes_per_step(index, starts, ends)
     step_bytes = [0] * len(by_start)
     step_events = [0] * len(by_start)
     outside = 0
@@ -314,6 +317,19 @@ def _bytes_per_step(index: TraceIndex, by_start: Sequence[Step]) -> tuple[list[i
 
 def _op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[OpStat], list[OpStat]]:
     """Calls and self time per operator and per kernel name, over events starting in ``[t0, t1)``."""
+    if numpy_or_none() is not None:
+        counts, selfs = op_totals(index, t0, t1)
+    else:
+        counts, selfs = _op_totals_stdlib(index, t0, t1)
+    ops: list[OpStat] = []
+    kernels: list[OpStat] = []
+    for (name, is_kernel), count, self_us in zip(index.names, counts, selfs, strict=True):
+        if count:
+            (kernels if is_kernel else ops).append(OpStat(name=name, count=count, self_us=round(self_us, 3)))
+    return ops, kernels
+
+
+def _op_totals_stdlib(index: TraceIndex, t0: float, t1: float) -> tuple[list[int], list[float]]:
     counts = [0] * len(index.names)
     selfs = [0.0] * len(index.names)
     for ts_col, self_col, name_col in index.timed.chunks():
@@ -321,12 +337,7 @@ def _op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[OpStat], l
             if t0 <= ts < t1:
                 counts[name_id] += 1
                 selfs[name_id] += self_us
-    ops: list[OpStat] = []
-    kernels: list[OpStat] = []
-    for (name, is_kernel), count, self_us in zip(index.names, counts, selfs, strict=True):
-        if count:
-            (kernels if is_kernel else ops).append(OpStat(name=name, count=count, self_us=round(self_us, 3)))
-    return ops, kernels
+    return counts, selfs
 
 
 def _stats(durations: Sequence[float]) -> dict[str, float]:

@@ -23,6 +23,7 @@ from attrs import asdict, frozen
 
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
+from profwin.traces.columnar import kept_spans, numpy_or_none
 from profwin.traces.markers import StepMarker
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
@@ -121,6 +122,9 @@ def trim(
 
 def _kept(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
     """``(offset, length)`` of each kept event, in file order."""
+    if numpy_or_none() is not None:
+        yield from kept_spans(index, t0, t1)
+        return
     for offsets, lengths, starts, ends in index.placed.chunks():
         for offset, length, start, end in zip(offsets, lengths, starts, ends, strict=True):
             # Overlap with [t0, t1); an instant (end == start) at t0 counts, an event ending there does not.
