@@ -24,6 +24,8 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.plugin_api import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
+from profwin.traces.provenance import KEY as PROVENANCE_KEY
+from profwin.traces.provenance import new_session_id, profwin_version
 from profwin.window import Window
 
 __all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]
@@ -138,7 +140,14 @@ class WindowedProfile:
     _window: Window
 
     def __init__(
-        self, torch: Any, *, window: Window, first_step: int, metadata: Mapping[str, Any] | None = None, **profile_kwargs: Any
+        self,
+        torch: Any,
+        *,
+        window: Window,
+        first_step: int,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        **profile_kwargs: Any,
     ) -> None:
         global _kineto_owner
         from torch.profiler import profile
@@ -157,6 +166,7 @@ class WindowedProfile:
         self._torch = torch
         self._window = window
         self._metadata = dict(metadata or {})
+        self._provenance = None if provenance is None else dict(provenance)
         self._marker: Any = None
         self.step = first_step
         """The step in progress (the last one :meth:`advance` began)."""
@@ -193,6 +203,10 @@ class WindowedProfile:
         global _kineto_owner
         try:
             self._exit_marker()
+            if self.recording and steps is not None and self._provenance is not None:
+                # The steps recorded are known only now; Kineto takes metadata until the stop.
+                record = {**self._provenance, "steps": str(steps), "first_step": steps.start}
+                self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             if not self.recording:
                 # Closed during warm-up: finish the prepared Kineto session and write nothing, as
                 # torch.profiler does when it exits in WARMUP.
@@ -228,8 +242,10 @@ class TorchDriver:
         }
         if spec.modules:
             kwargs["with_modules"] = True
+        origin = {"window": str(window), "engine": "torch", "engine_version": str(torch.__version__), "producer": "torch",
+                  "rank": rank, "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         self._window = WindowedProfile(
-            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), **kwargs
+            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), provenance=origin, **kwargs
         )
 
     def advance(self, step: int) -> None:

@@ -458,6 +458,7 @@ class ColumnFiller(_Filler):
             timed[0].frombytes(ts[emit].tobytes())
             timed[1].frombytes(np.where(own > 0.0, own, 0.0).tobytes())
             timed[2].frombytes(op[emit].astype(np.int32).tobytes())
+            timed[3].frombytes(dur[emit].tobytes())
             self.index.timed.maybe_spill()
         stay = ~done
         self.carry = (
@@ -476,16 +477,18 @@ def _frames(table: Any, np: Any, dtypes: Sequence[Any]) -> Iterator[tuple[Any, .
         yield tuple(np.frombuffer(column, dtype) for column, dtype in zip(chunk, dtypes, strict=True))
 
 
-def op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[int], list[float]]:
-    """Calls and self time per name id over complete events starting in ``[t0, t1)``."""
+def op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[int], list[float], list[float]]:
+    """Calls, self time and total (inclusive) time per name id over complete events starting in ``[t0, t1)``."""
     np = numpy_or_none()
     counts = np.zeros(len(index.names), np.int64)
     selfs = np.zeros(len(index.names), np.float64)
-    for ts, own, name in _frames(index.timed, np, (np.float64, np.float64, np.int32)):
+    totals = np.zeros(len(index.names), np.float64)
+    for ts, own, name, dur in _frames(index.timed, np, (np.float64, np.float64, np.int32, np.float64)):
         inside = (ts >= t0) & (ts < t1)
         counts += np.bincount(name[inside], minlength=len(counts))
         selfs += np.bincount(name[inside], weights=own[inside], minlength=len(selfs))
-    return counts.tolist(), selfs.tolist()
+        totals += np.bincount(name[inside], weights=dur[inside], minlength=len(totals))
+    return counts.tolist(), selfs.tolist(), totals.tolist()
 
 
 def bytes_per_step(index: TraceIndex, starts: Sequence[float], ends: Sequence[float]) -> tuple[list[int], list[int], int]:

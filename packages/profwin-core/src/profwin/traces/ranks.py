@@ -19,11 +19,24 @@ from typing import Any
 
 from attrs import asdict, frozen
 
+from profwin.errors import ConfigError
+from profwin.traces.provenance import SIDECAR_SUFFIX, peek
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
 
-__all__ = ["RankRow", "RankStat", "Ranks", "StepSpread", "rank_of", "render_ranks", "summarize_ranks", "trace_files"]
+__all__ = [
+    "RankRow",
+    "RankStat",
+    "Ranks",
+    "StepSpread",
+    "pick_session",
+    "rank_of",
+    "render_ranks",
+    "sessions",
+    "summarize_ranks",
+    "trace_files",
+]
 
 _RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
 _SUFFIXES = (".json", ".json.gz")
@@ -90,7 +103,12 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
         path = Path(given)
         if path.is_dir():
             inside = sorted(
-                p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.endswith(_SUFFIXES)
+                p
+                for p in path.iterdir()
+                if p.is_file()
+                and not p.name.startswith(".")
+                and p.name.endswith(_SUFFIXES)
+                and not p.name.endswith(SIDECAR_SUFFIX)
             )
             if not inside:
                 raise TraceError(path, "the folder holds no .json or .json.gz trace files")
@@ -112,6 +130,42 @@ def rank_of(summary: Summary) -> int | None:
     return None
 
 
+def sessions(files: Sequence[Path]) -> dict[str, list[Path]]:
+    """The traces grouped by the profiling session that wrote them (their provenance's
+    ``session``; ``""`` for traces without one), each group in file order."""
+    groups: dict[str, list[Path]] = {}
+    for path in files:
+        session = peek(path).get("session")
+        groups.setdefault(session if isinstance(session, str) else "", []).append(path)
+    return groups
+
+
+def pick_session(files: Sequence[Path], session: str | None = None) -> tuple[list[Path], list[str]]:
+    """The traces of one session: ``session`` (an id or its unique prefix), else the newest (by
+    the files' times). Returns them and a note saying which was chosen when there was a choice."""
+    groups = sessions(files)
+    if session is None and len(groups) <= 1:
+        return list(files), []
+
+    def newest(paths: list[Path]) -> float:
+        return max(p.stat().st_mtime for p in paths)
+
+    ordered = sorted(groups, key=lambda key: newest(groups[key]), reverse=True)
+    shown = ", ".join(f"{key or '(no session id)'} ({len(groups[key])} traces)" for key in ordered)
+    if session is not None:
+        matches = [key for key in ordered if key == session] or [key for key in ordered if key and key.startswith(session)]
+        if len(matches) != 1:
+            problem = "matches no session" if not matches else "matches several sessions"
+            raise ConfigError(f"{session!r} {problem}; the traces hold: {shown}", path="session")
+        return groups[matches[0]], [f"session {matches[0]} of {len(groups)} ({shown})"] if len(groups) > 1 else []
+    chosen = ordered[0]
+    note = (
+        f"{len(groups)} profiling sessions here: {shown}; summarizing the newest, {chosen or '(no session id)'}; "
+        "choose another with --session ID"
+    )
+    return groups[chosen], [note]
+
+
 def summarize_ranks(
     paths: Iterable[str | Path],
     *,
@@ -119,16 +173,18 @@ def summarize_ranks(
     top: int = 20,
     first_step: int | None = None,
     progress: Callable[[Path], Progress | None] | None = None,
+    session: str | None = None,
 ) -> Ranks:
     """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
 
-    Traces without step markers (an engine's front-end process, say) are left out with a
-    note. Raises :class:`TraceError` when two traces have the same rank, when a trace's rank
-    cannot be told, or when no trace has steps.
+    Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder) are
+    grouped by session (:mod:`profwin.traces.provenance`): ``session`` picks one by id or prefix,
+    else the newest is summarized and a note says so. Traces without step markers (an engine's
+    front-end process, say) are left out with a note. Raises :class:`TraceError` when two traces
+    of one session have the same rank, when a trace's rank cannot be told, or when no trace has steps.
     """
     summaries: dict[int, Summary] = {}
-    notes: list[str] = []
-    files = trace_files(paths)
+    files, notes = pick_session(trace_files(paths), session)
     for path in files:
         try:
             summary = summarize(
@@ -148,7 +204,11 @@ def summarize_ranks(
                 path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank<k> or -TP-<k> in its name"
             )
         if rank in summaries:
-            raise TraceError(path, f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank")
+            raise TraceError(
+                path,
+                f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank and session "
+                "(traces profwin did not write carry no session id: give the files of one session, not the folder)",
+            )
         summaries[rank] = summary
     if not summaries:
         raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")

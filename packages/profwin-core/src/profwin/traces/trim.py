@@ -25,6 +25,7 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
 from profwin.traces.columnar import kept_spans, numpy_or_none
 from profwin.traces.markers import StepMarker
+from profwin.traces.provenance import provenance
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import as_window
@@ -95,6 +96,7 @@ def trim(
         require_events(index)
         producer, _, chosen, t0, t1, notes = selection(index, chosen_window, first_step=first_step)
         meta: dict[str, Any] = {
+            **provenance(source, index.header),
             "first_step": chosen[0].number,
             "window": str(chosen_window),
             "steps": f"{chosen[0].number}:{chosen[-1].number + 1}",
@@ -138,7 +140,8 @@ def _write(
     with atomic_path(target) as tmp, _open_out(tmp, gz=target.name.endswith(".gz")) as f:
         header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
         before = [k for k in index.keys_before_events if k != TRIM_KEY]
-        f.write("{\n")
+        # The provenance first, so that a tool reading only the keys before the events sees it.
+        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)},\n")
         for key in before:
             f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
         f.write('  "traceEvents": [\n  ')
@@ -146,7 +149,7 @@ def _write(
         f.write("\n  ]")
         for key in [k for k in header if k not in before]:
             f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}")
-        f.write(f",\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)}\n}}\n")
+        f.write("\n}\n")
     return events, target.stat().st_size
 
 
