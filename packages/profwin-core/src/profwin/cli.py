@@ -339,7 +339,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
 
     check_output_path(args.output)
-    progress = tty_progress(f"trimming {args.trace}")
+    progress = tty_progress(f"trimming {args.trace}", passes=2)  # trim reads its input twice
     result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)
     if args.json:
         _print_json(result.to_dict())

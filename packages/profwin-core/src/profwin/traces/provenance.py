@@ -99,19 +99,19 @@ def provenance(trace: str | Path, header: Mapping[str, Any] | None = None) -> di
     return found
 
 
-def peek(trace: str | Path) -> dict[str, Any]:
-    """The provenance of ``trace`` without reading its events: the sidecar, and the ``"profwin"``
-    key when it comes before the event array (where profwin writes it). ``{}`` when unreadable."""
+def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The provenance of ``trace`` and its top-level keys before the events, without reading
+    the events (profwin writes its ``"profwin"`` key there, Kineto its ``distributedInfo``).
+    Both ``{}`` when the file cannot be read as a trace."""
     from profwin.traces.reader import TraceError, read_trace
 
-    found = read_sidecar(trace)
     try:
         with read_trace(trace, fast=False) as reader:
             next(reader.raw_events(), None)
-            header = reader.header
+            header = dict(reader.header)
     except (TraceError, RuntimeError):
-        return found
-    return provenance(trace, header) if KEY in header else found
+        return read_sidecar(trace), {}
+    return provenance(trace, header), header
 
 
 def first_step_of(info: Mapping[str, Any]) -> int | None:

@@ -33,7 +33,6 @@ __all__ = [
     "pick_session",
     "rank_of",
     "render_ranks",
-    "sessions",
     "summarize_ranks",
     "trace_files",
 ]
@@ -130,40 +129,57 @@ def rank_of(summary: Summary) -> int | None:
     return None
 
 
-def sessions(files: Sequence[Path]) -> dict[str, list[Path]]:
-    """The traces grouped by the profiling session that wrote them (their provenance's
-    ``session``; ``""`` for traces without one), each group in file order."""
-    groups: dict[str, list[Path]] = {}
-    for path in files:
-        session = peek(path).get("session")
-        groups.setdefault(session if isinstance(session, str) else "", []).append(path)
-    return groups
+def _rank_hint(path: Path, origin: dict[str, Any], header: dict[str, Any]) -> int | None:
+    """The rank a trace declares (distributedInfo, its provenance, its name) before summarizing it."""
+    info = header.get("distributedInfo")
+    for value in (info.get("rank") if isinstance(info, dict) else None, origin.get("rank")):
+        if type(value) is int and value >= 0:
+            return value
+    for pattern in _RANK_NAMES:
+        match = pattern.search(path.name)
+        if match:
+            return int(match.group(1))
+    return None
 
 
 def pick_session(files: Sequence[Path], session: str | None = None) -> tuple[list[Path], list[str]]:
-    """The traces of one session: ``session`` (an id or its unique prefix), else the newest (by
-    the files' times). Returns them and a note saying which was chosen when there was a choice."""
-    groups = sessions(files)
-    if session is None and len(groups) <= 1:
-        return list(files), []
+    """The traces of one profiling session, and a note when there was a choice.
 
-    def newest(paths: list[Path]) -> float:
-        return max(p.stat().st_mtime for p in paths)
-
-    ordered = sorted(groups, key=lambda key: newest(groups[key]), reverse=True)
-    shown = ", ".join(f"{key or '(no session id)'} ({len(groups[key])} traces)" for key in ordered)
+    ``session``: the traces whose provenance names this session id (or a unique prefix of one).
+    Without it, when a rank has several traces (``profwin start``/``stop`` twice into one
+    folder), each rank's newest trace is taken (by file time), which is the newest session on
+    every rank even when each rank's process had an id of its own."""
     if session is not None:
-        matches = [key for key in ordered if key == session] or [key for key in ordered if key and key.startswith(session)]
-        if len(matches) != 1:
-            problem = "matches no session" if not matches else "matches several sessions"
-            raise ConfigError(f"{session!r} {problem}; the traces hold: {shown}", path="session")
-        return groups[matches[0]], [f"session {matches[0]} of {len(groups)} ({shown})"] if len(groups) > 1 else []
-    chosen = ordered[0]
+        ids = {path: peek(path)[0].get("session") for path in files}
+        known = sorted({i for i in ids.values() if isinstance(i, str)})
+        matches = [i for i in known if i == session] or [i for i in known if i.startswith(session)]
+        if not matches:
+            raise ConfigError(
+                f"{session!r} matches no session; the traces hold: {', '.join(known) or 'no session ids'}", path="session"
+            )
+        chosen = [p for p, i in ids.items() if i in matches]
+        return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(files)} traces"]
+    by_rank: dict[Any, list[Path]] = {}
+    for path in files:
+        rank = _rank_hint(path, *peek(path))
+        by_rank.setdefault(path if rank is None else rank, []).append(path)
+    if all(len(group) == 1 for group in by_rank.values()):
+        return list(files), []
+    for group in by_rank.values():
+        sessions = [peek(p)[0].get("session") for p in group]
+        if len(group) > 1 and (None in sessions or len(set(sessions)) < len(sessions)):
+            # Not told apart by session (copies, or traces without provenance): summarizing
+            # refuses the repeated rank, saying why, rather than guessing which to drop.
+            return list(files), []
+    newest = {key: max(group, key=lambda p: p.stat().st_mtime) for key, group in by_rank.items()}
+    chosen = [p for p in files if p in newest.values()]
+    repeated = max(len(group) for group in by_rank.values())
+    chosen_ids = sorted({str(peek(p)[0].get("session")) for p in chosen})
     note = (
-        f"{len(groups)} profiling sessions here: {shown}; summarizing the newest, {chosen or '(no session id)'}; "
-        "choose another with --session ID"
+        f"up to {repeated} traces per rank here (several profiling sessions); summarizing each rank's newest "
+        f"(session {', '.join(chosen_ids)}); choose another with --session ID"
     )
-    return groups[chosen], [note]
+    return chosen, [note]
 
 
 def summarize_ranks(
@@ -177,9 +193,9 @@ def summarize_ranks(
 ) -> Ranks:
     """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
 
-    Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder) are
-    grouped by session (:mod:`profwin.traces.provenance`): ``session`` picks one by id or prefix,
-    else the newest is summarized and a note says so. Traces without step markers (an engine's
+    Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder):
+    ``session`` picks one by its id or a prefix (:mod:`profwin.traces.provenance`), else each
+    rank's newest trace is summarized and a note says so (:func:`pick_session`). Traces without step markers (an engine's
     front-end process, say) are left out with a note. Raises :class:`TraceError` when two traces
     of one session have the same rank, when a trace's rank cannot be told, or when no trace has steps.
     """
