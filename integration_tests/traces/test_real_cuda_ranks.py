@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin.traces import plot_ranks, plot_steps, summarize, summarize_ranks
+from profwin.traces import merge_ranks, plot_ranks, plot_steps, summarize, summarize_ranks
 
 FOLDER = Path(__file__).resolve().parent / "data" / "h200_two_ranks"
 
@@ -42,3 +42,9 @@ def test_plots_show_device_time(tmp_path: Path) -> None:
     ranks = plot_ranks(summarize_ranks([FOLDER]), tmp_path / "ranks.png")
     assert image.imread(steps).shape[0] == 7 * 150  # two panels: 7 in at 150 dpi (one panel: 4 in)
     assert image.imread(ranks).shape[0] > image.imread(ranks).shape[1] * 0.9  # the device panel under the map
+
+
+def test_merge_ranks_is_summarize_ranks_in_two_halves() -> None:
+    """What a caller summarizing files elsewhere (in parallel, on other machines) merges."""
+    files = sorted(FOLDER.glob("*.pt.trace.json.gz"))
+    assert merge_ranks([summarize(f) for f in files]).to_dict() == summarize_ranks([FOLDER]).to_dict()

@@ -30,6 +30,7 @@ __all__ = [
     "RankStat",
     "Ranks",
     "StepSpread",
+    "merge_ranks",
     "pick_session",
     "rank_of",
     "render_ranks",
@@ -199,7 +200,7 @@ def summarize_ranks(
     front-end process, say) are left out with a note. Raises :class:`TraceError` when two traces
     of one session have the same rank, when a trace's rank cannot be told, or when no trace has steps.
     """
-    summaries: dict[int, Summary] = {}
+    found: list[Summary] = []
     files, notes = pick_session(trace_files(paths), session)
     for path in files:
         try:
@@ -211,8 +212,25 @@ def summarize_ranks(
                 raise
             notes.append(f"{path.name}: no step markers; left out")
             continue
+        found.append(summary)
+    if not found:
+        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
+    return merge_ranks(found, notes=notes)
+
+
+def merge_ranks(found: Sequence[Summary], *, notes: Sequence[str] = ()) -> Ranks:
+    """Compare per-file summaries (:func:`~profwin.traces.summarize`, one per rank) step by step:
+    the merging half of :func:`summarize_ranks`, for callers that summarize the files themselves
+    (elsewhere, in parallel). Each summary's rank is :func:`rank_of`'s; a rank twice, or a rank
+    that cannot be told among several, is a :class:`TraceError`."""
+    if not found:
+        raise TraceError("", "no summaries to merge")
+    notes = list(notes)
+    summaries: dict[int, Summary] = {}
+    for summary in found:
+        path = Path(summary.trace.path)
         rank = rank_of(summary)
-        if rank is None and len(files) == 1:
+        if rank is None and len(found) == 1:
             rank = 0
             notes.append(f"{path.name}: no rank in the trace or its name; taken as rank 0")
         if rank is None:
@@ -226,8 +244,6 @@ def summarize_ranks(
                 "(traces profwin did not write carry no session id: give the files of one session, not the folder)",
             )
         summaries[rank] = summary
-    if not summaries:
-        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
     by_rank = [summaries[r] for r in sorted(summaries)]
     producers = {s.producer for s in by_rank}
     if len(producers) > 1:
