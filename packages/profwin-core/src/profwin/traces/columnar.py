@@ -218,51 +218,53 @@ class ColumnFiller(_Filler):
         found[np.asarray(missing)] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
         return found
 
-    def _categories(self, cats: list[Any]) -> Any:
-        np, ids = self.np, self.cat_ids
-        found = np.fromiter(map(ids.get, cats, repeat(-1)), np.int64, len(cats))
+    def _ids(self, ids: dict[Any, int], values: list[Any], register: Callable[[list[Any]], None]) -> Any:
+        """Each value's id in ``ids``; values not seen before go to ``register`` first, once each."""
+        np = self.np
+        found = np.fromiter(map(ids.get, values, repeat(-1)), np.int64, len(values))
         if not (found < 0).any():
             return found
-        new = [c for c in dict.fromkeys(cats) if c not in ids]
-        if new:
-            rows = []
-            for cat in new:
-                text = cat if type(cat) is str else ""
-                ids[cat] = len(ids)
-                rows.append((*self.category(text), text.startswith("gpu_")))
-            self.cat_flags = np.concatenate([self.cat_flags, np.array(rows, bool).reshape(-1, 4)])
-        return np.fromiter(map(ids.__getitem__, cats), np.int64, len(cats))
+        register([v for v in dict.fromkeys(values) if v not in ids])
+        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
+
+    def _categories(self, cats: list[Any]) -> Any:
+        return self._ids(self.cat_ids, cats, self._new_categories)
+
+    def _new_categories(self, new: list[Any]) -> None:
+        rows = []
+        for cat in new:
+            text = cat if type(cat) is str else ""
+            self.cat_ids[cat] = len(self.cat_ids)
+            rows.append((*self.category(text), text.startswith("gpu_")))
+        self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
 
     def _names(self, names: list[Any]) -> Any:
+        return self._ids(self.raw_names, names, self._new_names)
+
+    def _new_names(self, new: list[Any]) -> None:
         np, ids = self.np, self.raw_names
-        found = np.fromiter(map(ids.get, names, repeat(-1)), np.int64, len(names))
-        if not (found < 0).any():
-            return found
-        new = [n for n in dict.fromkeys(names) if n not in ids]
-        if new:
-            launch, kinds, marks = [], [], []
-            for name in new:
-                text = name if type(name) is str else str(name)
-                marker = self.matcher.match(text, None)
-                if len(self.name_text) >= MAX_RAW_NAMES and marker is None:
-                    shared = ids.get(OTHER_NAMES)
-                    if shared is not None:
-                        ids[name] = shared
-                        continue
-                    text = OTHER_NAMES
-                ids[name] = len(self.name_text)
-                self.name_text.append(text)
-                self.name_marker.append(marker)
-                launch.append(text in _LAUNCHES)
-                kinds.append(kernel_kind(text))
-                marks.append(marker is not None)
-            self.name_launch = np.concatenate([self.name_launch, np.array(launch, bool)])
-            self.name_kind = np.concatenate([self.name_kind, np.array(kinds, np.int8)])
-            self.name_marks = np.concatenate([self.name_marks, np.array(marks, bool)])
-            grow = 2 * len(self.name_text) - len(self.op_of)
-            if grow > 0:
-                self.op_of = np.concatenate([self.op_of, np.full(grow, -1, np.int64)])
-        return np.fromiter(map(ids.__getitem__, names), np.int64, len(names))
+        launch, kinds, marks = [], [], []
+        for name in new:
+            text = name if type(name) is str else str(name)
+            marker = self.matcher.match(text, None)
+            if len(self.name_text) >= MAX_RAW_NAMES and marker is None:
+                shared = ids.get(OTHER_NAMES)
+                if shared is not None:
+                    ids[name] = shared
+                    continue
+                text = OTHER_NAMES
+            ids[name] = len(self.name_text)
+            self.name_text.append(text)
+            self.name_marker.append(marker)
+            launch.append(text in _LAUNCHES)
+            kinds.append(kernel_kind(text))
+            marks.append(marker is not None)
+        self.name_launch = np.concatenate([self.name_launch, np.array(launch, bool)])
+        self.name_kind = np.concatenate([self.name_kind, np.array(kinds, np.int8)])
+        self.name_marks = np.concatenate([self.name_marks, np.array(marks, bool)])
+        grow = 2 * len(self.name_text) - len(self.op_of)
+        if grow > 0:
+            self.op_of = np.concatenate([self.op_of, np.full(grow, -1, np.int64)])
 
     # -- one segment -----------------------------------------------------------------------------
 
