@@ -27,7 +27,7 @@ import functools
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
@@ -195,7 +195,9 @@ class ColumnFiller(_Filler):
         if not missing:
             return found
         index = self.index
-        keys = list(zip([pid[i] for i in missing], [tid[i] for i in missing], strict=True))
+        wanted = np.zeros(n, bool)
+        wanted[missing] = True
+        keys = list(compress(zip(pid, tid, strict=True), wanted.tolist()))  # the missing rows' keys, in C
         try:
             new = [k for k in dict.fromkeys(keys) if k not in ids]
         except TypeError:  # an unhashable id: refuse the first one, naming its event
