@@ -47,7 +47,7 @@ from profwin.traces.scan import (
 
 __all__ = ["SEGMENT", "column_decoder", "numpy_or_none"]
 
-SEGMENT = 1 << 16
+SEGMENT = 1 << 14
 """Events gathered before a vectorized pass; bounds the temporary arrays (a few MiB)."""
 MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
