@@ -183,6 +183,12 @@ class WindowedProfile:
             for key, value in self._metadata.items():
                 # Top-level keys of the exported trace; Kineto accepts them only while recording.
                 self.prof.add_metadata_json(key, json.dumps(value))
+            if self._provenance is not None:
+                # At the start, with the other metadata: added just before the stop, a write that
+                # fails (a full disk, a file-size limit) left an empty trace instead of an error
+                # (observed with torch 2.13). The steps recorded are the markers' own numbers.
+                record = {**self._provenance, "first_step": step}
+                self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             self.recording = True
         if self.recording:
             self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
@@ -203,10 +209,6 @@ class WindowedProfile:
         global _kineto_owner
         try:
             self._exit_marker()
-            if self.recording and steps is not None and self._provenance is not None:
-                # The steps recorded are known only now; Kineto takes metadata until the stop.
-                record = {**self._provenance, "steps": str(steps), "first_step": steps.start}
-                self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             if not self.recording:
                 # Closed during warm-up: finish the prepared Kineto session and write nothing, as
                 # torch.profiler does when it exits in WARMUP.
