@@ -92,6 +92,9 @@ class Server:
             paths.insert(1 + len(self.stubs), self.plugin_site)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
         env.pop("SGLANG_PLUGINS", None)
+        # SGLang 0.5.12 derives an (unused) gRPC port as --port + 10000 and refuses to start when
+        # that passes 65535, as a free port above 55535 makes it: give it a free one of its own.
+        env["SGLANG_GRPC_PORT"] = str(_free_port())
         cmd = [
             str(self.python), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(self.port), "--disable-cuda-graph",

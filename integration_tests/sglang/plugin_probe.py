@@ -44,6 +44,7 @@ def main() -> None:
             "unavailable_here": before,
             "imported_sglang_to_decide": imported_before,
             "profwin_hooks": hooks,
+            "applied": sorted(target for target in hooks if target in HookRegistry._patched),
             "plugin_log": collected.lines,
         },
         sys.stdout,

@@ -60,6 +60,7 @@ def test_register_on_the_real_0_5_23_package_installs_both_hooks(sglang_python: 
     result = probe(sglang_python, plugin_site)
     assert result["sglang"] == "0.5.23"
     assert [target.rsplit(".", 1)[-1] for target in result["profwin_hooks"]] == ["get_internal_state", "_init_profile"]
+    assert result["applied"] == result["profwin_hooks"]  # what the capability report checks before answering
     assert result["unavailable_here"] is None
     assert result["plugin_log"] == []
 

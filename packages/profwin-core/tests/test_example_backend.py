@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def toy_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[object]:
+def engine(tmp_path: Path, stub_server: Any) -> object:
     sys.path.insert(0, str(HERE))
     try:
         from toy_engine import ToyEngine
@@ -43,8 +44,7 @@ def engine(tmp_path: Path) -> Iterator[object]:
         sys.path.remove(str(HERE))
     traces = tmp_path / "traces"
     traces.mkdir()
-    with ToyEngine(traces) as running:
-        yield running
+    return ToyEngine(traces, stub_server)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from profwin import StepMarker
 from profwin.cli import main
+from profwin.plugin import StepMarker
 from profwin.traces import TORCH_MARKER, TraceError, count_steps, step_markers, summarize
 
 
@@ -68,7 +68,7 @@ def test_step_marker_is_validated(kwargs: dict[str, Any], message: str) -> None:
 
 
 _PLUGIN_MODULE = """
-from profwin import PluginSpec, StepMarker
+from profwin.plugin import PluginSpec, StepMarker
 
 PLUGIN = PluginSpec(
     name="toyengine", kind="backend", target="toyengine_backend:Backend",

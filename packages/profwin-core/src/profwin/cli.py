@@ -13,18 +13,17 @@ from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.atomic import check_output_path
-from profwin.cli_support import int_arg, run_cli, seconds_arg
+from profwin.cli_runner import int_arg, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
-from profwin.errors import ConfigError, PluginError, WindowWarning
-from profwin.plugin_api import BACKENDS_GROUP
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, WindowWarning
+from profwin.protocols import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
 from profwin.traces.view import how_to_view
-from profwin.verl.config import ProfilingDisabled
 from profwin.window import MAX_STEP, Window
 
 __all__ = ["build_parser", "main"]
@@ -107,7 +106,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
-    except ProfilingDisabled as exc:  # a valid verl config that profiles nothing
+    except ProfilingDisabled as exc:  # a valid config (e.g. verl's) that profiles nothing
         if args.json:
             _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})
         else:
@@ -501,7 +500,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_runner`)."""
     return run_cli(_main, argv, prog="profwin")
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin_api import Artifact
+from profwin.json_form import JsonForm, to_json
+from profwin.protocols import Artifact
 from profwin.session import Session
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch
@@ -112,7 +113,7 @@ def count_step_markers(path: Path) -> list[int]:
 
 
 @frozen(kw_only=True)
-class DemoResult:
+class DemoResult(JsonForm):
     """What one demo run did: steps run, files written, wall time."""
 
     label: str
@@ -126,14 +127,13 @@ class DemoResult:
         return sum(a.bytes for a in self.artifacts)
 
     def to_dict(self) -> dict[str, Any]:
+        """``profwin demo --json``: the fields, with the recorded steps as a count and first/last."""
         return {
-            "label": self.label,
-            "steps_run": self.steps_run,
+            **to_json(self, exclude=("recorded_steps",)),
+            "wall_s": round(self.wall_s, 4),
             "steps_recorded": len(self.recorded_steps),
             "recorded": [self.recorded_steps[0], self.recorded_steps[-1]] if self.recorded_steps else None,
-            "wall_s": round(self.wall_s, 4),
             "trace_bytes": self.trace_bytes,
-            "artifacts": [a.to_dict() for a in self.artifacts],
         }
 
 

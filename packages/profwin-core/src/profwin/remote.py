@@ -34,9 +34,10 @@ from typing import Any, Literal, TypeVar
 
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
-from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.http import check_timeout
-from profwin.plugin_api import Artifact, RemoteResult, fan_out
+from profwin.json_form import to_json
+from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.spec import ProfileSpec
 from profwin.traces.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.window import Window
@@ -61,7 +62,7 @@ STATE_DIR = ".profwin-state"
 _MAX_TARGETS = 16  # in flight at once
 
 
-class SessionError(RuntimeError):
+class SessionError(ProfwinError, RuntimeError):
     """Starting or stopping failed on at least one engine; ``results`` has every engine's outcome."""
 
     def __init__(self, message: str, results: Sequence[RemoteResult] = ()) -> None:
@@ -103,6 +104,10 @@ def _size(path: Path) -> int:
         return 0
 
 
+# The plan's fields a RemoteResult's details repeat (the plan's own details follow them).
+_PLAN_DETAILS = ("engine", "version", "version_source", "mechanism", "window", "records", "request", "notes")
+
+
 class _Part:
     """One target's share of a session."""
 
@@ -125,18 +130,7 @@ class _Part:
         plan = self.plan
         if plan is None:
             return dict(extra)
-        return {
-            "engine": plan.engine,
-            "version": plan.version,
-            "version_source": plan.version_source,
-            "mechanism": plan.mechanism,
-            "window": str(plan.window),
-            "records": None if plan.records is None else str(plan.records),
-            "request": None if plan.request is None else dict(plan.request),
-            "notes": list(plan.notes),
-            **dict(plan.details),
-            **extra,
-        }
+        return {**to_json(plan, only=_PLAN_DETAILS), **dict(plan.details), **extra}
 
     def state(self) -> dict[str, Any]:
         assert self.plan is not None

@@ -22,7 +22,7 @@ from typing import Any
 from profwin.activities import resolve_activities as resolve_activities_for
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
-from profwin.plugin_api import Artifact, PluginSpec
+from profwin.protocols import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
 from profwin.traces.provenance import KEY as PROVENANCE_KEY
 from profwin.traces.provenance import new_session_id, profwin_version

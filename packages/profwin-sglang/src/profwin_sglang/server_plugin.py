@@ -85,9 +85,19 @@ def _relative_start(original: Any, *args: Any, **kwargs: Any) -> Any:
     return original(*args, **kwargs)
 
 
+def _relative_hook_applied() -> bool:
+    """Whether SGLang really applied the ``_init_profile`` hook: ``HookRegistry.apply_hooks`` logs
+    and skips a target it cannot patch, and a server must not report a capability it lacks."""
+    try:
+        from sglang.srt.plugins.hook_registry import HookRegistry
+    except ImportError:
+        return False
+    return _INIT_PROFILE in getattr(HookRegistry, "_patched", ())
+
+
 def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) -> Any:
     state = getattr(result, "internal_state", None)
-    if isinstance(state, dict):
+    if isinstance(state, dict) and _relative_hook_applied():
         state[STATE_KEY] = {
             "protocol": PROTOCOL,
             "relative_base": RELATIVE_BASE,

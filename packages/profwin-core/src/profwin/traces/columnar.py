@@ -31,7 +31,7 @@ from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
-from profwin.traces.markers import StepMarker
+from profwin.markers import StepMarker
 from profwin.traces.reader import TraceError
 from profwin.traces.scan import (
     _LAUNCHES,

@@ -20,8 +20,9 @@ import bisect
 import math
 from collections.abc import Sequence
 
-from attrs import asdict, frozen
+from attrs import frozen
 
+from profwin.json_form import JsonForm
 from profwin.traces.scan import KERNEL_KINDS, TraceIndex
 from profwin.traces.steps import Step
 
@@ -32,7 +33,7 @@ MAX_LAUNCHES = 1 << 20
 
 
 @frozen
-class DeviceStat:
+class DeviceStat(JsonForm):
     """Device time of one step, or of the whole window (microseconds)."""
 
     work: int
@@ -45,9 +46,6 @@ class DeviceStat:
     """Work items matched to their launch call."""
     launch_delay_mean_us: float | None
     launch_delay_max_us: float | None
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 class _Acc:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
 from profwin.traces.ranks import summarize_ranks, trace_files
 from profwin.traces.summarize import Summary, short_name, summarize
 from profwin.window import Window
@@ -51,7 +51,7 @@ class OpChange:
 
 
 @frozen
-class Diff:
+class Diff(JsonForm):
     """What :func:`diff` found; ``to_dict()`` is ``profwin diff --json``."""
 
     a: str
@@ -76,9 +76,6 @@ class Diff:
         return all(s.change_us == 0.0 for s in self.steps) and all(
             o.change_us == 0.0 and o.a_calls == o.b_calls for o in self.ops
         )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _side(

@@ -17,9 +17,10 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
 from profwin.traces.provenance import SIDECAR_SUFFIX, peek
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.summarize import Summary, render_device, summarize
@@ -79,7 +80,7 @@ class RankStat:
 
 
 @frozen
-class Ranks:
+class Ranks(JsonForm):
     """What :func:`summarize_ranks` found; ``to_dict()`` is ``profwin summarize --json`` for many traces."""
 
     producer: str
@@ -90,9 +91,6 @@ class Ranks:
     summaries: tuple[Summary, ...]
     """Each rank's own summary, by rank."""
     notes: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:

@@ -30,6 +30,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from profwin.errors import ProfwinError
+
 __all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
 
 Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
@@ -55,7 +57,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
 
-class TraceError(ValueError):
+class TraceError(ProfwinError, ValueError):
     """A trace file cannot be used: unreadable, not a trace, no step markers, or a window
     outside it. The message starts with the file and says what was expected."""
 

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from attrs import define, field
 
-from profwin.traces.markers import StepMarker
+from profwin.markers import StepMarker
 from profwin.traces.reader import Progress, Record, TraceError, read_trace
 from profwin.traces.steps import Marker, MarkerMatcher
 

@@ -1,6 +1,6 @@
 """Steps: which events of a trace are step markers, and how the steps are numbered.
 
-The markers come from the registry (:func:`profwin.traces.markers.step_markers`): torch's
+The markers come from the registry (:func:`profwin.discovery.step_markers`): torch's
 ``ProfilerStep#k`` from core, and each installed engine plugin's (vLLM's
 ``execute_context_…`` annotations, SGLang's ``step[…]`` spans). Only host-side complete events
 count: GPU-side copies of annotations (category ``gpu_user_annotation``) trail their host step
@@ -21,8 +21,9 @@ from typing import Any
 
 from attrs import frozen
 
+from profwin.discovery import step_markers
 from profwin.errors import ConfigError
-from profwin.traces.markers import StepMarker, step_markers
+from profwin.markers import StepMarker
 from profwin.traces.reader import TraceError
 from profwin.window import Window
 

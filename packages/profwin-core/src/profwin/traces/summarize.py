@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
-from profwin.traces.markers import StepMarker
 from profwin.traces.provenance import KEY, first_step_of, provenance
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events, scan
@@ -97,7 +98,7 @@ class TraceMeta:
 
 
 @frozen
-class Summary:
+class Summary(JsonForm):
     """What :func:`summarize` found. ``to_dict()`` is what ``profwin summarize --json`` prints."""
 
     trace: TraceMeta
@@ -125,9 +126,6 @@ class Summary:
     """Self time of all operators in the window (listed or not): what ``self %`` divides by."""
     kernels_self_us: float = 0.0
     """The same for kernels."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def selection(

@@ -19,12 +19,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
 from profwin.traces.columnar import kept_spans, numpy_or_none
-from profwin.traces.markers import StepMarker
 from profwin.traces.provenance import provenance
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
@@ -38,7 +39,7 @@ _GZIP_LEVEL = 3  # near level 6's size at about twice its speed on trace JSON
 
 
 @frozen
-class TrimResult:
+class TrimResult(JsonForm):
     """What :func:`trim` wrote."""
 
     path: str
@@ -57,9 +58,6 @@ class TrimResult:
     end_us: float
     """The time range kept, in the trace's microseconds."""
     notes: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def trim(
