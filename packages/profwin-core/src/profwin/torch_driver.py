@@ -27,6 +27,8 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.protocols import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
+from profwin.traces.provenance import KEY as PROVENANCE_KEY
+from profwin.traces.provenance import new_session_id, profwin_version
 from profwin.window import Window
 
 __all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]
@@ -141,7 +143,14 @@ class WindowedProfile:
     _window: Window
 
     def __init__(
-        self, torch: Any, *, window: Window, first_step: int, metadata: Mapping[str, Any] | None = None, **profile_kwargs: Any
+        self,
+        torch: Any,
+        *,
+        window: Window,
+        first_step: int,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        **profile_kwargs: Any,
     ) -> None:
         global _kineto_owner
         from torch.profiler import profile
@@ -160,6 +169,7 @@ class WindowedProfile:
         self._torch = torch
         self._window = window
         self._metadata = dict(metadata or {})
+        self._provenance = None if provenance is None else dict(provenance)
         self._marker: Any = None
         self.step = first_step
         """The step in progress (the last one :meth:`advance` began)."""
@@ -181,6 +191,12 @@ class WindowedProfile:
             for key, value in self._metadata.items():
                 # Top-level keys of the exported trace; Kineto accepts them only while recording.
                 self.prof.add_metadata_json(key, json.dumps(value))
+            if self._provenance is not None:
+                # At the start, with the other metadata: added just before the stop, a write that
+                # fails (a full disk, a file-size limit) left an empty trace instead of an error
+                # (observed with torch 2.13). The steps recorded are the markers' own numbers.
+                record = {**self._provenance, "first_step": step}
+                self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             self.recording = True
         # Every step gets its marker, the warm-up step too, as torch.profiler's own ``step()`` does:
         # before ``start_trace`` it is not recorded, but it pays the first ``record_function``'s
@@ -239,8 +255,10 @@ class TorchDriver:
         }
         if spec.modules:
             kwargs["with_modules"] = True
+        origin = {"window": str(window), "engine": "torch", "engine_version": str(torch.__version__), "producer": "torch",
+                  "rank": rank, "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         self._window = WindowedProfile(
-            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), **kwargs
+            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), provenance=origin, **kwargs
         )
 
     def advance(self, step: int) -> None:
