@@ -19,6 +19,7 @@ gets JSON. ``PROFWIN_TRACEBACK=1`` prints the traceback as well, for bug reports
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -26,6 +27,7 @@ import signal
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
@@ -64,18 +66,35 @@ def _quiet_stdout() -> None:
     os.close(devnull)
 
 
+def _one_line_warnings(prog: str) -> Callable[..., None]:
+    """``warnings.showwarning`` for a command line: ``PROG: warning: MESSAGE`` on one line, not
+    Python's file, line number and source line (a user of the CLI did not write that code)."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, *_: Any, **__: Any) -> None:
+        text = " ".join(str(message).split())
+        text = text.removeprefix(f"{prog}: ")
+        with contextlib.suppress(OSError, ValueError):  # stderr closed: a warning is not worth failing for
+            print(f"{prog}: warning: {text}", file=sys.stderr)
+
+    return show
+
+
 def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None, *, prog: str) -> int:
-    """Run ``main(argv)`` and return its exit code, or the code for what escaped it (table above)."""
+    """Run ``main(argv)`` and return its exit code, or the code for what escaped it (table above).
+    Warnings print as one line each (``PROG: warning: ...``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     in_main_thread = threading.current_thread() is threading.main_thread()
     previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+    shown_before = warnings.showwarning
+    warnings.showwarning = _one_line_warnings(prog)
     try:
         try:
             code = main(argv)
             sys.stdout.flush()
             return code
         finally:
+            warnings.showwarning = shown_before
             if in_main_thread:
                 signal.signal(signal.SIGTERM, previous)
     except BrokenPipeError:

@@ -391,17 +391,23 @@ def summarize(
     answers = ray.get(refs)
     if travelled is not None:
         travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers)))
-    merged: list[tuple[str, Summary | None]] = []
+    summaries: list[Summary] = []
+    notes: list[str] = []
     for (_, file, name, _), (status, value) in zip(found, answers, strict=True):
         if status == "error":
             raise TraceError(f"{name}:{file}", value)
-        merged.append((file, value if status == "ok" else None))
+        if status == "ok":
+            summaries.append(value)
+        else:  # as summarize_ranks says it for a file without steps
+            notes.append(f"{os.path.basename(file)}: no step markers; left out")
     if len(paths) == 1 and len(found) == 1 and not in_folder:
         (status, value), (_, file, name, _) = answers[0], found[0]
         if status == "no steps":  # one trace, as ``profwin summarize FILE`` says it
             raise TraceError(f"{name}:{file}", value)
         return value  # type: ignore[no-any-return]
-    return merge_ranks(merged, what=", ".join(paths))
+    if not summaries:
+        raise TraceError(", ".join(paths), "no trace with step markers")
+    return merge_ranks(summaries, notes=notes)
 
 
 # -- deliver: from a worker's node to the head node ----------------------------------------------

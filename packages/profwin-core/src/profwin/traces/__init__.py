@@ -20,7 +20,16 @@ from profwin.traces.device import DeviceStat
 from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
 from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
 from profwin.traces.progress import tty_progress
-from profwin.traces.ranks import RankRow, Ranks, RankStat, StepSpread, merge_ranks, render_ranks, summarize_ranks, trace_files
+from profwin.traces.ranks import (
+    RankRow,
+    Ranks,
+    RankStat,
+    StepSpread,
+    merge_ranks,
+    render_ranks,
+    summarize_ranks,
+    trace_files,
+)
 from profwin.traces.reader import TraceError, TraceReader, read_trace
 from profwin.traces.steps import Step
 from profwin.traces.summarize import (
