@@ -1,6 +1,6 @@
 """Plugin discovery through entry points, without importing the libraries plugins drive.
 
-Listing loads only each entry point's small module (a :class:`~profwin.plugin_api.PluginSpec`)
+Listing loads only each entry point's small module (a :class:`~profwin.protocols.PluginSpec`)
 and checks the plugin's run-time requirements with ``importlib.util.find_spec``. A plugin that
 fails to load is reported with its error and never hides the others: whatever its import does
 (raise anything, call ``sys.exit()``, print) is caught, and what it prints is kept off stdout,
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -24,10 +25,21 @@ from attrs import frozen
 
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
-from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, PluginSpec, Profiler
+from profwin.json_form import JsonForm, to_json
+from profwin.markers import TORCH_MARKER, StepMarker
+from profwin.protocols import (
+    BACKENDS_GROUP,
+    ENGINE_FLAVOURS_GROUP,
+    PLUGIN_API,
+    PROFILERS_GROUP,
+    SPEC_FORMATS_GROUP,
+    PluginSpec,
+    Profiler,
+    SpecFormat,
+)
 from profwin.spec import ProfileSpec
 
-__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
+__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "spec_formats", "step_markers", "validate_options"]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
 _GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
@@ -40,7 +52,7 @@ _noisy: dict[str, str] = {}
 
 
 @frozen(kw_only=True)
-class PluginInfo:
+class PluginInfo(JsonForm):
     """One installed plugin as ``profwin plugins`` shows it."""
 
     name: str
@@ -52,15 +64,8 @@ class PluginInfo:
     spec: PluginSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "group": self.group,
-            "distribution": self.distribution,
-            "version": self.version,
-            "status": self.status,
-            "detail": self.detail,
-            "summary": self.spec.summary if self.spec else "",
-        }
+        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
 
 
 def _missing(requires: tuple[str, ...]) -> list[str]:
@@ -254,3 +259,33 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
         if flavour is not None:
             found.append(flavour)
     return found
+
+
+@functools.cache
+def step_markers() -> tuple[StepMarker, ...]:
+    """Core's marker and every installed plugin's, by preference (cached per process).
+
+    A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
+    """
+    found = {TORCH_MARKER.producer: TORCH_MARKER}
+    for info in plugins():
+        marker = info.spec.step_marker if info.spec is not None else None
+        if marker is not None and marker.producer not in found:
+            found[marker.producer] = marker
+    return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))
+
+
+@functools.cache
+def spec_formats() -> tuple[SpecFormat, ...]:
+    """Every installed spec format (``profwin.spec_formats`` entry points), by name (cached per process).
+
+    A format that fails to load is skipped here, like a broken plugin's step marker; importing
+    its module (``python -c "import MODULE"``) shows why.
+    """
+    found = []
+    for ep in sorted(importlib.metadata.entry_points(group=SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
+        try:
+            found.append(cast(SpecFormat, _guarded(f"module {ep.module}", ep.load)))
+        except PluginError:
+            continue
+    return tuple(found)

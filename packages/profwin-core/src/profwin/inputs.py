@@ -216,4 +216,20 @@ def _bounded_loader() -> Any:
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return mapping
 
+        def construct_sexagesimal(self, node: Any) -> Any:
+            # YAML 1.1 (PyYAML) reads an unquoted 20:40 as the base-60 number 1240; no spec
+            # value is written that way on purpose, and a window silently becoming 1240 is a trap.
+            number = (yaml.SafeLoader.construct_yaml_int if node.tag.endswith(":int") else yaml.SafeLoader.construct_yaml_float)(
+                self, node
+            )
+            if ":" in str(node.value) and node.style is None:
+                raise self._fail(
+                    node,
+                    f"{node.value} is read by YAML as the base-60 number {number}, not as the text {node.value!r}; "
+                    f'quote it: "{node.value}" (a window is written window: "20:40")',
+                )
+            return number
+
+    BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_sexagesimal)
+    BoundedLoader.add_constructor("tag:yaml.org,2002:float", BoundedLoader.construct_sexagesimal)
     return BoundedLoader

@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import atomic_path
+from profwin.plugin import ProfwinError, atomic_path
 
 __all__ = ["SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
@@ -30,7 +30,7 @@ _FORMAT = "profwin.memory-snapshot-signature"
 _KEY_BYTES = 32
 
 
-class UntrustedSnapshotError(RuntimeError):
+class UntrustedSnapshotError(ProfwinError, RuntimeError):
     """A snapshot cannot be shown to come from profwin on this machine; the message says why."""
 
 

@@ -7,19 +7,18 @@ other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
     PLUGIN = PluginSpec(name="vllm", ..., step_marker=StepMarker(
         producer="vllm", pattern=r"execute_(?:\\d+_)?context_", numbering="order", preference=10))
 
-:func:`step_markers` is the registry: core's marker plus those of the installed plugins, read
-once per process from the entry points' specs (nothing heavy is imported).
+The registry of installed markers is :func:`profwin.discovery.step_markers` (discovery reads the
+plugins' specs); this module holds only the type, so the plugin protocols can name it.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Literal
 
 from attrs import field, frozen, validators
 
-__all__ = ["MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker", "step_markers"]
+__all__ = ["MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker"]
 
 MAX_STEP_DIGITS = 18
 """A step number written with more digits than this is refused (it fits in an int64)."""
@@ -73,19 +72,3 @@ class StepMarker:
 
 TORCH_MARKER = StepMarker(producer="torch", pattern=r"ProfilerStep#(\d+)$", numbering="number", preference=0)
 """torch.profiler's (and profwin's) ``ProfilerStep#k``."""
-
-
-@functools.cache
-def step_markers() -> tuple[StepMarker, ...]:
-    """Core's marker and every installed plugin's, by preference (cached per process).
-
-    A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
-    """
-    from profwin.discovery import plugins  # discovery imports plugin_api, which imports this module
-
-    found = {TORCH_MARKER.producer: TORCH_MARKER}
-    for info in plugins():
-        marker = info.spec.step_marker if info.spec is not None else None
-        if marker is not None and marker.producer not in found:
-            found[marker.producer] = marker
-    return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))
