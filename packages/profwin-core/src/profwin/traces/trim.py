@@ -25,8 +25,8 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
+from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
-from profwin.traces.provenance import provenance
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import as_window
