@@ -27,8 +27,9 @@ from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
+from profwin.traces.indexing import scan
 from profwin.traces.reader import Progress, TraceError, read_trace
-from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import as_window
 from profwin.traces.summarize import TRIM_KEY, selection
 from profwin.window import Window
