@@ -1,4 +1,4 @@
-"""The fast path of :func:`profwin.traces.scan.scan`: events as numpy columns, not one by one.
+"""The fast path of :func:`profwin.traces.indexing.scan`: events as numpy columns, not one by one.
 
 With the ``fast`` extra (msgspec and numpy) the reader decodes a buffer of events at a time into
 typed structs (:func:`column_decoder`), the fields are pulled out with C-level ``map`` calls, and

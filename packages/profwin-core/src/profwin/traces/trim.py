@@ -1,6 +1,6 @@
 """``trim``: write a trace holding only the events of a window of steps.
 
-Two streaming passes over the input: the first (:func:`profwin.traces.scan.scan`) finds the
+Two streaming passes over the input: the first (:func:`profwin.traces.indexing.scan`) finds the
 steps and where each event's text is; the second copies the text of the kept events byte for
 byte, without parsing again. Kept are every metadata event (``ph: M``: process and thread names
 viewers need), events without a timestamp, and every event overlapping the window's time range
