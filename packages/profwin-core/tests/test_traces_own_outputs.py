@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from profwin.cli import main
+from profwin.provenance import read_sidecar, sidecar_path
 from profwin.traces import diff, render_summary, summarize, trim
-from profwin.traces.provenance import read_sidecar, sidecar_path
 
 pytestmark = pytest.mark.torch
 
@@ -211,7 +211,7 @@ def test_yaml_base60_window_is_explained(tmp_path: Path, capsys: pytest.CaptureF
 def test_collected_traces_carry_a_sidecar(tmp_path: Path) -> None:
     """What remote sessions write next to an engine's trace, and what the tools read back:
     order-numbered (vLLM-like) steps keep their session numbers without --first-step."""
-    from profwin.traces.provenance import write_sidecar
+    from profwin.provenance import write_sidecar
 
     events = [
         {"ph": "X", "cat": "user_annotation", "name": "execute_context_0(0)_generation_1(1)", "pid": 1, "tid": 1,

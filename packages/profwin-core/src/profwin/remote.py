@@ -38,8 +38,8 @@ from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.http import check_timeout
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
+from profwin.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.spec import ProfileSpec
-from profwin.traces.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.window import Window
 
 __all__ = [

@@ -21,8 +21,8 @@ from attrs import frozen
 
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
-from profwin.traces.provenance import SIDECAR_SUFFIX, peek
-from profwin.traces.reader import Progress, TraceError
+from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
+from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
 
@@ -91,6 +91,19 @@ class Ranks(JsonForm):
     summaries: tuple[Summary, ...]
     """Each rank's own summary, by rank."""
     notes: tuple[str, ...]
+
+
+def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The provenance of ``trace`` and its top-level keys before the events, without reading
+    the events (profwin writes its ``"profwin"`` key there, Kineto its ``distributedInfo``).
+    Both ``{}`` when the file cannot be read as a trace."""
+    try:
+        with read_trace(trace, fast=False) as reader:
+            next(reader.raw_events(), None)
+            header = dict(reader.header)
+    except (TraceError, RuntimeError):
+        return read_sidecar(trace), {}
+    return provenance(trace, header), header
 
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -193,7 +206,7 @@ def summarize_ranks(
     """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
 
     Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder):
-    ``session`` picks one by its id or a prefix (:mod:`profwin.traces.provenance`), else each
+    ``session`` picks one by its id or a prefix (:mod:`profwin.provenance`), else each
     rank's newest trace is summarized and a note says so (:func:`pick_session`). Traces without step markers (an engine's
     front-end process, say) are left out with a note. Raises :class:`TraceError` when two traces
     of one session have the same rank, when a trace's rank cannot be told, or when no trace has steps.

@@ -32,7 +32,17 @@ from typing import IO, Any
 
 from profwin.errors import ProfwinError
 
-__all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
+__all__ = [
+    "CHUNK_CHARS",
+    "MAX_HEADER_CHARS",
+    "MAX_VALUE_CHARS",
+    "Progress",
+    "Record",
+    "TraceError",
+    "TraceReader",
+    "numpy_or_none",
+    "read_trace",
+]
 
 Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
 """``(ph, cat, name, pid, tid, ts, dur, args.correlation, args.name)``
@@ -65,6 +75,18 @@ class TraceError(ProfwinError, ValueError):
         self.path = str(path)
         self.reason = message
         super().__init__(f"{path}: {message}")
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
 
 class _CountingReader(io.RawIOBase):
@@ -252,8 +274,6 @@ class TraceReader:
     def event_batches(self, decode: Callable[[str], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
         (a list of events), or single dicts where a batch cannot be taken that way."""
-        from profwin.traces.columnar import numpy_or_none  # the fast extra: numpy goes with msgspec
-
         self._batch = decode
         self._arrays = numpy_or_none()
         yield from self._document()

@@ -35,7 +35,7 @@ from typing import IO, Any
 from attrs import define, field
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import Progress, Record, TraceError, read_trace
+from profwin.traces.reader import Record, TraceError
 from profwin.traces.steps import Marker, MarkerMatcher
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "Columns",
     "TraceIndex",
     "kernel_kind",
-    "scan",
 ]
 
 SPILL_ROWS = 1 << 20
@@ -196,31 +195,6 @@ def _number(value: object) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def scan(
-    path: str | Path, *, progress: Progress | None = None, fast: bool = True, markers: Sequence[StepMarker] | None = None
-) -> TraceIndex:
-    """Read ``path`` once and index it; the caller closes the returned index.
-
-    ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
-    """
-    from profwin.traces.columnar import ColumnFiller, column_decoder  # columnar imports this module
-
-    decode = column_decoder() if fast else None
-    with read_trace(path, progress=progress, fast=fast) as reader:
-        index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
-        try:
-            if decode is not None:
-                ColumnFiller(index, markers).fill_columns(reader.event_batches(decode))
-            else:
-                _Filler(index, markers).fill(reader.record_batches())
-        except BaseException:
-            index.close()
-            raise
-        index.header = reader.header
-        index.keys_before_events = reader.keys_before_events
-    return index
 
 
 def _thread_id(value: object, what: str, index: TraceIndex) -> Any:

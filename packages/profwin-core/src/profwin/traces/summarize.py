@@ -14,11 +14,12 @@ from attrs import frozen
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
+from profwin.provenance import KEY, first_step_of, provenance
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
-from profwin.traces.provenance import KEY, first_step_of, provenance
+from profwin.traces.indexing import scan
 from profwin.traces.reader import Progress, TraceError
-from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
 from profwin.window import Window
 
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 TRIM_KEY = KEY
-"""Top-level key of a trace profwin wrote, holding its provenance (:mod:`profwin.traces.provenance`)."""
+"""Top-level key of a trace profwin wrote, holding its provenance (:mod:`profwin.provenance`)."""
 
 
 @frozen
@@ -93,7 +94,7 @@ class TraceMeta:
     """The rank the trace's ``distributedInfo`` names, else its provenance (``None``: neither)."""
     world_size: int | None = None
     provenance: dict[str, Any] | None = None
-    """What profwin recorded with the file (:mod:`profwin.traces.provenance`): window, steps,
+    """What profwin recorded with the file (:mod:`profwin.provenance`): window, steps,
     engine, version, rank, session; ``None`` for traces profwin did not write or collect."""
 
 

@@ -33,7 +33,6 @@ __all__ = [
     "SIDECAR_SUFFIX",
     "first_step_of",
     "new_session_id",
-    "peek",
     "profwin_version",
     "provenance",
     "read_sidecar",
@@ -97,21 +96,6 @@ def provenance(trace: str | Path, header: Mapping[str, Any] | None = None) -> di
     if isinstance(inside, dict):
         found.update(inside)
     return found
-
-
-def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The provenance of ``trace`` and its top-level keys before the events, without reading
-    the events (profwin writes its ``"profwin"`` key there, Kineto its ``distributedInfo``).
-    Both ``{}`` when the file cannot be read as a trace."""
-    from profwin.traces.reader import TraceError, read_trace
-
-    try:
-        with read_trace(trace, fast=False) as reader:
-            next(reader.raw_events(), None)
-            header = dict(reader.header)
-    except (TraceError, RuntimeError):
-        return read_sidecar(trace), {}
-    return provenance(trace, header), header
 
 
 def first_step_of(info: Mapping[str, Any]) -> int | None:
