@@ -9,10 +9,12 @@ live total after it. This skips the Chrome trace and the deprecated ``export_mem
 (which needs shapes and stacks, and categorises every tensor: ~100x slower here; see
 ``docs/backends/memory.md``).
 
-What the numbers mean: the CPU allocator only tracks the size of blocks allocated while memory
-profiling is on, so a block allocated before the window and freed inside it is not reported.
-"Live bytes" therefore start at 0 at the window's start and are the bytes allocated in the
-window and not yet freed — the window's own memory growth, not the process's footprint.
+What the numbers mean: "live bytes" start at 0 at the window's start and are the bytes
+allocated in the window and not yet freed — the window's own memory growth, not the process's
+footprint. A free counts only when the window allocated that address: the CPU allocator reports
+the free of an older block with whatever size its table last held for the address, which is 0 or,
+when an earlier profiled block lived there, that block's stale size. Such frees are counted in
+``totals.frees_of_older_blocks``, never in the window's bytes.
 """
 
 from __future__ import annotations
@@ -82,23 +84,23 @@ def _step_number(name: str) -> int | None:
     return int(number) if number.isdigit() else None
 
 
-def _walk(roots: Iterable[Any]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, str]]]:
+def _walk(roots: Iterable[Any]) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, str, int]]]:
     """One pass over the event tree (attribute access on its nodes is the expensive part).
 
     Returns the ``(start_ns, end_ns, step)`` of every ``ProfilerStep#k`` range, by start time,
-    and ``(time_ns, bytes, op)`` for each CPU allocation (bytes > 0) or free (< 0). ``op`` is the
+    and ``(time_ns, bytes, op, address)`` for each CPU allocation (bytes > 0) or free (< 0). ``op`` is the
     outermost op (or ``record_function`` range) enclosing the event below the step marker: the
     call the user's code made, e.g. ``aten::linear`` rather than the ``aten::empty`` inside it.
     """
     markers: list[tuple[int, int, int]] = []
-    allocations: list[tuple[int, int, str]] = []
+    allocations: list[tuple[int, int, str, int]] = []
     stack: list[tuple[Any, str | None]] = [(root, None) for root in roots]
     while stack:
         event, op = stack.pop()
         fields = event.extra_fields
         if type(fields).__name__ == "_ExtraFields_Allocation":
             if fields.alloc_size and fields.device.type == "cpu":
-                allocations.append((event.start_time_ns, int(fields.alloc_size), op or _NO_OP))
+                allocations.append((event.start_time_ns, int(fields.alloc_size), op or _NO_OP, int(fields.ptr)))
             continue
         name = event.name
         step = _step_number(name)
@@ -136,11 +138,21 @@ def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOption
     live = peak = outside = 0
     peak_step = None
     filled = 0  # steps [0, filled) of `numbers` have their start value set
-    for t, nbytes, op in allocations:
+    allocated_here: dict[int, int] = {}  # address -> size of each block the window allocated and still holds
+    older_frees = 0
+    for t, nbytes, op, address in allocations:
         at = bisect.bisect_right(starts, t) - 1
         if at < 0 or t > markers[at][1] or markers[at][2] not in index:
             outside += 1
             continue
+        if nbytes > 0:
+            allocated_here[address] = nbytes
+        else:
+            held = allocated_here.pop(address, None)
+            if held is None:
+                older_frees += 1
+                continue
+            nbytes = -held
         step = markers[at][2]
         i = index[step]
         while filled <= i:  # steps entered since the last event start at the current live total
@@ -182,6 +194,7 @@ def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOption
             "peak_step": peak_step,
             "end_live_bytes": live,
             "outside_steps": outside,
+            "frees_of_older_blocks": older_frees,
         },
         "per_step": {"step": numbers, **per_step},
         "top_ops": [
