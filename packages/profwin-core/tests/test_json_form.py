@@ -78,12 +78,17 @@ def test_bad_data_is_a_config_error_at_the_path(data: object, reason: str) -> No
     assert info.value.path == "plan"
 
 
+def _stub(function: ast.FunctionDef) -> bool:
+    """A protocol's declaration: a docstring and/or ``...``, no body of its own."""
+    return all(isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) for n in function.body)
+
+
 def test_no_model_writes_its_json_form_by_hand() -> None:
     """Every ``to_dict``/``from_dict`` in the sources goes through the converter."""
     by_hand = []
     for path in sorted(ROOT.glob("packages/*/src/**/*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.FunctionDef) and node.name in ("to_dict", "from_dict", "details"):
+            if isinstance(node, ast.FunctionDef) and node.name in ("to_dict", "from_dict", "details") and not _stub(node):
                 calls = {n.func.id for n in ast.walk(node) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
                 if not calls & {"to_json", "from_json"}:
                     by_hand.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")

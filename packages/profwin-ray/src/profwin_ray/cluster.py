@@ -34,6 +34,7 @@ from profwin.plugin import (
     TraceRanks,
     Window,
     merge_ranks,
+    to_json,
 )
 from profwin_ray import files as node
 from profwin_ray.files import FileChanged, NodeFile, Receiver
@@ -77,18 +78,7 @@ class NodeResult:
         return not self.message and all(f.status in ("copied", "skipped") for f in self.files)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node,
-            "node_id": self.node_id,
-            "ok": self.ok,
-            "message": self.message,
-            "bytes_moved": self.bytes_moved,
-            "files": [_fields(f) for f in self.files],
-        }
-
-
-def _fields(result: FileResult) -> dict[str, Any]:
-    return {k: getattr(result, k) for k in ("name", "status", "bytes", "sha256", "path", "message")}
+        return {**to_json(self, exclude=("files",)), "ok": self.ok, "files": [to_json(f) for f in self.files]}
 
 
 @define
@@ -111,10 +101,8 @@ class Collection:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "dest": self.dest,
-            "pattern": self.pattern,
+            **to_json(self, exclude=("nodes", "wall_s")),
             "ok": self.ok,
-            "interrupted": self.interrupted,
             "bytes_moved": self.bytes_moved,
             "wall_s": round(self.wall_s, 3),
             "nodes": [n.to_dict() for n in self.nodes],
