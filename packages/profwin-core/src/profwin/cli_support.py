@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import signal
 import sys
@@ -121,11 +120,13 @@ def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 
 
 def seconds_arg(text: str) -> float:
-    """An argparse ``type`` for a duration: a finite number of seconds greater than 0."""
+    """An argparse ``type`` for a deadline: seconds greater than 0 and at most
+    :data:`profwin.http.MAX_TIMEOUT`, checked by :func:`profwin.http.check_timeout`."""
+    from profwin.http import MAX_TIMEOUT, check_timeout
+
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {shown(text)})")
-    return value
+        return check_timeout(float(text))
+    except (ValueError, ConfigError):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds > 0 and <= {MAX_TIMEOUT:,.0f} (got {shown(text)})"
+        ) from None
