@@ -34,7 +34,7 @@ from ..conftest import built_python
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-VENV = Path(os.environ.get("PROFWIN_SGLANG_VENV", Path.home() / ".cache/profwin/venvs/sglang-0.5.23"))
+VENV = Path(os.environ.get("PROFWIN_CACHE", Path.home() / ".cache" / "profwin")) / "venvs" / "sglang-0.5.23"
 PYTHON = VENV / "bin/python"
 ADMIN_KEY = "profwin-test-admin-key"
 # Seen once in ten runs with Python stacks on (shared/reference/engines-on-cpu.md §3): the scheduler
@@ -159,7 +159,7 @@ class Server:
 @pytest.fixture(scope="session")
 def sglang_python() -> Path:
     """The cached SGLang environment's python, built on first use."""
-    return built_python(HERE / "build_env.sh", str(VENV), label="SGLang 0.5.23", python=PYTHON)
+    return built_python(HERE / "build_env.sh", label="SGLang 0.5.23", python=PYTHON)
 
 
 @pytest.fixture(scope="session")
