@@ -12,7 +12,7 @@ from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.atomic import check_output_path
-from profwin.cli_support import int_arg, run_cli, seconds_arg
+from profwin.cli_support import CliParser, int_arg, print_json, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
@@ -28,10 +28,7 @@ from profwin.window import MAX_STEP, Window
 __all__ = ["build_parser", "main"]
 
 
-def _print_json(data: Any) -> None:
-    # allow_nan=False: bare NaN/Infinity is not JSON; the data printed must never hold them.
-    json.dump(data, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+_print_json = print_json
 
 
 def _window_arg(text: str) -> Window:
@@ -346,7 +343,7 @@ def _add_remote_options(p: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``profwin`` argument parser (also used to generate docs/cli.md)."""
-    parser = argparse.ArgumentParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
+    parser = CliParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -163,11 +163,16 @@ _loaded: dict[tuple[str, str], object] = {}
 def _instantiate(info: PluginInfo, kind: str) -> object:
     assert info.spec is not None
     module_name, _, attr = info.spec.target.partition(":")
+
+    def load() -> object:
+        # The constructor is the plugin's code too: guarded like its import (sys.exit, printing).
+        obj = getattr(importlib.import_module(module_name), attr)
+        return obj() if isinstance(obj, type) else obj
+
     try:
-        obj = _guarded(f"{kind} {info.name!r} ({info.spec.target})", lambda: getattr(importlib.import_module(module_name), attr))
+        return _guarded(f"{kind} {info.name!r} ({info.spec.target})", load)
     except PluginError as exc:
         raise PluginError(f"{kind} {info.name!r} failed to load: {exc}") from None
-    return obj() if isinstance(obj, type) else obj
 
 
 def _load(group: str, name: str) -> object:

@@ -14,8 +14,10 @@ Groups of names:
   :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`, the HTTP client
   (:func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`;
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
-  :data:`STEP_MARKER`, :func:`atomic_path`;
-- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes);
+  :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
+- reading files: :func:`open_input`, :func:`read_input` (regular files only, bounded);
+- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes), :class:`CliParser`,
+  :func:`print_json`;
 - shared: :class:`ProfileSpec`, :class:`Window`, :class:`Artifact`, :class:`RemoteResult`,
   errors, :func:`parse_options` and its validators, :func:`resolve_activities`,
   :func:`engine_flavours`, :func:`fan_out`.
@@ -24,12 +26,13 @@ Groups of names:
 from __future__ import annotations
 
 from profwin.activities import resolve_activities
-from profwin.atomic import atomic_path, check_output_path
-from profwin.cli_support import run_cli
+from profwin.atomic import atomic_path, check_output_path, write_atomic
+from profwin.cli_support import CliParser, print_json, run_cli
 from profwin.discovery import engine_flavours
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, WindowWarning, shown, unknown_key
 from profwin.http import Reply, normalize_url, request
+from profwin.inputs import open_input, read_input
 from profwin.options import choice, flag, names, parse_options
 from profwin.plugin_api import (
     BACKENDS_GROUP,
@@ -60,6 +63,7 @@ __all__ = [
     "TORCH_MARKER",
     "Artifact",
     "Backend",
+    "CliParser",
     "ConfigError",
     "Driver",
     "EngineBusy",
@@ -94,7 +98,10 @@ __all__ = [
     "installed_version",
     "names",
     "normalize_url",
+    "open_input",
     "parse_options",
+    "print_json",
+    "read_input",
     "remote_session",
     "render_plan",
     "request",
@@ -104,4 +111,5 @@ __all__ = [
     "shown",
     "trim",
     "unknown_key",
+    "write_atomic",
 ]

@@ -19,14 +19,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from profwin.plugin import open_input, read_input
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.provenance import UntrustedSnapshotError, verify
 
-__all__ = ["MAX_TIMELINE_BYTES", "load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline"]
+__all__ = [
+    "MAX_SNAPSHOT_BYTES",
+    "MAX_TIMELINE_BYTES",
+    "load_snapshot",
+    "load_timeline",
+    "summarize",
+    "summarize_snapshot",
+    "summarize_timeline",
+]
 
 MAX_TIMELINE_BYTES = 256 << 20
 """Largest CPU memory timeline read, decompressed (256 MiB; profwin writes a few MB per window)."""
+MAX_SNAPSHOT_BYTES = 4 << 30
+"""Largest CUDA memory snapshot read (4 GiB: a long history on a large GPU is hundreds of MB)."""
 
 
 class _PlainDataUnpickler(pickle.Unpickler):
@@ -46,7 +57,7 @@ def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     path.stat()  # a missing file is "no such file", not "no signature"
     if not trust:
         verify(path)
-    data = path.read_bytes()
+    data = read_input(path, limit=MAX_SNAPSHOT_BYTES, what="memory snapshot")
     try:
         snapshot = _PlainDataUnpickler(io.BytesIO(data)).load()
     except UntrustedSnapshotError:
@@ -136,7 +147,7 @@ def summarize_snapshot(path: str | Path, *, trust: bool = False, top: int = 10) 
 def load_timeline(path: str | Path) -> dict[str, Any]:
     """A CPU memory timeline written by the memory profiler (plain JSON, safe to read)."""
     path = Path(path)
-    with open(path, "rb") as f:
+    with open_input(path, what="memory timeline") as f:  # a FIFO or a device fails at once
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         try:
@@ -149,12 +160,17 @@ def load_timeline(path: str | Path) -> dict[str, Any]:
             f"{path} holds more than {MAX_TIMELINE_BYTES:,} bytes{' decompressed' if gz else ''}, the limit for a memory timeline"
         )
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError(f"{path} is nested too deeply to be a profwin memory timeline") from None
     if not isinstance(data, dict) or data.get("format") != TIMELINE_FORMAT:
         raise ValueError(f"{path} is not a profwin memory timeline (format {TIMELINE_FORMAT!r})")
     return data
+
+
+def _no_constant(name: str) -> Any:
+    # profwin writes no NaN or Infinity (standard JSON has neither): a file holding one is not its timeline.
+    raise ValueError(f"holds {name}, which is not a JSON number; profwin's memory timelines hold none")
 
 
 def summarize_timeline(path: str | Path) -> dict[str, Any]:

@@ -30,6 +30,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from profwin.errors import ConfigError
+from profwin.inputs import open_input
+
 __all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
 
 Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
@@ -89,9 +92,15 @@ class TraceReader:
     ) -> None:
         self.path = Path(path)
         try:
-            self._file: IO[bytes] = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+            # core's one opener: a FIFO with no writer or a device fails at once instead of hanging.
+            self._file: IO[bytes] = open_input(self.path, what="trace")
         except OSError as exc:
             raise TraceError(self.path, f"cannot open: {exc.strerror or exc}") from None
+        except ConfigError as exc:
+            raise TraceError(self.path, f"cannot open: {exc}") from None
+        if not self._file.seekable():
+            self._file.close()
+            raise TraceError(self.path, "cannot open: it is a FIFO or pipe; a trace must be a regular file")
         self.size = self.path.stat().st_size
         self.compressed = self._file.read(2) == _GZIP_MAGIC
         self._file.seek(0)
