@@ -17,7 +17,7 @@ from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
-from profwin.errors import ConfigError, PluginError
+from profwin.errors import ConfigError, PluginError, shown
 from profwin.plugin_api import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
@@ -236,7 +236,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     from profwin.traces import plot_ranks, plot_steps, render_ranks, render_summary, summarize, summarize_ranks, tty_progress
 
     if args.plot:
-        check_output_path(args.plot)
+        _check_plot(args.plot, args.trace)
     if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
         summary = summarize(
             args.trace[0], window=args.window, top=args.top, first_step=args.first_step,
@@ -266,7 +266,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from profwin.traces import diff, plot_diff, render_diff
 
     if args.plot:
-        check_output_path(args.plot)
+        _check_plot(args.plot, [args.a, args.b])
     result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
     if args.plot:
         plot_diff(result, args.plot)
@@ -276,6 +276,22 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     else:
         print(render_diff(result))
     return 0
+
+
+_PLOT_FORMATS = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".gif", ".eps", ".ps")
+
+
+def _check_plot(plot: str, inputs: Sequence[str]) -> None:
+    """Before any work: ``--plot`` names an image format matplotlib writes, is a path profwin
+    may write (:func:`check_output_path`) and is none of the inputs."""
+    from pathlib import Path
+
+    if not plot.lower().endswith(_PLOT_FORMATS):
+        raise ConfigError(f"--plot must name an image file ending in {', '.join(_PLOT_FORMATS)} (got {shown(plot)})", path="plot")
+    target = check_output_path(plot)
+    for given in inputs:
+        if target.exists() and Path(given).exists() and os.path.samefile(target, given):
+            raise ConfigError(f"--plot {shown(plot)} is one of the input traces; name another file", path="plot")
 
 
 def _cmd_trim(args: argparse.Namespace) -> int:

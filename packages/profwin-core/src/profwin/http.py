@@ -45,6 +45,8 @@ _API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY
 _DETAIL_LIMIT = 2000
 _CHUNK = 1 << 16
 _S = TypeVar("_S", bound=socket.socket)
+MAX_URL_CHARS = 2048
+"""Longest server URL accepted (browsers and servers stop near there too)."""
 MAX_TIMEOUT = 86_400.0
 """Longest deadline for one exchange, in seconds (a day): longer is a typo, and past about 9e9 s
 the system's timers overflow."""
@@ -119,6 +121,8 @@ def normalize_url(url: str) -> str:
     if not isinstance(url, str):
         raise ConfigError(f"must be a URL string (got {shown(url)})", path="url")
     text = url.strip()
+    if len(text) > MAX_URL_CHARS:
+        raise ConfigError(f"must be at most {MAX_URL_CHARS:,} characters (got {shown(text)})", path="url")
     full = text if "://" in text else f"http://{text}"
     if "@" in full:
         # Only a well-formed host[:port] after the last "@" is repeated: in a malformed URL

@@ -59,11 +59,14 @@ def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
         verify(path)
     data = read_input(path, limit=MAX_SNAPSHOT_BYTES, what="memory snapshot")
     try:
-        snapshot = _PlainDataUnpickler(io.BytesIO(data)).load()
-    except UntrustedSnapshotError:
-        if not trust:
-            raise
-        snapshot = pickle.loads(data)  # the caller vouched for this file
+        try:
+            snapshot = _PlainDataUnpickler(io.BytesIO(data)).load()
+        except UntrustedSnapshotError:
+            if not trust:
+                raise
+            snapshot = pickle.loads(data)  # the caller vouched for this file
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError, IndexError) as exc:
+        raise ValueError(f"{path} is not a readable pickle ({type(exc).__name__}: {' '.join(str(exc).split())[:200]})") from None
     if not isinstance(snapshot, dict) or "segments" not in snapshot:
         raise ValueError(f"{path} is not a CUDA memory snapshot (no 'segments' in it)")
     return snapshot
@@ -131,6 +134,13 @@ def summarize_snapshot(path: str | Path, *, trust: bool = False, top: int = 10) 
     when recording started (the window's start, for profwin's snapshots).
     """
     snapshot = load_snapshot(path, trust=trust)
+    try:
+        return _snapshot_summary(path, snapshot, top)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # a trusted file of another shape
+        raise ValueError(f"{path} is not a CUDA memory snapshot as torch writes it ({type(exc).__name__}: {exc})") from None
+
+
+def _snapshot_summary(path: str | Path, snapshot: dict[str, Any], top: int) -> dict[str, Any]:
     segments = snapshot.get("segments", [])
     return {
         "kind": "memory-snapshot",
@@ -176,6 +186,9 @@ def _no_constant(name: str) -> Any:
 def summarize_timeline(path: str | Path) -> dict[str, Any]:
     """Totals, top ops and the step with the highest live bytes of a CPU timeline."""
     data = load_timeline(path)
+    missing = [key for key in ("steps", "totals", "top_ops") if key not in data]
+    if missing or not isinstance(data["totals"], dict) or not isinstance(data["top_ops"], list):
+        raise ValueError(f"{path} is not a complete profwin memory timeline (missing or mistyped: steps, totals, top_ops)")
     return {
         "kind": "memory-timeline",
         "path": str(path),

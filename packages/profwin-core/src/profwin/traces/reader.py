@@ -211,6 +211,8 @@ class TraceReader:
                     raise TraceError(
                         self.path, f"invalid JSON in {what} at character {self._offset + exc.pos}: {exc.msg}"
                     ) from None
+            except ValueError as exc:  # not a JSONDecodeError: Python's int-string limit (4,300 digits)
+                raise TraceError(self.path, f"invalid number in {what} at character {self._offset + start}: {exc}") from None
             except RecursionError:
                 raise TraceError(
                     self.path,
