@@ -46,6 +46,20 @@ class Noisy:
         raise NotImplementedError
 """
 
+RAISING_BACKEND = """
+from profwin.plugin import PluginSpec
+
+PLUGIN = PluginSpec(name="raiser", kind="backend", target="raising_backend:Raiser", summary="plan() raises")
+
+
+class Raiser:
+    name = "raiser"
+    default_form = "serve"
+
+    def plan(self, spec, *, version=None):
+        raise RuntimeError("the plugin's own bug")
+"""
+
 EXITING_BACKEND = """
 import sys
 from profwin.plugin import PluginSpec
@@ -68,10 +82,13 @@ def site(tmp_path: Path) -> dict[str, str]:
     site.mkdir()
     (site / "noisy_backend.py").write_text(NOISY_BACKEND)
     (site / "exiting_backend.py").write_text(EXITING_BACKEND)
+    (site / "raising_backend.py").write_text(RAISING_BACKEND)
     info = site / "jsontest-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: jsontest\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[profwin.backends]\nnoisy = noisy_backend:PLUGIN\nquitter = exiting_backend:PLUGIN\n")
+    (info / "entry_points.txt").write_text(
+        "[profwin.backends]\nnoisy = noisy_backend:PLUGIN\nquitter = exiting_backend:PLUGIN\nraiser = raising_backend:PLUGIN\n"
+    )
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), *sys.path]))
 
 
@@ -98,6 +115,21 @@ def test_a_backend_calling_sys_exit_is_a_json_error_and_a_non_zero_exit(site: di
     error = one_document(done)
     assert isinstance(error, dict)
     assert "sys.exit(0)" in error["error"]
+
+
+def test_a_plugin_whose_plan_raises_is_the_plugins_failure_not_an_internal_error(site: dict[str, str]) -> None:
+    done = run(site, "args", "raiser", "--json")
+    assert done.returncode == 2
+    assert one_document(done) == {
+        "error": "backend 'raiser' failed while planning: RuntimeError: the plugin's own bug",
+        "path": "",
+    }
+    done = run(site, "window", "2:5", "--json")
+    assert done.returncode == 0
+    report = one_document(done)
+    assert isinstance(report, dict)
+    assert report["backends"]["raiser"] == {"error": "backend 'raiser' failed while planning: RuntimeError: the plugin's own bug"}
+    assert "sys.exit(0)" in report["backends"]["quitter"]["error"]  # the others still listed
 
 
 @pytest.mark.parametrize(

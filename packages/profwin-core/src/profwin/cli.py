@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import Any
@@ -17,6 +18,7 @@ from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
+from profwin.engine import EnginePlan
 from profwin.errors import ConfigError, PluginError, shown
 from profwin.plugin_api import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
@@ -61,6 +63,18 @@ def _engine_versions(pairs: Sequence[str]) -> dict[str, str]:
 
 
 # -- commands ----------------------------------------------------------------------------------
+
+
+def _planned(name: str, plan: Callable[[], EnginePlan]) -> EnginePlan:
+    """``plan()`` of a backend plugin: an exception other than profwin's own is the plugin's
+    failure (a :class:`PluginError` naming it), not an internal error of profwin."""
+    try:
+        return plan()
+    except (ConfigError, PluginError):
+        raise
+    except Exception as exc:
+        text = " ".join(str(exc).split())
+        raise PluginError(f"backend {name!r} failed while planning: {type(exc).__name__}: {text[:300]}") from None
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -142,7 +156,10 @@ def _cmd_window(args: argparse.Namespace) -> int:
             info["backends"][plugin.name] = {"status": plugin.status, "detail": plugin.detail}
             continue
         try:
-            plan = load_backend(plugin.name).plan(ProfileSpec(window=window), version=versions.get(plugin.name))
+            plan = _planned(
+                plugin.name,
+                functools.partial(load_backend(plugin.name).plan, ProfileSpec(window=window), version=versions.get(plugin.name)),
+            )
             info["backends"][plugin.name] = plan.to_dict()
         except (ConfigError, PluginError) as exc:
             info["backends"][plugin.name] = {"error": str(exc)}
@@ -171,7 +188,7 @@ def _cmd_window(args: argparse.Namespace) -> int:
 def _cmd_args(args: argparse.Namespace) -> int:
     spec = _spec_from_args(args)
     engine = load_backend(args.engine)
-    plan = engine.plan(spec, version=args.engine_version)
+    plan = _planned(args.engine, lambda: engine.plan(spec, version=args.engine_version))
     if args.json:
         _print_json(plan.to_dict())
     else:
