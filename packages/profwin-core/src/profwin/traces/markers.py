@@ -8,18 +8,28 @@ other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
         producer="vllm", pattern=r"execute_(?:\\d+_)?context_", numbering="order", preference=10))
 
 :func:`step_markers` is the registry: core's marker plus those of the installed plugins, read
-once per process from the entry points' specs (nothing heavy is imported).
+once per process from the entry points' specs (nothing heavy is imported). A plugin's marker is
+added, never put ahead of core's ``ProfilerStep#``: its preference counts from 1 (torch's is 0),
+so a third-party plugin cannot silently change how torch traces are cut into steps. The user
+may choose another producer with ``$PROFWIN_STEP_MARKER``; summaries name the producer used.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Literal
 
+import attrs
 from attrs import field, frozen, validators
 
-__all__ = ["MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker", "step_markers"]
+__all__ = ["MARKER_ENV", "MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker", "step_markers"]
+
+MARKER_ENV = "PROFWIN_STEP_MARKER"
+"""The environment variable naming the producer whose markers a trace's steps come from, when the
+user chooses one over the default order (e.g. ``vllm`` for a vLLM trace that also holds
+``ProfilerStep#``)."""
 
 MAX_STEP_DIGITS = 18
 """A step number written with more digits than this is refused (it fits in an int64)."""
@@ -42,7 +52,8 @@ class StepMarker:
             name (``ph: "X"``; GPU-side copies, category ``gpu_*``, never count).
         numbering: ``"number"``: the pattern's first group is the step number, as written;
             ``"order"``: steps are numbered by their order in the trace, per process.
-        preference: when a trace holds several producers' markers the lowest wins.
+        preference: when a trace holds several producers' markers the lowest wins (a plugin's
+            counts from 1: only core's torch marker has 0).
     """
 
     producer: str = field(validator=validators.min_len(1))
@@ -87,5 +98,15 @@ def step_markers() -> tuple[StepMarker, ...]:
     for info in plugins():
         marker = info.spec.step_marker if info.spec is not None else None
         if marker is not None and marker.producer not in found:
-            found[marker.producer] = marker
+            # A plugin adds a marker; it never outranks core's ProfilerStep# in a torch trace.
+            found[marker.producer] = attrs.evolve(marker, preference=max(marker.preference, TORCH_MARKER.preference + 1))
+    chosen = os.environ.get(MARKER_ENV, "").strip()
+    if chosen:
+        if chosen not in found:
+            from profwin.errors import ConfigError
+
+            raise ConfigError(
+                f"${MARKER_ENV} is {chosen[:80]!r}, which no installed producer declares (known: {', '.join(sorted(found))})"
+            )
+        found[chosen] = attrs.evolve(found[chosen], preference=TORCH_MARKER.preference - 1)  # the user's choice
     return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))
