@@ -138,3 +138,20 @@ def test_no_bad_input_is_an_internal_error(files: dict[str, str], capsys: pytest
         elif "\x1b" in err or ("\x1b" in out and "--json" not in argv):
             problems.append(f"{label}: an escape sequence reached the terminal")
     assert not problems, "\n".join(problems)
+
+
+def test_an_interpolation_bomb_is_refused_before_omegaconf_resolves_it(tmp_path: Path) -> None:
+    """Seven lines each repeating the previous one ten times: 100 bytes become 100 MB resolved."""
+    lines = ["a: " + "x" * 100]
+    for prev, name in zip("abcdef", "bcdefg", strict=True):
+        lines.append(f"{name}: " + f"${{{prev}}}" * 10)
+    lines += ["spec:", "  window: '1:2'", "  output_dir: ${g}"]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\n")
+    from profwin import ConfigError, load_spec
+
+    with pytest.raises(ConfigError, match=r"expands past 1,048,576 characters"):
+        load_spec(bomb, at="spec")
+    fine = tmp_path / "fine.yaml"
+    fine.write_text("out: /tmp/x\nspec:\n  window: '1:2'\n  output_dir: ${out}/traces\n")
+    assert str(load_spec(fine, at="spec").output_dir) == "/tmp/x/traces"
