@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build every engine environment the integration tests use (integration_tests/*/build*env.sh: vLLM,
-# SGLang, verl, HTA, and any later one named that way), all at once, each in the background.
+# Build every engine environment the integration tests use (integration_tests/*/build*env*.sh:
+# vLLM, SGLang 0.5.23 and 0.5.12, verl, HTA, and any later one named that way), all at once, each in the background.
 #
 #   scripts/build_envs.sh [LOG_DIR]
 #
@@ -18,7 +18,7 @@ mkdir -p "$logs"
 start=$(date +%s)
 pids=()
 scripts=()
-for script in integration_tests/*/build*env.sh; do
+for script in integration_tests/*/build*env*.sh; do
     log="$logs/$(echo "${script#integration_tests/}" | tr / -).log"
     bash "$script" >"$log" 2>&1 &
     pids+=("$!")

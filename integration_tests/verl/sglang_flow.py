@@ -7,7 +7,9 @@ async_sglang_server.py``): ``build_sglang_profiler_args`` -> ``start_profile(**a
 rollout's generation -> ``stop_profile()`` -> ``relocate_rollout_traces``. verl calls the
 tokenizer manager in-process; here the same arguments go over HTTP (``/start_profile``), with
 ``activities: ["CPU"]`` added because the server runs on CPU. Before each side the server serves
-other requests first, so its batch counter is far past the window.
+other requests first, so its batch counter is far past the window. The SGLang the server runs is
+installed in this process's environment too (its package on PYTHONPATH, never imported), as it is
+where verl launches SGLang: profwin's builder judges the server plugin from it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import sys
 import threading
 import urllib.request
+import warnings
 from typing import Any
 
 import verl.utils.profiler.config as verl_config
@@ -59,10 +62,13 @@ def steps(directory: str) -> dict[str, list[str]]:
 def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=start, profile_token_end=end)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
-    report: dict[str, Any] = {"plugin_installed": profwin.verl.builders.sglang_plugin_installed()}
+    report: dict[str, Any] = {}
     for rank, (side, module) in enumerate((("verl", verl_config), ("profwin", profwin.verl))):
         warm(url)
-        args = module.build_sglang_profiler_args(profiler, tool, rank)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            args = module.build_sglang_profiler_args(profiler, tool, rank)
+        report[f"{side}_warnings"] = [str(w.message) for w in caught]
         started = request(url, "/start_profile", body={**args, "activities": ["CPU"]}, api_key=api_key, timeout=60)
         generate(url, TOKENS)
         stopped = request(url, "/stop_profile", body={}, api_key=api_key, timeout=120)  # verl always stops

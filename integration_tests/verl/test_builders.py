@@ -7,16 +7,30 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import profwin
+from profwin.errors import WindowWarning
 from profwin.traces import summarize
 from profwin.verl import build_sglang_profiler_args, build_vllm_profiler_args, relocate_rollout_traces, rollout_trace_dir
-from profwin.verl.builders import sglang_plugin_installed
 from profwin.verl.rollout import expect_trim
+
+from ..sglang.conftest import package_site
+
+
+@pytest.fixture
+def sglang_here(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """Make a cached environment's real SGLang package *installed* in this process (its files and
+    dist-info on sys.path; nothing imports it), as it is where verl's builders run."""
+
+    def install(python: Path) -> None:
+        monkeypatch.syspath_prepend(str(package_site(python, tmp_path / f"site-{python.parent.parent.name}")))
+
+    return install
 
 
 def config(save_path: Path | str, **changes: Any) -> dict[str, Any]:
@@ -46,9 +60,11 @@ def test_vllm_builder_keeps_verl_keys_and_exports(tmp_path: Path, monkeypatch: p
     assert build_vllm_profiler_args(None, TOOL, 0) == {}
 
 
-def test_sglang_builder_relative_with_the_server_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sglang_builder_relative_with_the_server_plugin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_python: Path, sglang_here: Any
+) -> None:
     monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
-    assert sglang_plugin_installed()  # profwin-sglang is installed in this workspace
+    sglang_here(sglang_python)  # SGLang 0.5.23; profwin-sglang's entry point is installed in this workspace
     with pytest.warns(UserWarning, match="does not support memory profiling"):
         args = build_sglang_profiler_args(config(tmp_path), TOOL, 0)
     assert args == {
@@ -60,16 +76,70 @@ def test_sglang_builder_relative_with_the_server_plugin(tmp_path: Path, monkeypa
     }
 
 
+@pytest.mark.parametrize(
+    ("sglang", "plugins", "why", "extra"),
+    [
+        (None, None, "SGLang is not installed in this environment", 1),
+        ("0.5.12", None, "SGLang 0.5.12 has no sglang.srt.managers.scheduler_components.profiler_manager", 1),
+        ("0.5.23", "another_plugin", "SGLANG_PLUGINS='another_plugin' leaves out 'profwin'", 0),
+    ],
+)
+def test_sglang_builder_judges_the_sglang_installed_where_it_runs(
+    sglang: str | None,
+    plugins: str | None,
+    why: str,
+    extra: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: Any,
+) -> None:
+    """The entry point alone is not enough: the relative start is sent only where register() can
+    hook the SGLang installed in this process; otherwise 0:end, trimmed, and a warning says why.
+    Before 0.5.23 (or unknown) immediate mode records one batch fewer: one more is asked for."""
+    if sglang is not None:
+        fixture = "old_sglang_python" if sglang == "0.5.12" else "sglang_python"
+        request.getfixturevalue("sglang_here")(request.getfixturevalue(fixture))
+    if plugins is None:
+        monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
+    else:
+        monkeypatch.setenv("SGLANG_PLUGINS", plugins)
+    tool = {"contents": [], "profile_token_start": 2, "profile_token_end": 5}
+    with pytest.warns(WindowWarning, match="not active on this SGLang") as caught:
+        args = build_sglang_profiler_args(config(tmp_path), tool, 0)
+    assert (args["start_step"], args["num_steps"]) == (None, 5 + extra)
+    assert why in str(caught[0].message)
+
+
+def test_without_a_window_the_builders_return_what_verl_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_python: Path, sglang_here: Any
+) -> None:
+    """verl 0.9.1's own values with no profile_token_start/end: vLLM delay 0 and max 0 (start at
+    start_profile, no limit), SGLang start_step and num_steps None; on SGLang with the server
+    plugin too (it would otherwise get the encoded start)."""
+    monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
+    sglang_here(sglang_python)
+    monkeypatch.delenv("VLLM_PROFILER_DELAY_ITERS", raising=False)
+    cfg, tool = config(tmp_path), {"contents": []}
+    sent = json.loads(build_vllm_profiler_args(cfg, tool, 0)["profiler_config"])
+    assert (sent["delay_iterations"], sent["max_iterations"]) == (0, 0)
+    assert "VLLM_PROFILER_DELAY_ITERS" not in os.environ
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no window, nothing to warn about
+        args = build_sglang_profiler_args(cfg, tool, 0)
+    assert (args["start_step"], args["num_steps"]) == (None, None)
+
+
 @pytest.mark.torch
 def test_sglang_builder_without_the_plugin_records_from_zero_and_relocation_trims(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_python: Path, sglang_here: Any
 ) -> None:
     torch = pytest.importorskip("torch")
+    sglang_here(sglang_python)
     monkeypatch.setenv("SGLANG_PLUGINS", "another_plugin")  # SGLang would not load profwin's
-    assert not sglang_plugin_installed()
     cfg = config(tmp_path, relocate_results=False)
     tool = {"contents": [], "profile_token_start": 2, "profile_token_end": 5}
-    args = build_sglang_profiler_args(cfg, tool, 0)
+    with pytest.warns(WindowWarning, match="SGLANG_PLUGINS"):
+        args = build_sglang_profiler_args(cfg, tool, 0)
     assert (args["start_step"], args["num_steps"]) == (None, 5)
     # What the engine then writes: steps 0:5 of the session (a real torch trace stands in for it).
     spec = profwin.ProfileSpec(window=profwin.Window(0, 5), output_dir=args["output_dir"], prefix="engine")

@@ -1,21 +1,25 @@
-"""On a real, warm SGLang 0.5.23 server (CPU, tiny random Llama, profwin-sglang's server plugin
-installed, admin API key): verl's rollout profiling flow with verl's functions and with
+"""On real, warm SGLang servers (CPU, tiny random Llama, profwin-sglang installed in the server's
+environment, admin API key): verl's rollout profiling flow with verl's functions and with
 profwin's, from one verl config with window 3:8 (sglang_flow.py). verl's absolute ``start_step``
 starts at the next batch on a server that has run; profwin records exactly batches 3..7 of the
-rollout, relative to the session with the server plugin, or recorded from 0 and trimmed at
-relocation without it. Steps are counted in the traces."""
+rollout: relative to the session where the server plugin works (SGLang 0.5.23 installed where the
+builder runs, as verl launches SGLang there), otherwise recorded from 0 and trimmed at relocation,
+with a warning that says why (no plugin entry point; SGLang 0.5.12, verl 0.9.1's pin, which the
+plugin cannot hook). Steps are counted in the traces."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..sglang.conftest import ADMIN_KEY
-from .conftest import HERE, verl_env
+from ..sglang.conftest import ADMIN_KEY, OLD_STUBS, package_site
+from ..sglang.conftest import HERE as SGLANG_TESTS
+from .conftest import HERE, REPO, verl_env
 
 pytestmark = [pytest.mark.verl, pytest.mark.sglang, pytest.mark.slow]
 
@@ -26,29 +30,71 @@ def kinds(names: list[str]) -> list[str]:
     return [name.split()[0].removeprefix("step[").rstrip("]") for name in names]
 
 
-def flow(verl_python: Path, site: Path, url: str, save_path: Path) -> Any:
+def flow(verl_python: Path, site: Path, url: str, save_path: Path, engine_site: Path) -> Any:
     proc = subprocess.run(
         [str(verl_python), str(HERE / "sglang_flow.py"), url, ADMIN_KEY, str(save_path), str(START), str(END)],
-        env=verl_env(site), capture_output=True, text=True, timeout=900, check=False,
+        env=verl_env(site, engine_site), capture_output=True, text=True, timeout=900, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("site", ["plugin", "no_plugin"])
+@pytest.mark.parametrize(
+    ("sglang", "site", "why"),
+    [
+        ("0.5.23", "plugin", None),
+        ("0.5.23", "no_plugin", "profwin-sglang's sglang.srt.plugins entry point is not installed"),
+        ("0.5.12", "plugin", "SGLang 0.5.12 has no sglang.srt.managers.scheduler_components."),
+    ],
+)
 def test_verl_window_on_a_warm_sglang_server(
-    site: str, verl_python: Path, sglang_python: Path, plugin_server: Any, profwin_sites: dict[str, Path], tmp_path: Path
+    sglang: str, site: str, why: str | None, profwin_sites: dict[str, Path], tmp_path: Path, request: Any
 ) -> None:
-    report = flow(verl_python, profwin_sites[site], plugin_server.url, tmp_path)
+    server = request.getfixturevalue("plugin_server" if sglang == "0.5.23" else "old_plugin_server")
+    engine_python = request.getfixturevalue("sglang_python" if sglang == "0.5.23" else "old_sglang_python")
+    engine_site = package_site(engine_python, tmp_path / "engine-site")
+    report = flow(request.getfixturevalue("verl_python"), profwin_sites[site], server.url, tmp_path / "prof", engine_site)
     print(json.dumps({side: {"args": report[side]["args"], "traces": report[side]["traces"]} for side in ("verl", "profwin")}))
-    assert report["plugin_installed"] is (site == "plugin")
     (verl_trace,) = report["verl"]["traces"].values()
     (profwin_trace,) = report["profwin"]["traces"].values()
     # verl: start_step=3 on a server past batch 3 means "now": the rollout's prefill and 4 decodes.
     assert kinds(verl_trace) == ["EXTEND"] + ["DECODE"] * 4
     # profwin: batches 3..7 of the rollout, all decodes of the one request.
     assert kinds(profwin_trace) == ["DECODE"] * (END - START)
-    if site == "plugin":
-        assert report["profwin"]["args"]["start_step"] == 2**40 + START
+    args = report["profwin"]["args"]
+    if why is None:
+        assert args["start_step"] == 2**40 + START
+        assert not any("not active" in w for w in report["profwin_warnings"])
     else:
-        assert (report["profwin"]["args"]["start_step"], report["profwin"]["args"]["num_steps"]) == (None, END)
+        # 0.5.12's immediate mode records one batch fewer than asked: one more is asked for.
+        assert (args["start_step"], args["num_steps"]) == (None, END + (1 if sglang == "0.5.12" else 0))
+        assert any("not active on this SGLang" in w and why in w for w in report["profwin_warnings"]), report
+
+
+def test_fully_async_rollouter_reaches_profwins_builder_on_sglang_0_5_12(
+    old_sglang_python: Path, old_plugin_server: Any, verl_python: Path, profwin_sites: dict[str, Path], tmp_path: Path
+) -> None:
+    """verl's fully-async trainer profiles rollout through the replicas' profiler interface
+    (fully_async_flow.py): with verl's autopatch, that path calls profwin's builder and relocation,
+    and on SGLang 0.5.12 records batches 3..7 exactly (0:8 recorded, trimmed at relocation)."""
+    (verl_site,) = (verl_python.parent.parent / "lib").glob("python3.*/site-packages")
+    paths = [SGLANG_TESTS / "stubs", OLD_STUBS, *sorted((REPO / "packages").glob("*/src")), profwin_sites["plugin"]]
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "SGLANG_PLUGINS")}
+    env["PYTHONPATH"] = os.pathsep.join(map(str, paths))
+    proc = subprocess.run(
+        [str(old_sglang_python), str(HERE / "fully_async_flow.py"), old_plugin_server.url, ADMIN_KEY,
+         str(tmp_path / "prof"), str(START), str(END), str(verl_site)],
+        env=env, capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    report = json.loads(proc.stdout)
+    print(json.dumps(report))
+    assert report["verl"] == "0.9.1"
+    assert report["autopatch_warnings"] == []  # verl 0.9.1 is patched, not refused
+    assert report["server_module_builder_is_profwin"]
+    assert report["server_module_relocate_is_profwin"]
+    (sent,) = report["sent"]
+    assert (sent["start_step"], sent["num_steps"]) == (None, END + 1)  # never the encoding 0.5.12 cannot read
+    assert any("SGLang 0.5.12 has no sglang.srt.managers.scheduler_components." in w for w in report["builder_warnings"])
+    (trace,) = report["traces"].values()
+    assert kinds(trace) == ["DECODE"] * (END - START)

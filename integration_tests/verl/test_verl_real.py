@@ -131,3 +131,26 @@ def test_patch_swaps_verl_functions_in_every_verl_module(verl_python: Path, prof
     assert "patch(force=True)" in result["refused"]["message"]
     assert sorted(result["forced"]) == expected
     assert result["autopatch"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch
+
+
+def test_autopatch_never_breaks_import_verl(verl_python: Path, profwin_sites: dict[str, Path], tmp_path: Path) -> None:
+    """A verl profwin does not support (the real package, its version file saying 0.10.0): verl
+    imports, stays unpatched, and one warning says why; patch() called directly still raises
+    (test_patch_swaps_verl_functions_in_every_verl_module: "refused")."""
+    result = run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "autopatch_unsupported", str(tmp_path))
+    assert result["rc"] == 0, result
+    assert result["stdout"] == {"verl": "0.10.0", "unpatched": True}
+    assert not result["traceback"]
+    (warning,) = result["warnings"]
+    assert "profwin.verl.autopatch left verl unpatched" in warning
+    assert "verl is 0.10.0" in warning
+
+
+def test_without_a_window_profwin_builds_what_verl_builds(
+    verl_python: Path, profwin_sites: dict[str, Path], tmp_path: Path
+) -> None:
+    """No profile_token_start/end: the same launch arguments, environment and start_profile keywords
+    as verl 0.9.1's own builders (vLLM delay 0, not 1; SGLang None/None, not the relative encoding)."""
+    result = run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "no_window", str(tmp_path / "prof"))
+    assert result["profwin"] == result["verl"]
+    assert json.loads(result["verl"]["vllm"]["profiler_config"])["delay_iterations"] == 0

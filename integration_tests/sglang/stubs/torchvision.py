@@ -10,10 +10,8 @@ It is never shipped and never installed anywhere.
 """
 
 import enum
-import importlib.abc
-import importlib.machinery
-import sys
-import types
+
+from _import_only import install
 
 __version__ = "0.0.0+stub"
 __path__: list[str] = []
@@ -44,28 +42,8 @@ def _attribute(name: str) -> object:
     return type(name, (_Placeholder,), {})
 
 
-class _StubModule(types.ModuleType):
-    def __getattr__(self, name: str) -> object:
-        return _attribute(name)
-
-
-class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def find_spec(self, fullname: str, path: object, target: object = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname.startswith("torchvision."):
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _StubModule(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module: types.ModuleType) -> None:
-        return None
-
-
 def __getattr__(name: str) -> object:
     return _attribute(name)
 
 
-sys.meta_path.insert(0, _Finder())
+install("torchvision", lambda module, name: _attribute(name))

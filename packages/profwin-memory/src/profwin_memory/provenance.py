@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, read_input, write_atomic
+from profwin.plugin import ConfigError, open_input, read_input, write_atomic
 
 __all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
@@ -83,7 +83,7 @@ def _key_id(key: bytes) -> str:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_input(path, what="memory snapshot") as f:  # a FIFO or a device fails at once
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()

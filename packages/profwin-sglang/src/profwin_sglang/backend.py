@@ -7,6 +7,7 @@ from typing import Any
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, parse_options, shown
 from profwin_sglang.request import SglangOptions, plan_for
+from profwin_sglang.server_plugin import unavailable_here
 from profwin_sglang.targets import SglangEngine, SglangServer, is_engine
 from profwin_sglang.versions import sglang_version
 
@@ -23,6 +24,16 @@ class SglangBackend:
         """The plan without a live server to ask: a window after step 0 assumes the server plugin
         (the only exact way; ``fallback`` says what happens without it)."""
         return plan_for(spec, version=version or sglang_version(), given=version is not None, plugin=None, device=None)
+
+    def plan_here(self, spec: ProfileSpec) -> EnginePlan:
+        """The plan for an SGLang engine this process is about to launch (verl's builders): the
+        relative window only when the SGLang installed here lets the server plugin install its
+        hooks (:func:`profwin_sglang.server_plugin.unavailable_here`); otherwise steps ``0:end``,
+        trimmed afterwards, with a warning that says why. A window starting at 0 never needs the
+        encoding: it goes out in immediate mode, as to a stock server."""
+        inactive = unavailable_here()
+        relative = inactive is None and spec.window.start > 0
+        return plan_for(spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "")
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> SglangServer | SglangEngine:
         if isinstance(target, str):

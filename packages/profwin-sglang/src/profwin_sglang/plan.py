@@ -62,9 +62,12 @@ class Plan:
         return self.mode == "trim"
 
 
-def plan_window(window: Window, *, features: Features, plugin: bool, start: str = "auto", by_stage: bool = False) -> Plan:
+def plan_window(
+    window: Window, *, features: Features, plugin: bool, start: str = "auto", by_stage: bool = False, inactive: str = ""
+) -> Plan:
     """Choose how to record ``window`` on a server with ``features`` (``plugin``: the server
-    plugin answered). ``start`` is the user's choice among :data:`START_MODES`."""
+    plugin answered). ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when
+    known, is why the plugin is not active there (it goes into the trim warning)."""
     if start not in START_MODES:
         raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
     if by_stage:
@@ -86,7 +89,7 @@ def plan_window(window: Window, *, features: Features, plugin: bool, start: str 
         )
     if window.start == 0 and features.exact_immediate and start != "trim":
         return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
-    return _trim(window, features, forced=start == "trim")
+    return _trim(window, features, forced=start == "trim", inactive="" if plugin else inactive)
 
 
 def _by_stage(window: Window) -> Plan:
@@ -98,7 +101,7 @@ def _by_stage(window: Window) -> Plan:
     return Plan(mode="by_stage", start_step=None, num_steps=window.end, window=window, recorded=window)
 
 
-def _trim(window: Window, features: Features, *, forced: bool) -> Plan:
+def _trim(window: Window, features: Features, *, forced: bool, inactive: str = "") -> Plan:
     recorded = Window(0, window.end)
     # Before SGLang PR #30215 immediate mode stopped one batch early: ask for one more, and the
     # trim keeps batches by their position in the trace either way.
@@ -106,6 +109,8 @@ def _trim(window: Window, features: Features, *, forced: bool) -> Plan:
     num_steps = None if window.end is None else window.end + extra
     if forced:
         why = "as options.sglang.start is 'trim',"
+    elif inactive:
+        why = f"with the profwin-sglang server plugin not active on this SGLang ({inactive}),"
     elif features.exact_immediate:
         why = "without the profwin-sglang server plugin"
     else:

@@ -184,16 +184,29 @@ _PLUGIN = (
 
 
 def plan_for(
-    spec: ProfileSpec, *, version: str | None, given: bool, plugin: bool | None, device: str | None, profile_id: str | None = None
+    spec: ProfileSpec,
+    *,
+    version: str | None,
+    given: bool,
+    plugin: bool | None,
+    device: str | None,
+    profile_id: str | None = None,
+    inactive: str = "",
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
     ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
-    only exact way, and says what happens without it)."""
+    only exact way, and says what happens without it). ``inactive``: why the plugin is not
+    active on that server, for the warning of the trim fallback."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     assume = plugin is None and options.start != "trim" and spec.window.start > 0
     chosen = plan_window(
-        spec.window, features=feats, plugin=bool(plugin) or assume, start=options.start, by_stage=options.by_stage
+        spec.window,
+        features=feats,
+        plugin=bool(plugin) or assume,
+        start=options.start,
+        by_stage=options.by_stage,
+        inactive=inactive,
     )
     activities, dropped = activities_for(spec, device)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id())
@@ -226,6 +239,7 @@ def plan_for(
         details={
             "mode": chosen.mode,
             "plugin": plugin,
+            "plugin_inactive": inactive or None,
             "device": device,
             "profile_id": body["profile_id"],
             "client_profile_id": feats.client_profile_id,

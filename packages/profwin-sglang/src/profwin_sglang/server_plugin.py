@@ -21,14 +21,25 @@ SGLang registers :func:`register` there, which installs two hooks in each schedu
 This module imports nothing from profwin or sglang at import time: SGLang loads it early in every
 process, and it must stay cheap and never break a server. If SGLang's internals moved (another
 version), the hooks are not installed, the capability is not reported, and clients fall back.
+
+The capability is announced only by a server whose hooks are installed, so a client never sends
+the encoded ``start_step`` to a server that would read it as an absolute step (SGLang 0.5.12, for
+instance, loads the plugin but has no ``scheduler_components``). Where a client must decide
+before the server runs (verl's builders run in the process that launches SGLang),
+:func:`unavailable_here` answers the same question from the SGLang installed in that process,
+without importing it.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import logging
+import os
+from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTOCOL", "RELATIVE_BASE", "decode_relative", "register"]
+__all__ = ["PROTOCOL", "RELATIVE_BASE", "decode_relative", "register", "unavailable_here"]
 
 RELATIVE_BASE = 1 << 40
 """Offset that marks a ``start_step`` as relative; 2**40 batches is decades of serving."""
@@ -41,6 +52,12 @@ STATE_KEY = "profwin_sglang"
 _INIT_PROFILE = "sglang.srt.managers.scheduler_components.profiler_manager.SchedulerProfilerManager._init_profile"
 _INTERNAL_STATE = "sglang.srt.managers.scheduler_components.internal_state.SchedulerInternalStateController.get_internal_state"
 _START_STEP_ARG = 2  # _init_profile(self, output_dir, start_step, ...): positional index incl. self
+_DISTRIBUTION = "profwin-sglang"
+_ENTRY_GROUP = "sglang.srt.plugins"
+FIRST_VERSION = "0.5.23"
+"""The first SGLang release the hooks are known to install on (0.5.12 has no ``HOOK_PACKAGE``)."""
+HOOK_PACKAGE = "sglang.srt.managers.scheduler_components"
+"""Where the hooked classes live; SGLang 0.5.12 keeps the profiler in a scheduler mixin instead."""
 
 logger = logging.getLogger(__name__)
 
@@ -68,15 +85,66 @@ def _relative_start(original: Any, *args: Any, **kwargs: Any) -> Any:
     return original(*args, **kwargs)
 
 
+def _relative_hook_applied() -> bool:
+    """Whether SGLang really applied the ``_init_profile`` hook: ``HookRegistry.apply_hooks`` logs
+    and skips a target it cannot patch, and a server must not report a capability it lacks."""
+    try:
+        from sglang.srt.plugins.hook_registry import HookRegistry
+    except ImportError:
+        return False
+    return _INIT_PROFILE in getattr(HookRegistry, "_patched", ())
+
+
 def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) -> Any:
     state = getattr(result, "internal_state", None)
-    if isinstance(state, dict):
+    if isinstance(state, dict) and _relative_hook_applied():
         state[STATE_KEY] = {
             "protocol": PROTOCOL,
             "relative_base": RELATIVE_BASE,
             "forward_ct": int(controller.scheduler.forward_ct),
         }
     return result
+
+
+def _module_of(target: str) -> str:
+    """``a.b.c.Class.method`` -> ``a.b.c``: the module a hook target lives in."""
+    return target.rsplit(".", 2)[0]
+
+
+_NEEDED_MODULES = ("sglang.srt.plugins.hook_registry", _module_of(_INIT_PROFILE), _module_of(_INTERNAL_STATE))
+
+
+def _missing_module(package_dir: Path, module: str) -> bool:
+    relative = Path(*module.split(".")[1:])
+    return not ((package_dir / relative).with_suffix(".py").is_file() or (package_dir / relative / "__init__.py").is_file())
+
+
+def unavailable_here() -> str | None:
+    """Why SGLang servers started from this Python environment would not run the hooks, or ``None``
+    when :func:`register` can install them here.
+
+    Checked without importing SGLang (its import takes seconds and may need a GPU): SGLang is
+    installed; the modules :func:`register` imports exist in it; this package's
+    ``sglang.srt.plugins`` entry point is installed; ``SGLANG_PLUGINS``, when set, names it.
+    """
+    spec = importlib.util.find_spec("sglang")
+    if spec is None or spec.origin is None:
+        return "SGLang is not installed in this environment"
+    try:
+        version = importlib.metadata.version("sglang")
+    except importlib.metadata.PackageNotFoundError:
+        version = "(version unknown)"
+    package_dir = Path(spec.origin).parent
+    missing = [module for module in _NEEDED_MODULES if _missing_module(package_dir, module)]
+    if missing:
+        return f"SGLang {version} has no {', '.join(missing)} (the server plugin's hooks need SGLang >= {FIRST_VERSION})"
+    names = [ep.name for ep in importlib.metadata.entry_points(group=_ENTRY_GROUP) if ep.dist and ep.dist.name == _DISTRIBUTION]
+    if not names:
+        return f"{_DISTRIBUTION}'s {_ENTRY_GROUP} entry point is not installed in this environment"
+    allowed = {name.strip() for name in os.environ.get("SGLANG_PLUGINS", "").split(",") if name.strip()}
+    if allowed and not allowed.intersection(names):
+        return f"SGLANG_PLUGINS={os.environ['SGLANG_PLUGINS']!r} leaves out {names[0]!r}, so SGLang does not load it"
+    return None
 
 
 def register() -> None:

@@ -28,9 +28,9 @@ from profwin.plugin import (
     request,
 )
 from profwin_sglang.request import plan_for
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
 from profwin_sglang.traces import collect
-from profwin_sglang.versions import features, sglang_version
+from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
 
 __all__ = ["DISARM_STEP", "ServerInfo", "SglangEngine", "SglangServer", "disarm_body", "is_engine"]
 
@@ -111,7 +111,15 @@ class _Sglang:
 
     def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
         info = self.info(ctx)
-        return plan_for(spec, version=version or info.version, given=version is not None, plugin=info.plugin, device=info.device)
+        running = version or info.version
+        inactive = "" if info.plugin else self.inactive_reason(running)
+        return plan_for(
+            spec, version=running, given=version is not None, plugin=info.plugin, device=info.device, inactive=inactive
+        )
+
+    def inactive_reason(self, version: str | None) -> str:
+        """Why the server plugin is not active on this engine (it did not report itself)."""
+        return plugin_inactive_reason(version)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         assert plan.request is not None
@@ -208,6 +216,10 @@ class SglangEngine(_Sglang):
             plugin=info.plugin,
             forward_ct=info.forward_ct,
         )
+
+    def inactive_reason(self, version: str | None) -> str:
+        """The Engine's schedulers run in this environment: the reason is known exactly here."""
+        return unavailable_here() or plugin_inactive_reason(version)
 
     def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
         try:

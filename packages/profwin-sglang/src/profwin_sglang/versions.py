@@ -9,8 +9,9 @@ from __future__ import annotations
 from attrs import frozen
 
 from profwin.plugin import EngineVersion, installed_version
+from profwin_sglang.server_plugin import FIRST_VERSION, HOOK_PACKAGE
 
-__all__ = ["VERIFIED_VERSION", "Features", "features", "sglang_version"]
+__all__ = ["VERIFIED_VERSION", "Features", "features", "plugin_inactive_reason", "sglang_version"]
 
 VERIFIED_VERSION = EngineVersion.parse("0.5.23")
 """The release whose profiler code profwin-sglang was written against and tested on."""
@@ -57,4 +58,26 @@ def features(version: str | EngineVersion | None) -> Features:
         client_profile_id=current,
         exact_immediate=current,
         server_info_path="/server_info" if current else "/get_server_info",
+    )
+
+
+def plugin_inactive_reason(version: str | None) -> str:
+    """Why a running SGLang server of ``version`` does not report profwin's server plugin.
+
+    Only the server knows for sure (its log has register()'s warning); the version tells the
+    one case that no installation fixes.
+    """
+    if version is not None:
+        try:
+            older = EngineVersion.parse(version) < FIRST_VERSION
+        except ValueError:
+            older = False
+        if older:
+            return (
+                f"SGLang {version} is older than {FIRST_VERSION}, the first release the server plugin hooks into "
+                f"(0.5.12 has no {HOOK_PACKAGE})"
+            )
+    return (
+        "the server does not report it: profwin-sglang is not installed in the server's environment, "
+        "SGLANG_PLUGINS leaves it out, or the server was started before it was installed"
     )

@@ -6,6 +6,12 @@ the engine's plan (``profwin.backend(engine).plan``), so the engine records exac
 Every other key is what verl sends, read from the same fields. Where the engine records more than
 the window (SGLang without profwin's server plugin), the builder arms the trim that
 :func:`profwin.verl.relocate_rollout_traces` applies after ``stop_profile``.
+
+These builders run in the process that launches the engine, before it runs, so what the engine
+can do is judged from the engine installed in this process: the SGLang backend's ``plan_here``
+sends SGLang's relative ``start_step`` only when the profwin-sglang server plugin can install its
+hooks in the SGLang found here, and otherwise records ``0:end`` and trims, with a warning that
+says why. With no token window set, both builders return exactly what verl's return.
 """
 
 from __future__ import annotations
@@ -13,17 +19,16 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from importlib.metadata import entry_points
 from typing import Any
 
 from profwin.discovery import backend
 from profwin.engine import EnginePlan
-from profwin.errors import PluginError
+from profwin.errors import PluginError, WindowWarning
 from profwin.spec import ProfileSpec
 from profwin.verl.rollout import expect_trim, read, rollout_trace_dir
 from profwin.window import Window
 
-__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "sglang_plugin_installed"]
+__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
 
 _INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
 
@@ -42,6 +47,8 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     with_memory = "memory" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
     plan = engine_plan("vllm", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=with_memory)
+    # No window: verl's own values (delay 0 starts at start_profile, as verl does), no extra variables.
+    windowed = window_set(tool_config)
     if legacy_env:
         verl_env = {
             "VLLM_TORCH_PROFILER_DIR": save_path,
@@ -49,8 +56,8 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
             "VLLM_TORCH_PROFILER_RECORD_SHAPES": "1" if record_shapes else "0",
             "VLLM_TORCH_PROFILER_WITH_PROFILE_MEMORY": "1" if with_memory else "0",
         }
-        os.environ.update({**plan.env, **verl_env})
-    launch = dict(plan.launch.get("profiler_config") or {})
+        os.environ.update({**(plan.env if windowed else {}), **verl_env})
+    launch = dict(plan.launch.get("profiler_config") or {}) if windowed else {}
     _arm_trim(plan, save_path)
     config = {
         "profiler": "torch",
@@ -79,8 +86,11 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     record_shapes = "shapes" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
     plan = engine_plan("sglang", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=False)
-    request = plan.request or {}
+    windowed = window_set(tool_config)
+    request = (plan.request or {}) if windowed else {}  # no window: verl's None, None
     _arm_trim(plan, save_path)
+    for note in plan.notes if windowed else ():
+        warnings.warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
     return {
         "output_dir": save_path,
         "with_stack": with_stack,
@@ -97,24 +107,23 @@ def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, s
     process's environment: without it the plan records from the start and is trimmed afterwards."""
     bounds = {key: read(tool_config, key) for key in ("profile_token_start", "profile_token_end")}
     window = Window.from_mapping({key: value for key, value in bounds.items() if value is not None})
-    options = {} if engine != "sglang" or sglang_plugin_installed() else {"sglang": {"start": "trim"}}
-    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path, options=options)
+    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path)
     try:
-        return backend(engine).plan(spec, version=None)
+        engine_backend = backend(engine)
     except PluginError as exc:
         raise PluginError(
             f"profwin.verl needs the {engine} backend for verl's {engine} rollout: pip install {_INSTALL[engine]} ({exc})"
         ) from None
+    # A backend whose engine needs something installed where the engine runs (SGLang's server
+    # plugin) judges it from this process, which is where verl launches the engine.
+    plan_here = getattr(engine_backend, "plan_here", None)
+    plan: EnginePlan = plan_here(spec) if callable(plan_here) else engine_backend.plan(spec, version=None)
+    return plan
 
 
-def sglang_plugin_installed() -> bool:
-    """Whether SGLang processes started from this environment load profwin-sglang's server plugin
-    (its ``sglang.srt.plugins`` entry point, unless ``SGLANG_PLUGINS`` leaves it out)."""
-    allowed = {name.strip() for name in os.environ.get("SGLANG_PLUGINS", "").split(",") if name.strip()}
-    for entry in entry_points(group="sglang.srt.plugins"):
-        if entry.dist is not None and entry.dist.name == _INSTALL["sglang"] and (not allowed or entry.name in allowed):
-            return True
-    return False
+def window_set(tool_config: Any) -> bool:
+    """Whether verl's tool block sets a token window (``profile_token_start`` or ``_end``)."""
+    return any(read(tool_config, key) is not None for key in ("profile_token_start", "profile_token_end"))
 
 
 def _usable(profiler_config: Any, tool_config: Any) -> bool:

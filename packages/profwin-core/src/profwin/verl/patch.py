@@ -46,6 +46,12 @@ def patch(*, force: bool = False) -> list[str]:
             f"profwin.verl.patch() replaces verl {SUPPORTED_VERL}.x's rollout profiling functions, and verl is {version}: "
             "their signatures may differ; check them and call patch(force=True) to patch anyway"
         )
+    missing = [name for name in NAMES if not callable(getattr(config, name, None))]
+    if missing:
+        raise PluginError(
+            f"profwin.verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
+            f"verl.utils.profiler.config has no {', '.join(missing)}"
+        )
     if not _ORIGINALS:
         for name in NAMES:
             _ORIGINALS[name] = getattr(config, name)
