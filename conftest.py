@@ -1,15 +1,24 @@
-"""Suite-wide rule: a test may skip only because this machine lacks the hardware it needs.
+"""Suite-wide rule and fixture.
 
-A skip elsewhere is a setup bug that hides a test on a clean machine (a tool that is not there,
-a cache that was warm only on a developer's machine), so it fails the run, always, locally and
-in CI. Tests that need a device are marked ``cuda`` or ``npu`` and may skip where there is none.
+The rule: a test may skip only because this machine lacks the hardware it needs. A skip
+elsewhere is a setup bug that hides a test on a clean machine (a tool that is not there, a cache
+that was warm only on a developer's machine), so it fails the run, always, locally and in CI.
+Tests that need a device are marked ``cuda`` or ``npu`` and may skip where there is none.
+
+The fixture: :func:`stub_server`, the one stdlib HTTP server the tests stand up on 127.0.0.1
+when the other side of a real HTTP exchange is not a real engine (transport behaviour, the
+example backend's toy engine). What an engine itself answers is tested against the real engine.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+import json
+import threading
+from collections.abc import Callable, Generator, Iterator, Mapping
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import attrs
 import pytest
 
 HARDWARE_MARKERS = ("cuda", "npu")
@@ -42,3 +51,78 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, A
     report: pytest.CollectReport = outcome.get_result()
     if report.skipped:
         _fail(report, "module")
+
+
+@attrs.frozen
+class StubRequest:
+    """One request the stub server received."""
+
+    method: str
+    path: str
+    auth: str | None
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else {}
+
+
+Answer = Callable[[StubRequest], tuple[int, "bytes | Mapping[str, Any] | list[Any]"]]
+"""What the server answers a request with: a status and a body (JSON for a mapping or list)."""
+
+
+class StubServer:
+    """A real HTTP server on 127.0.0.1 (stdlib, one thread per request) answering with ``answer``;
+    ``seen`` lists every request in arrival order. A context manager: it serves while open."""
+
+    def __init__(self, answer: Answer) -> None:
+        self.seen: list[StubRequest] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _reply(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                got = StubRequest(self.command, self.path, self.headers.get("Authorization"), self.rfile.read(length))
+                server.seen.append(got)
+                status, body = answer(got)
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up first (the timeout tests)
+
+            do_GET = do_POST = _reply
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.address = f"127.0.0.1:{self.httpd.server_address[1]}"
+        self.url = f"http://{self.address}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self) -> StubServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def stub_server() -> Iterator[Callable[[Answer], StubServer]]:
+    """``serve(answer)``: a started :class:`StubServer`, shut down when the test ends."""
+    started: list[StubServer] = []
+
+    def serve(answer: Answer) -> StubServer:
+        started.append(StubServer(answer).__enter__())
+        return started[-1]
+
+    yield serve
+    for server in started:
+        server.__exit__(None, None, None)

@@ -98,13 +98,18 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=264)
     parser.add_argument("--window", default="200:264")
     parser.add_argument("--reps", type=int, default=2)
+    parser.add_argument("--smoke", action="store_true", help="a tiny run that only checks the script works (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.window, args.reps = 12, "8:12", 1
     window = Window.parse(args.window)
     if window.end is None or window.end > args.steps:
         parser.error(f"--window must end at or before --steps ({args.steps})")
     torch.manual_seed(0)
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
-    model = TinyDecoder(vocab=1000, dim=256, layers=4, heads=4)
+    model = (
+        TinyDecoder(vocab=128, dim=32, layers=1, heads=2) if args.smoke else TinyDecoder(vocab=1000, dim=256, layers=4, heads=4)
+    )
     warm_up_profiler()
     variants: dict[str, Callable[[Path], dict[str, Any]]] = {
         "no profiler": lambda out: {"times": generate(model, args.steps, lambda i: None), "write_s": 0.0, "bytes": 0},

@@ -39,7 +39,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--window-len", type=int, default=60)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a tiny run that only checks the script works (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.steps, args.window_len, args.repeats = 30, 5, 1
+    calls = 1_000 if args.smoke else 1_000_000
     n, k = args.steps, args.window_len
     start = (n - k) // 2
     window = profwin.Window(start, start + k)
@@ -86,9 +90,9 @@ def main() -> None:
     assert recorded == list(range(window.start, window.end or 0)), recorded
 
     # Per-call cost outside the window.
-    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(10**12), output_dir=out / "idle"))
+    # A window that is never reached (the last step a window may start at: MAX_STEP bounds it).
+    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(profwin.MAX_STEP - 1), output_dir=out / "idle"))
     idle.start()
-    calls = 1_000_000
 
     def noop() -> None:
         pass
@@ -97,7 +101,8 @@ def main() -> None:
     step_ns = min(timeit.repeat(idle.step, number=calls, repeat=5)) / calls * 1e9
     idle_prof = profile(activities=[ProfilerActivity.CPU], schedule=schedule(skip_first=10**9, wait=0, warmup=1, active=1))
     idle_prof.start()
-    prof_step_ns = min(timeit.repeat(idle_prof.step, number=100_000, repeat=3)) / 100_000 * 1e9
+    prof_calls = max(calls // 10, 100)
+    prof_step_ns = min(timeit.repeat(idle_prof.step, number=prof_calls, repeat=3)) / prof_calls * 1e9
     idle_prof.stop()
 
     base_t = results["no profiler"][0]
@@ -109,7 +114,7 @@ def main() -> None:
         print(f"{name:28}{t:>9.3f}{t / base_t:>11.2f}{size:>14,}{ratio_b:>13}")
     print(f"profwin trace holds ProfilerStep#{recorded[0]}..#{recorded[-1]} ({len(recorded)} steps)")
     print()
-    print("per-call cost outside the window (best of 5 x 1e6 calls):")
+    print(f"per-call cost outside the window (best of 5 x {calls:,} calls):")
     print(f"  empty Python call        {empty_ns:8.1f} ns")
     print(f"  profwin Session.step()   {step_ns:8.1f} ns   ({step_ns / empty_ns:.2f}x an empty call)")
     print(f"  torch profile.step()     {prof_step_ns:8.1f} ns   (NONE phase of a native schedule)")

@@ -23,19 +23,22 @@ from profwin import ProfileSpec, Window
 from profwin_sglang import session
 
 
-def _generate(url: str, tokens: int) -> float:
+def _generate(url: str, tokens: int, api_key: str | None = None) -> float:
     body = {"text": "w1 w2 w3", "sampling_params": {"max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}
-    request = urllib.request.Request(url + "/generate", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    request = urllib.request.Request(url + "/generate", json.dumps(body).encode(), headers)
     began = time.perf_counter()
     with urllib.request.urlopen(request, timeout=600) as reply:
         reply.read()
     return time.perf_counter() - began
 
 
-def _profiled(url: str, window: Window, tokens: int, start: str, out: Path) -> tuple[float, int, int]:
+def _profiled(url: str, window: Window, tokens: int, start: str, out: Path, api_key: str | None) -> tuple[float, int, int]:
     spec = ProfileSpec(window=window, output_dir=out, activities=("cpu",), options={"sglang": {"start": start}})
-    with session(url, spec) as s:
-        seconds = _generate(url, tokens)
+    with session(url, spec, api_key=api_key) as s:
+        seconds = _generate(url, tokens, api_key)
     return seconds, sum(a.bytes for a in s.artifacts), int(s.results[0].details["written_bytes"])
 
 
@@ -45,14 +48,18 @@ def main() -> None:
     parser.add_argument("--window", default="40:50")
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--api-key", help="bearer token of a server started with an (admin) API key")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run that only checks the script works (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tokens, args.window, args.repeat = 8, "2:4", 1
     window = Window.parse(args.window)
     rows: dict[str, list[tuple[float, int, int]]] = {"unprofiled": [], "relative": [], "trim": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            rows["unprofiled"].append((_generate(args.url, args.tokens), 0, 0))
+            rows["unprofiled"].append((_generate(args.url, args.tokens, args.api_key), 0, 0))
             for mode in ("relative", "trim"):
-                rows[mode].append(_profiled(args.url, window, args.tokens, mode, Path(tmp) / f"{mode}{i}"))
+                rows[mode].append(_profiled(args.url, window, args.tokens, mode, Path(tmp) / f"{mode}{i}", args.api_key))
     base = statistics.median(row[0] for row in rows["unprofiled"])
     print(f"window {window} of a {args.tokens}-batch request, median of {args.repeat}")
     print(f"{'mode':<11} {'time/unprofiled':>16} {'bytes written':>14} {'bytes kept':>11}")

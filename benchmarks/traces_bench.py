@@ -348,10 +348,13 @@ def main(argv: list[str] | None = None) -> int:
         "--parser-python", default=sys.executable, help="interpreter for the parser runs (one with ijson/msgspec/orjson)"
     )
     parser.add_argument("--skip-naive", action="store_true", help="do not run the json.load baselines")
+    parser.add_argument("--smoke", action="store_true", help="a tiny run (2 MiB) that only checks the script works (CI)")
     parser.add_argument(
         "--hta-python", help="interpreter with HolisticTraceAnalysis 0.5.0 (integration_tests/traces/build_hta_env.sh)"
     )
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.size_mb = 2
 
     work = args.dir or Path(tempfile.mkdtemp(prefix="profwin-traces-bench-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,10 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128, help="tokens to generate (= engine steps)")
     parser.add_argument("--window", default="60:70", help="the window to compare with the whole generation")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="a tiny run that only checks the script works (CI)")
     args = parser.parse_args()
+    if args.smoke:
+        args.tokens, args.window, args.repeats = 8, "2:4", 1
 
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt

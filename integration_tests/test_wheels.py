@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from .conftest import built_python
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # mypy brings tomli on 3.10
@@ -131,8 +133,8 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     if name == UMBRELLA:
         assert code == [], f"the umbrella must ship no code, has {code}"
         extras = set(meta.get_all("Provides-Extra") or [])
-        assert extras == {"vllm", "sglang", "npu", "memory", "all"}
-        for extra in ("vllm", "sglang", "npu", "memory"):
+        assert extras == {"vllm", "sglang", "npu", "memory", "verl", "all"}
+        for extra in ("vllm", "sglang", "npu", "memory", "verl"):
             assert any(r.startswith(f"profwin-{extra}") and f"extra == '{extra}'" in r for r in requires), extra
     else:
         assert code == [_import_name(name) if name != CORE else "profwin"]
@@ -252,7 +254,8 @@ names, package = [top], None
 try:
     package = importlib.import_module(top)
     walked = pkgutil.walk_packages(package.__path__, top + ".", onerror=lambda n: None)
-    names += [m.name for m in walked if not m.name.endswith(".__main__")]  # __main__ runs a CLI
+    # __main__ runs a CLI, autopatch patches verl (what importing it is for): neither is a library module.
+    names += [m.name for m in walked if not m.name.endswith((".__main__", ".autopatch"))]
 except Exception as exc:
     record(top, exc)
 for name in names[1:]:
@@ -380,3 +383,80 @@ def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
     assert {"vllm", "sglang", "npu", "memory", "torch"} <= set(plugins)
     for name in ("torch", "memory"):
         assert plugins[name]["status"] == "missing dependency", plugins[name]
+    assert "profwin-verl" in versions  # profwin[all] brings verl's integration (not verl)
+
+
+# -- profwin-verl next to the real verl ---------------------------------------------------------
+
+VERL_BUILD = ROOT / "integration_tests" / "verl" / "build_env.sh"
+VERL_VERSION = "0.9.1"
+
+# A verl rollout block as verl's trainer YAML writes it, interpolations included: only OmegaConf
+# (profwin-verl's dependency) resolves them.
+_VERL_YAML = """
+global_profiler: {tool: torch, steps: [2], save_path: prof}
+actor_rollout_ref:
+  rollout:
+    profiler:
+      tool: ${oc.select:global_profiler.tool,null}
+      enable: true
+      save_path: ${oc.select:global_profiler.save_path,null}
+      tool_config:
+        torch: {contents: [cpu], discrete: true, profile_token_start: 20, profile_token_end: 80}
+"""
+
+_READ_VERL = """
+import importlib.metadata as md, json, sys, warnings
+import profwin
+(ep,) = md.entry_points(group="profwin.spec_formats", name="verl")
+spec = profwin.load_spec(sys.argv[1], at="actor_rollout_ref.rollout.profiler")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    import profwin.verl as old
+print(json.dumps({"entry_point": ep.value, "dist": ep.dist.name, "window": str(spec.window),
+                  "output_dir": spec.output_dir.name, "old_path_is_new": old.load_verl is __import__("profwin_verl").load_verl,
+                  "old_path_warns": [str(w.message) for w in caught if w.category is DeprecationWarning]}))
+"""
+
+_AUTOPATCHED = "import verl.utils.profiler as p, profwin_verl as w; print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"
+
+
+@pytest.fixture(scope="module")
+def verl_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A fresh venv that sees the real verl 0.9.1 (the cached verl environment's site-packages,
+    through a .pth file: verl and its torch are far too big to install per test run), with
+    profwin-verl and profwin-core installed by pip from their wheels."""
+    verl_python = built_python(VERL_BUILD, VERL_VERSION, label=f"verl {VERL_VERSION}")
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    verl_site = subprocess.run([str(verl_python), "-I", "-c", purelib], capture_output=True, text=True, check=True).stdout.strip()
+    venv = Venv(tmp_path_factory.mktemp("venv-verl") / "venv", dist)
+    (Path(venv.run(str(venv.python), "-I", "-c", purelib).strip()) / "verl_env.pth").write_text(verl_site + "\n")
+    venv.install(f"profwin-verl=={PACKAGES['profwin-verl']['version']}")
+    return venv
+
+
+def test_profwin_verl_from_its_wheel_is_found_through_its_entry_point_next_to_verl(verl_venv: Venv) -> None:
+    versions = verl_venv.distributions()
+    assert versions["verl"] == VERL_VERSION
+    assert {d for d in versions if d.startswith("profwin")} == {CORE, "profwin-verl"}
+    report = verl_venv.import_report("profwin-verl")
+    assert report["top"] == "profwin_verl"
+    assert report["file"].startswith(str(verl_venv.path)), report
+    assert report["failures"] == {}, report
+
+    yaml_file = verl_venv.path / "trainer.yaml"
+    yaml_file.write_text(_VERL_YAML)
+    read = json.loads(verl_venv.run(str(verl_venv.python), "-I", "-c", _READ_VERL, str(yaml_file)))
+    assert read["entry_point"] == "profwin_verl.config:spec_format"
+    assert read["dist"] == "profwin-verl"
+    assert (read["window"], read["output_dir"]) == ("20:80", "prof")
+    assert read["old_path_is_new"] is True
+    assert any("profwin_verl" in m for m in read["old_path_warns"]), read
+
+    # The one-line adoption, new path and the old one core forwards: verl imports the module itself.
+    for module in ("profwin_verl.autopatch", "profwin.verl.autopatch"):
+        env = {**verl_venv.env, "VERL_USE_EXTERNAL_MODULES": module}
+        done = subprocess.run(
+            [str(verl_venv.python), "-c", _AUTOPATCHED], capture_output=True, text=True, env=env, cwd=verl_venv.path
+        )
+        assert done.stdout.strip() == "True", f"{module}:\n{done.stdout}\n{done.stderr[-3000:]}"

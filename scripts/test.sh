@@ -22,7 +22,17 @@ uv run --no-sync mypy
 echo "== docs" >&2
 # The site must build without one warning; the CLI reference is rendered from the parser on the way.
 # (The workflow files are checked by integration_tests/test_workflows.py, collected by pytest below.)
-NO_MKDOCS_2_WARNING=1 uv run --no-sync mkdocs build --strict --quiet --site-dir "$(mktemp -d)"
+# Not --quiet: it keeps warnings from --strict's count. Any WARNING line fails the step too.
+docs_log="$(mktemp)"
+if ! NO_MKDOCS_2_WARNING=1 uv run --no-sync mkdocs build --strict --site-dir "$(mktemp -d)" >"$docs_log" 2>&1; then
+    cat "$docs_log" >&2
+    echo "docs: mkdocs build failed" >&2
+    exit 1
+fi
+if grep -E 'WARNING|ERROR' "$docs_log" >&2; then
+    echo "docs: mkdocs build reported the warnings above" >&2
+    exit 1
+fi
 echo "== pytest" >&2
 # Hardware-only tests (cuda, npu) skip themselves elsewhere; pytest's exit code 5 (no tests
 # collected) fails this script like any other failure.

@@ -68,8 +68,10 @@ class Server:
         python: Path = PYTHON,
         stubs: tuple[Path, ...] = (),
         extra_args: tuple[str, ...] = (),
+        grpc_port: bool = False,
     ) -> None:
         self.model = model
+        self.grpc_port = grpc_port
         self.python = python
         self.stubs = stubs
         self.api_key = api_key
@@ -92,9 +94,11 @@ class Server:
             paths.insert(1 + len(self.stubs), self.plugin_site)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
         env.pop("SGLANG_PLUGINS", None)
-        # SGLang 0.5.12 derives an (unused) gRPC port as --port + 10000 and refuses to start when
-        # that passes 65535, as a free port above 55535 makes it: give it a free one of its own.
-        env["SGLANG_GRPC_PORT"] = str(_free_port())
+        if self.grpc_port:
+            # SGLang 0.5.12 derives an (unused) gRPC port as --port + 10000 and refuses to start
+            # when that passes 65535, as a free port above 55535 makes it: give it one of its own.
+            # (0.5.23 reads the same variable as "serve gRPC", which refuses an admin API key.)
+            env["SGLANG_GRPC_PORT"] = str(_free_port())
         cmd = [
             str(self.python), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(self.port), "--disable-cuda-graph",
@@ -257,7 +261,8 @@ def old_plugin_server(
 ) -> Iterator[Server]:
     """A fresh SGLang 0.5.12 server with profwin-sglang installed in its environment (its entry
     point loads; its hooks cannot install there) and an admin API key. 0.5.12 on CPU also needs
-    ``--disable-piecewise-cuda-graph`` (its runner calls ``torch.cpu.graph_pool_handle``)."""
+    ``--disable-piecewise-cuda-graph`` (its runner calls ``torch.cpu.graph_pool_handle``) and a
+    gRPC port below 65536 (``Server.grpc_port``)."""
     yield from _serve(
         old_tiny_model,
         tmp_path_factory.mktemp("old-plugin-server"),
@@ -266,6 +271,7 @@ def old_plugin_server(
         python=old_sglang_python,
         stubs=(OLD_STUBS,),
         extra_args=("--disable-piecewise-cuda-graph",),
+        grpc_port=True,
     )
 
 

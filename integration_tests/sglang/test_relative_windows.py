@@ -20,8 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from profwin import ProfileSpec, TargetContext, TargetError, Window
+from profwin import ProfileSpec, TargetError, Window
 from profwin.http import request
+from profwin.plugin import TargetContext
 from profwin.remote import start_remote, stop_remote
 from profwin.traces import summarize
 from profwin_sglang import SessionError, SglangServer, session

@@ -7,7 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from profwin.traces import summarize_ranks
+import pytest
+
+from profwin.traces import merge_ranks, plot_ranks, plot_steps, summarize, summarize_ranks
 
 FOLDER = Path(__file__).resolve().parent / "data" / "h200_two_ranks"
 
@@ -29,3 +31,20 @@ def test_two_real_cuda_ranks() -> None:
         assert stat.launches == stat.work  # every kernel/copy matched to its launch call
         assert stat.busy_us + stat.idle_us == stat.span_us
     json.dumps(ranks.to_dict(), allow_nan=False)  # --json output stays strict JSON
+
+
+def test_plots_show_device_time(tmp_path: Path) -> None:
+    """Device busy/idle in the plots, not only in the text: a second panel under the step times
+    (per step for one trace, per rank for a folder); a trace without device lanes has none."""
+    image = pytest.importorskip("matplotlib.image")
+    (rank1,) = FOLDER.glob("*rank1*")
+    steps = plot_steps(summarize(rank1), tmp_path / "steps.png")
+    ranks = plot_ranks(summarize_ranks([FOLDER]), tmp_path / "ranks.png")
+    assert image.imread(steps).shape[0] == 7 * 150  # two panels: 7 in at 150 dpi (one panel: 4 in)
+    assert image.imread(ranks).shape[0] > image.imread(ranks).shape[1] * 0.9  # the device panel under the map
+
+
+def test_merge_ranks_is_summarize_ranks_in_two_halves() -> None:
+    """What a caller summarizing files elsewhere (in parallel, on other machines) merges."""
+    files = sorted(FOLDER.glob("*.pt.trace.json.gz"))
+    assert merge_ranks([summarize(f) for f in files]).to_dict() == summarize_ranks([FOLDER]).to_dict()

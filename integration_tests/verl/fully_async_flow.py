@@ -1,5 +1,5 @@
 """verl 0.9.1's fully-async rollouter, down to a rollout replica's profiler, on a real SGLang 0.5.12
-server, with profwin put in place by verl itself (``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch``):
+server, with profwin put in place by verl itself (``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch``):
 ``python fully_async_flow.py URL ADMIN_KEY SAVE_PATH START END VERL_SITE`` prints JSON.
 
 It runs with the SGLang 0.5.12 environment's python (verl 0.9.1's SGLang pin) and verl 0.9.1's
@@ -32,13 +32,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-os.environ["VERL_USE_EXTERNAL_MODULES"] = "profwin.verl.autopatch"
+os.environ["VERL_USE_EXTERNAL_MODULES"] = "profwin_verl.autopatch"
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 sys.path.append(sys.argv[6])  # verl's environment, after SGLang's own packages
 
 with warnings.catch_warnings(record=True) as import_warnings:
     warnings.simplefilter("always")
-    import verl  # runs profwin.verl.autopatch
+    import verl  # runs profwin_verl.autopatch
     import verl.workers.rollout.sglang_rollout.async_sglang_server as sglang_server
     from verl.utils.profiler import build_rollout_dist_profiler
     from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
@@ -47,7 +47,7 @@ with warnings.catch_warnings(record=True) as import_warnings:
 
 from sglang_flow import steps  # this folder: the trace reading of verl's SGLang flow
 
-import profwin.verl
+import profwin_verl
 from profwin.http import request
 
 TOKENS = 12
@@ -124,14 +124,14 @@ def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
         return [str(w.message) for w in caught]
 
     builder_warnings = asyncio.run(run())
-    traces = steps(profwin.verl.rollout_trace_dir(profiler, 0))
+    traces = steps(profwin_verl.rollout_trace_dir(profiler, 0))
     json.dump(
         {
             "verl": verl.__version__,
             "autopatch_warnings": [str(w.message) for w in import_warnings if "autopatch" in str(w.message)],
             "server_module_builder_is_profwin": sglang_server.build_sglang_profiler_args
-            is profwin.verl.build_sglang_profiler_args,
-            "server_module_relocate_is_profwin": sglang_server.relocate_rollout_traces is profwin.verl.relocate_rollout_traces,
+            is profwin_verl.build_sglang_profiler_args,
+            "server_module_relocate_is_profwin": sglang_server.relocate_rollout_traces is profwin_verl.relocate_rollout_traces,
             "sent": server.tokenizer_manager.sent,
             "builder_warnings": builder_warnings,
             "traces": traces,

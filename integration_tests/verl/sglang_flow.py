@@ -25,7 +25,7 @@ from typing import Any
 import verl.utils.profiler.config as verl_config
 from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
 
-import profwin.verl
+import profwin_verl
 from profwin.http import request
 from profwin.traces import TraceError, summarize
 
@@ -63,7 +63,7 @@ def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=start, profile_token_end=end)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
     report: dict[str, Any] = {}
-    for rank, (side, module) in enumerate((("verl", verl_config), ("profwin", profwin.verl))):
+    for rank, (side, module) in enumerate((("verl", verl_config), ("profwin", profwin_verl))):
         warm(url)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

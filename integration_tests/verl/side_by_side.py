@@ -1,4 +1,4 @@
-"""verl 0.9.1's rollout profiling functions and profwin.verl's, side by side on the same verl objects.
+"""verl 0.9.1's rollout profiling functions and profwin_verl's, side by side on the same verl objects.
 
 Runs in the verl environment (build_env.sh) with profwin on PYTHONPATH and prints one JSON
 document: for every config of a grid (tools, ``contents`` variants, windows with ``None``/0/open
@@ -28,7 +28,7 @@ import verl.utils.profiler.config as verl_config
 from verl.utils.profiler.config import NPUToolConfig, ProfilerConfig, TorchProfilerToolConfig
 from verl.utils.profiler.profile import build_rollout_dist_profiler
 
-import profwin.verl as ours
+import profwin_verl as ours
 
 ENV_KEYS = (
     "VLLM_TORCH_PROFILER_DIR",

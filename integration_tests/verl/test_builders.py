@@ -1,4 +1,4 @@
-"""profwin.verl's builders on the workspace's real vLLM and SGLang backends (found by entry
+"""profwin_verl's builders on the workspace's real vLLM and SGLang backends (found by entry
 points), without verl or an engine: the keys verl sends, the window from each engine's plan, and
 the SGLang trim fallback finished by the relocation. The same functions beside verl's own, on
 verl's objects: test_side_by_side.py."""
@@ -16,8 +16,8 @@ import pytest
 import profwin
 from profwin.errors import WindowWarning
 from profwin.traces import summarize
-from profwin.verl import build_sglang_profiler_args, build_vllm_profiler_args, relocate_rollout_traces, rollout_trace_dir
-from profwin.verl.rollout import expect_trim
+from profwin_verl import build_sglang_profiler_args, build_vllm_profiler_args, relocate_rollout_traces, rollout_trace_dir
+from profwin_verl.rollout import expect_trim
 
 from ..sglang.conftest import package_site
 
@@ -155,7 +155,7 @@ def test_sglang_builder_without_the_plugin_records_from_zero_and_relocation_trim
 
 def test_vllm_builder_exports_the_window_for_vllm_0_12(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """vLLM 0.12 reads no profiler_config: with legacy_env the window goes out as environment variables."""
-    import profwin.verl.builders as builders
+    import profwin_verl.builders as builders
 
     plan_0_12 = profwin.backend("vllm").plan(
         profwin.ProfileSpec(window=profwin.Window(2, 5), output_dir=tmp_path), version="0.12.0"

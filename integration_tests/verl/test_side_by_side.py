@@ -1,4 +1,4 @@
-"""verl 0.9.1's rollout profiling functions and profwin.verl's on the same verl objects (side_by_side.py):
+"""verl 0.9.1's rollout profiling functions and profwin_verl's on the same verl objects (side_by_side.py):
 every key, path, exported variable, warning, selected replica and relocated file equal, except the
 window fields, which profwin takes from the engine's plan (docs/integrations/verl.md, "Differences")."""
 

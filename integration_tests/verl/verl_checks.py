@@ -1,7 +1,7 @@
 """Checks that need verl 0.9.1 itself, run in its environment: ``python verl_checks.py NAME``.
 
 Each prints one JSON document that test_verl_real.py asserts on: profwin reading verl's real
-dataclasses and its shipped YAML files, and ``profwin.verl.patch()`` on verl's real modules.
+dataclasses and its shipped YAML files, and ``profwin_verl.patch()`` on verl's real modules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from verl.utils.profiler.config import (
 )
 
 import profwin
-import profwin.verl
+import profwin_verl
 
 CONFIG_DIR = Path(verl.__file__).parent / "trainer" / "config"
 ROLLOUT = "actor_rollout_ref.rollout.profiler"
@@ -88,22 +88,22 @@ def check_yaml() -> dict[str, Any]:
     )  # fmt: skip
     return {
         "shipped": {
-            "trainer_rollout": outcome(lambda: profwin.load_verl(generated, at=ROLLOUT)),
-            "trainer_actor": outcome(lambda: profwin.load_verl(generated, at=ACTOR)),
-            "trainer_global": outcome(lambda: profwin.load_verl(generated, at="global_profiler")),
-            "trainer_whole": outcome(lambda: profwin.load_verl(generated)),
-            "profiler_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "profiler" / "profiler.yaml")),
-            "rollout_yaml": outcome(lambda: profwin.load_verl(CONFIG_DIR / "rollout" / "rollout.yaml", at="profiler")),
+            "trainer_rollout": outcome(lambda: profwin_verl.load_verl(generated, at=ROLLOUT)),
+            "trainer_actor": outcome(lambda: profwin_verl.load_verl(generated, at=ACTOR)),
+            "trainer_global": outcome(lambda: profwin_verl.load_verl(generated, at="global_profiler")),
+            "trainer_whole": outcome(lambda: profwin_verl.load_verl(generated)),
+            "profiler_yaml": outcome(lambda: profwin_verl.load_verl(CONFIG_DIR / "profiler" / "profiler.yaml")),
+            "rollout_yaml": outcome(lambda: profwin_verl.load_verl(CONFIG_DIR / "rollout" / "rollout.yaml", at="profiler")),
             "load_spec_rollout": outcome(lambda: spec_summary(profwin.load_spec(generated, at=ROLLOUT))),
-            "bad_at": outcome(lambda: profwin.load_verl(generated, at="actor_rollout_ref.rollout.profilr")),
+            "bad_at": outcome(lambda: profwin_verl.load_verl(generated, at="actor_rollout_ref.rollout.profilr")),
         },
         "overridden": {
-            "file": outcome(lambda: profwin.load_verl(overridden_file, at=ROLLOUT)),
-            "actor": outcome(lambda: profwin.load_verl(overridden_file, at=ACTOR)),
-            "dictconfig_node": outcome(lambda: profwin.load_verl(node)),
-            "verl_dataclass": outcome(lambda: profwin.load_verl(as_dataclass)),
+            "file": outcome(lambda: profwin_verl.load_verl(overridden_file, at=ROLLOUT)),
+            "actor": outcome(lambda: profwin_verl.load_verl(overridden_file, at=ACTOR)),
+            "dictconfig_node": outcome(lambda: profwin_verl.load_verl(node)),
+            "verl_dataclass": outcome(lambda: profwin_verl.load_verl(as_dataclass)),
             "verl_dataclass_tool_config_type": type(as_dataclass.tool_config).__name__,
-            "verl_tool_dataclass": outcome(lambda: spec_summary(profwin.spec_from_verl(as_dataclass_tool))),
+            "verl_tool_dataclass": outcome(lambda: spec_summary(profwin_verl.spec_from_verl(as_dataclass_tool))),
             "load_spec": outcome(lambda: spec_summary(profwin.load_spec(overridden_file, at=ROLLOUT))),
             "cli": {"rc": cli.returncode, "stdout": cli.stdout, "stderr": cli.stderr},
             "cli_default": {"rc": cli_default.returncode, "stdout": cli_default.stdout, "stderr": cli_default.stderr},
@@ -115,28 +115,28 @@ def check_dataclasses() -> dict[str, Any]:
     torch_tool = TorchProfilerToolConfig(contents=["cuda"], profile_token_start=3, profile_token_end=9, discrete=True)
     listconfig_tool = OmegaConf.create({"torch": {"contents": ["cuda"], "discrete": True}})
     cases = {
-        "torch_tool": lambda: spec_summary(profwin.spec_from_verl(torch_tool)),
-        "torch_tool_stack_only": lambda: spec_summary(profwin.spec_from_verl(TorchProfilerToolConfig(contents=["stack"]))),
-        "npu_tool": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig(contents=["npu", "module"], level="level1"))),
-        "npu_tool_empty": lambda: spec_summary(profwin.spec_from_verl(NPUToolConfig())),
-        "memory_tool": lambda: spec_summary(profwin.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
-        "default_profiler": lambda: profwin.load_verl(ProfilerConfig()),
-        "default_profiler_spec": lambda: spec_summary(profwin.spec_from_verl(ProfilerConfig())),
-        "disabled": lambda: profwin.load_verl(
+        "torch_tool": lambda: spec_summary(profwin_verl.spec_from_verl(torch_tool)),
+        "torch_tool_stack_only": lambda: spec_summary(profwin_verl.spec_from_verl(TorchProfilerToolConfig(contents=["stack"]))),
+        "npu_tool": lambda: spec_summary(profwin_verl.spec_from_verl(NPUToolConfig(contents=["npu", "module"], level="level1"))),
+        "npu_tool_empty": lambda: spec_summary(profwin_verl.spec_from_verl(NPUToolConfig())),
+        "memory_tool": lambda: spec_summary(profwin_verl.spec_from_verl(TorchMemoryToolConfig(trace_alloc_max_entries=5000))),
+        "default_profiler": lambda: profwin_verl.load_verl(ProfilerConfig()),
+        "default_profiler_spec": lambda: spec_summary(profwin_verl.spec_from_verl(ProfilerConfig())),
+        "disabled": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=False, save_path="p", tool_config={"torch": torch_tool})
         ),
-        "tool_null": lambda: profwin.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
-        "enabled": lambda: profwin.load_verl(
+        "tool_null": lambda: profwin_verl.load_verl(ProfilerConfig(tool=None, enable=True, save_path="p", tool_config={})),
+        "enabled": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=True, ranks=[2, 9], save_path="p", tool_config={"torch": torch_tool})
         ),
-        "dictconfig_tool_config": lambda: profwin.load_verl(
+        "dictconfig_tool_config": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch", enable=True, save_path="p", tool_config=listconfig_tool)
         ),
-        "memory_profiler": lambda: profwin.load_verl(
+        "memory_profiler": lambda: profwin_verl.load_verl(
             ProfilerConfig(tool="torch_memory", enable=True, save_path="p", tool_config={"torch_memory": TorchMemoryToolConfig()})
         ),
-        "nsys": lambda: profwin.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
-        "precision_debugger": lambda: profwin.load_verl(
+        "nsys": lambda: profwin_verl.load_verl(ProfilerConfig(tool="nsys", enable=True, save_path="p", tool_config={})),
+        "precision_debugger": lambda: profwin_verl.load_verl(
             ProfilerConfig(
                 tool="precision_debugger",
                 enable=True,
@@ -152,45 +152,50 @@ def check_patch() -> dict[str, Any]:
     import verl.utils.profiler as verl_profiler
     import verl.utils.profiler.config as verl_config
 
-    originals = {name: getattr(verl_config, name) for name in profwin.verl.NAMES}
+    originals = {name: getattr(verl_config, name) for name in profwin_verl.NAMES}
     try:
         importlib.import_module("verl.workers.rollout.vllm_rollout.vllm_async_server")
         server_import = "ok"
     except Exception as exc:  # verl refuses to import its vLLM server without vLLM: shown, not hidden
         server_import = f"{type(exc).__name__}: {exc}"
-    first = profwin.verl.patch()
+    first = profwin_verl.patch()
     holders = {
-        f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin.verl, name)
+        f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin_verl, name)
         for module in (verl_config, verl_profiler)
-        for name in profwin.verl.NAMES
+        for name in profwin_verl.NAMES
     }
     # A verl module imported after the patch takes the names from verl.utils.profiler.config.
     late = {}
     exec("from verl.utils.profiler.config import build_sglang_profiler_args as late", {}, late)
-    second = profwin.verl.patch()
-    restored = profwin.verl.unpatch()
-    back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin.verl.NAMES)
+    second = profwin_verl.patch()
+    restored = profwin_verl.unpatch()
+    back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin_verl.NAMES)
     real_version = verl.__version__
     verl.__version__ = "0.10.0"
     try:
-        refused = outcome(lambda: profwin.verl.patch())
-        forced = profwin.verl.patch(force=True)
+        refused = outcome(lambda: profwin_verl.patch())
+        forced = profwin_verl.patch(force=True)
     finally:
         verl.__version__ = real_version
-        profwin.verl.unpatch()
+        profwin_verl.unpatch()
     # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
-    autopatch = subprocess.run(
-        [sys.executable, "-c", "import verl.utils.profiler as p, profwin.verl as w; "
-         "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
-        env={**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}, capture_output=True, text=True, check=False,
+    # The path before profwin-verl was its own distribution, set in job scripts: core forwards it.
+    autopatch, autopatch_old_path = (
+        subprocess.run(
+            [sys.executable, "-c", "import verl.utils.profiler as p, profwin_verl as w; "
+             "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
+            env={**os.environ, "VERL_USE_EXTERNAL_MODULES": module}, capture_output=True, text=True, check=False,
+        )
+        for module in ("profwin_verl.autopatch", "profwin.verl.autopatch")
     )  # fmt: skip
     return {
         "verl": real_version,
         "autopatch": autopatch.stdout.strip() or autopatch.stderr[-2000:],
+        "autopatch_old_path": autopatch_old_path.stdout.strip() or autopatch_old_path.stderr[-2000:],
         "server_import": server_import,
         "first": first,
         "holders": holders,
-        "late_import_is_profwin": late["late"] is profwin.verl.build_sglang_profiler_args,
+        "late_import_is_profwin": late["late"] is profwin_verl.build_sglang_profiler_args,
         "second": second,
         "restored": restored,
         "back": back,
@@ -208,7 +213,7 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
 
     return {
         "verl": verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False),
-        "profwin": profwin.verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
+        "profwin": profwin_verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
     }
 
 
@@ -221,7 +226,7 @@ def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
     shutil.copytree(Path(verl.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "version" / "version").write_text("0.10.0\n")
     code = (
-        "import json, verl, verl.utils.profiler.config as c, profwin.verl as w; "
+        "import json, verl, verl.utils.profiler.config as c, profwin_verl as w; "
         "print(json.dumps({'verl': verl.__version__, 'unpatched': all(getattr(c, n) is not getattr(w, n) for n in w.NAMES)}))"
     )
     env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}
@@ -242,7 +247,7 @@ def check_no_window(save_path: str) -> dict[str, Any]:
     tool = TorchProfilerToolConfig(contents=["stack"], discrete=True)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
     result = {}
-    for side, module in (("verl", verl_config), ("profwin", profwin.verl)):
+    for side, module in (("verl", verl_config), ("profwin", profwin_verl)):
         before = dict(os.environ)
         vllm = module.build_vllm_profiler_args(profiler, tool, 0)
         result[side] = {

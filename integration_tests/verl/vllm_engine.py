@@ -16,33 +16,17 @@ in vLLM's ``execute_...`` annotations.
 
 from __future__ import annotations
 
-import gzip
 import inspect
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-os.environ.update(
-    VLLM_ENABLE_V1_MULTIPROCESSING="0",  # engine core in this process: seconds instead of tens of seconds
-    HF_HUB_OFFLINE="1",
-    TRANSFORMERS_OFFLINE="1",
-    VLLM_NO_USAGE_STATS="1",
-    DO_NOT_TRACK="1",
-    VLLM_CPU_KVCACHE_SPACE="1",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm"))
+from tiny_llm import step_names, tiny_llm  # sets vLLM's environment before vLLM is imported
 
 MAX_TOKENS = tuple(range(2, 10))
 PROMPTS = tuple([5 + i, 6 + i, 7 + i, 8 + i] for i in range(len(MAX_TOKENS)))
-
-
-def step_names(path: Path) -> list[str]:
-    """The step annotations of a trace in time order (a full JSON parse, independent of profwin)."""
-    with gzip.open(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("execute_")]
-    return [e["name"] for e in sorted(steps, key=lambda e: e["ts"])]
 
 
 def locate(recorded: list[str], reference: list[str]) -> list[int] | None:
@@ -60,20 +44,12 @@ def traces(directory: Path, before: set[Path]) -> list[Path]:
 
 
 def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     profiler_config = json.loads(args["profiler_config"])
     trace_dir = Path(profiler_config["torch_profiler_dir"])
-    llm = LLM(
-        model=model,
-        dtype="bfloat16",
-        max_model_len=128,
-        enforce_eager=True,
-        seed=0,
-        distributed_executor_backend="uni",
-        profiler_config=profiler_config,
-    )
+    llm = tiny_llm(model, profiler_config)
     params = [SamplingParams(max_tokens=n, ignore_eos=True, temperature=0.0) for n in MAX_TOKENS]
     prompts = [TokensPrompt(prompt_token_ids=p) for p in PROMPTS]
 
@@ -92,8 +68,7 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
     else:  # before vLLM 0.32 the window is fixed at launch: a second engine records the whole generation
         del llm
         whole = {**profiler_config, "delay_iterations": 0, "max_iterations": 0}
-        llm = LLM(model=model, dtype="bfloat16", max_model_len=128, enforce_eager=True, seed=0,
-                  distributed_executor_backend="uni", profiler_config=whole)  # fmt: skip
+        llm = tiny_llm(model, whole)
         reference = session()
     return {
         "profiler_config": profiler_config,

@@ -12,27 +12,18 @@ vLLM 0.13-0.31 would (no per-session bounds), the others override it per session
 from __future__ import annotations
 
 import asyncio
-import gzip
 import json
-import os
 import sys
 import time
 import traceback
 import warnings
 from pathlib import Path
 
+from tiny_llm import step_names, tiny_llm  # sets vLLM's environment before vLLM is imported
+
 from profwin import ProfileSpec, Window
 from profwin.traces import count_steps
 from profwin_vllm._plugin import STEP_MARKER
-
-os.environ.update(
-    VLLM_ENABLE_V1_MULTIPROCESSING="0",  # engine core in this process: 3 s start instead of 30 s
-    HF_HUB_OFFLINE="1",
-    TRANSFORMERS_OFFLINE="1",
-    VLLM_NO_USAGE_STATS="1",
-    DO_NOT_TRACK="1",
-    VLLM_CPU_KVCACHE_SPACE="1",
-)
 
 MAX_TOKENS = 8
 PROMPT = [5, 6, 7, 8, 9, 10]
@@ -50,18 +41,9 @@ SESSIONS = [
 RAW = [("raw-d0", 0, 0), ("raw-d1", 1, 0), ("raw-d3", 3, 0), ("verl-1-3", 1, 2)]
 
 
-def step_names(path: Path) -> list[str]:
-    """The step annotations of a trace in time order, read with a full JSON parse (independent of
-    profwin's streaming counter)."""
-    with gzip.open(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    steps = [e for e in events if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("execute_")]
-    return [e["name"] for e in sorted(steps, key=lambda e: e["ts"])]
-
-
 def main(model: str, trace_dir: Path, result_path: Path) -> None:
     t0 = time.monotonic()
-    from vllm import LLM, SamplingParams
+    from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
     import profwin_vllm
@@ -71,15 +53,7 @@ def main(model: str, trace_dir: Path, result_path: Path) -> None:
 
     launch = profwin_vllm.VllmBackend().plan(spec("2:5", "launch"), version="0.32.0")
     imported = time.monotonic()
-    llm = LLM(
-        model=model,
-        dtype="bfloat16",
-        max_model_len=128,
-        enforce_eager=True,
-        seed=0,
-        distributed_executor_backend="uni",
-        profiler_config=dict(launch.launch["profiler_config"]),
-    )
+    llm = tiny_llm(model, launch.launch["profiler_config"])
     started = time.monotonic()
     params = SamplingParams(max_tokens=MAX_TOKENS, ignore_eos=True, temperature=0.0)
     prompt = [TokensPrompt(prompt_token_ids=PROMPT)]

@@ -21,6 +21,7 @@ from profwin import ProfileSpec, Window
 from profwin.engine import TargetContext
 from profwin.http import request
 from profwin.remote import start_remote, stop_remote
+from profwin.traces import summarize
 
 from .conftest import API_KEY, ENGINE_VERSION, Server
 
@@ -68,6 +69,11 @@ def test_session_over_http_records_the_window(profiled: Server) -> None:
     assert str(traces[0].steps) == "2:5"
     assert traces[0].path.name.startswith("http25_rank0.")
     assert step_names(traces[0].path) == [DECODE] * 3
+    # The steps keep their session numbers in the trace tools: profwin wrote them beside the file.
+    summary = summarize(traces[0].path)
+    assert [st.number for st in summary.steps] == [2, 3, 4]
+    assert summary.trace.provenance is not None
+    assert (summary.trace.provenance["engine"], summary.trace.provenance["steps"]) == ("vllm", "2:5")
 
 
 def test_cli_start_and_stop(profiled: Server) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from profwin import ConfigError, check_output_path
-from profwin.cli_support import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED
+from profwin import ConfigError
+from profwin.cli_runner import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED
+from profwin.plugin import check_output_path
 
 
 def profwin(*args: str, timeout: float = 120, **kwargs: object) -> subprocess.CompletedProcess[str]:

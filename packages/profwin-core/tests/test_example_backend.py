@@ -10,6 +10,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def toy_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[object]:
+def engine(tmp_path: Path, stub_server: Any) -> object:
     sys.path.insert(0, str(HERE))
     try:
         from toy_engine import ToyEngine
@@ -43,8 +44,7 @@ def engine(tmp_path: Path) -> Iterator[object]:
         sys.path.remove(str(HERE))
     traces = tmp_path / "traces"
     traces.mkdir()
-    with ToyEngine(traces) as running:
-        yield running
+    return ToyEngine(traces, stub_server)
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -76,6 +76,24 @@ def test_discovered_and_planned(toy_site: Path, capsys: pytest.CaptureFixture[st
     code, out, err = run(capsys, "args", "toy", "--window", "3:7", "--engine-version", "0.9")
     assert code == 2
     assert "toyserve 0.9 records whole sessions only" in err
+
+
+def test_engine_version_has_one_form_in_every_command(toy_site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--engine-version [ENGINE=]VERSION` means the same in window, args, start and stop."""
+    code, out, err = run(capsys, "args", "toy", "--window", "3:7", "--engine-version", "toy=0.9")
+    assert code == 2
+    assert "toyserve 0.9 records whole sessions only" in err
+    code, _, err = run(capsys, "args", "toy", "--window", "3:7", "--engine-version", "vllm=0.32.0")
+    assert code == 2
+    assert "--engine-version vllm=0.32.0 names engine 'vllm', but this command is for 'toy'" in err
+    for form in ("toy=0.9", "0.9"):
+        code, out, _ = run(capsys, "window", "3:7", "--json", "--engine-version", form)
+        assert code == 0
+        assert "toyserve 0.9 records whole sessions only" in json.loads(out)["backends"]["toy"]["error"]
+    with pytest.raises(SystemExit) as bad:
+        main(["start", "--engine", "toy", "--url", "http://127.0.0.1:9", "--engine-version", "=1"])
+    assert bad.value.code == 2
+    assert "argument --engine-version: must look like [ENGINE=]VERSION" in capsys.readouterr().err
 
 
 def test_cli_start_and_stop_in_two_calls(toy_site: Path, engine, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]

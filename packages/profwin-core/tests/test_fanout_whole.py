@@ -19,7 +19,7 @@ import pytest
 
 from profwin import ConfigError, ProfileSpec, Window, WindowWarning
 from profwin.engine import EnginePlan, TargetContext
-from profwin.plugin_api import Artifact
+from profwin.protocols import Artifact
 from profwin.remote import RemoteSession, SessionError
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin import atomic_path, fan_out
+from profwin.plugin import atomic_path, fan_out
 
 
 def test_atomic_path_renames_on_success_and_removes_on_error(tmp_path: Path) -> None:

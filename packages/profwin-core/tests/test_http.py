@@ -14,14 +14,15 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import profwin
-from profwin import ConfigError, fan_out
+from profwin import ConfigError
 from profwin.http import Reply, normalize_url, request
+from profwin.plugin import fan_out
 
 Handler = Callable[[socket.socket, "Server"], None]
 
@@ -352,32 +353,16 @@ def test_details_and_the_api_key_hint(serve: Callable[[Handler], Server]) -> Non
     assert Reply("GET", "u", 500, text="x" * 5000).detail == "x" * 2000
 
 
-def test_concurrent_requests_each_get_their_own_answer() -> None:
+def test_concurrent_requests_each_get_their_own_answer(stub_server: Any) -> None:
     arrived = threading.Barrier(12, timeout=5)
 
-    class Echo(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = self.rfile.read(int(self.headers["Content-Length"]))
-            arrived.wait()  # answers only once all 12 requests are in flight at the same time
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(body)
+    def echo(request: Any) -> tuple[int, bytes]:
+        arrived.wait()  # answers only once all 12 requests are in flight at the same time
+        return 200, request.body
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
-        replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    url = stub_server(echo).url
+    targets = [url] * 12 + [f"http://127.0.0.1:{closed_port()}"]
+    replies = fan_out(lambda i: request(targets[i], "/echo", body={"i": i}, timeout=10), list(range(13)))
     assert [r.data for r in replies[:12]] == [{"i": i} for i in range(12)]
     assert replies[12].error.startswith("cannot reach")  # one failure hides none of the others
 
@@ -469,3 +454,18 @@ def test_normalize_url_refuses_credentials_without_showing_them(given: str) -> N
     assert "***@h:8000" in message or "***@***" in message
     for secret in ("admin", "hunter2", "hun", "ter2", "user"):
         assert secret not in message
+
+
+def test_a_server_client_holds_url_key_and_timeout_once(stub_server: Any) -> None:
+    from profwin.plugin import ServerClient
+
+    server = stub_server(lambda request: (200, {"path": request.path}))
+    client = ServerClient(server.address + "/", "s3cret", 5)
+    assert client.url == server.url  # normalized once: scheme added, trailing slash dropped
+    assert "s3cret" not in repr(client)
+    reply = client.call("/version", method="GET", expect="object")
+    assert reply.data == {"path": "/version"}
+    assert server.seen[-1].auth == "Bearer s3cret"
+    with pytest.raises(ConfigError, match="must be a number of seconds greater than 0 and at most 86,400") as info:
+        ServerClient(server.url, None, 0)
+    assert info.value.path == "timeout"

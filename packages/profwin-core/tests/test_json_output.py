@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin.cli_support import clean_text
+from profwin.cli_runner import clean_text
 
 NOISY_BACKEND = """
 import os

@@ -14,8 +14,8 @@ import pytest
 
 from profwin import ConfigError
 from profwin.cli import main
+from profwin.discovery import step_markers
 from profwin.traces import summarize
-from profwin.traces.markers import step_markers
 
 _HIJACKER = """
 from profwin import PluginSpec, StepMarker

@@ -61,12 +61,12 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (site / "fakeplug_echo.py").write_text(FAKE_BACKEND)
     (site / "fakeplug_broken.py").write_text("raise RuntimeError('this plugin is broken on purpose')\n")
     (site / "fakeplug_needy.py").write_text(
-        "from profwin import PluginSpec\n"
+        "from profwin.plugin import PluginSpec\n"
         "PLUGIN = PluginSpec(name='needy', kind='profiler', target='fakeplug_needy:X', "
         "requires=('no_such_module_xyz',), install_hint='fakeplug[engine]')\n"
     )
     (site / "fakeplug_old.py").write_text(
-        "from profwin import PluginSpec\nPLUGIN = PluginSpec(name='oldapi', kind='backend', target='fakeplug_old:X', api=1)\n"
+        "from profwin.plugin import PluginSpec\nPLUGIN = PluginSpec(name='oldapi', kind='backend', target='fakeplug_old:X', api=1)\n"
     )
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setattr("profwin.discovery._loaded", {})

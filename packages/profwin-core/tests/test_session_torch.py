@@ -248,3 +248,48 @@ def test_a_write_cut_by_a_file_size_limit_fails_loudly_naming_the_final_path(tmp
     assert done.stdout.startswith(f"ERROR cannot write '{tmp_path}/t_rank0_w1-3."), done.stdout
     assert "ARTIFACTS" not in done.stdout
     assert list(tmp_path.iterdir()) == []  # neither the cut file nor a hidden partial one
+
+
+def test_first_record_function_is_paid_in_the_warm_up_step(tmp_path: Path) -> None:
+    """torch 2.13's first ``record_function`` of a process imports ``torch.profiler._cupti_monitor``
+    (tens of ms); profwin enters the warm-up step's marker as torch's own ``step()`` does, so that
+    import is done before the window's first step, not inside its marker. Fresh process: another
+    test may already have paid it here."""
+    code = textwrap.dedent(
+        f"""
+        import torch.autograd.profiler as ap
+        import profwin
+        from profwin.demo import count_step_markers
+        spec = profwin.ProfileSpec(window=profwin.Window(2, 4), output_dir={str(tmp_path)!r}, activities=["cpu"])
+        with profwin.Session(spec) as s:
+            s.step()  # step 1, the warm-up step, begins: the driver opens
+            before = ap._cupti_monitor_checked
+            for _ in range(3):  # steps 2 and 3 run; step 4 ends the window
+                s.step()
+        print(before, count_step_markers(s.artifacts[0].path))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(maxsplit=1) == ["True", "[2, 3]\n"]
+
+
+def test_window_at_step_0_pays_the_first_record_function_before_recording(tmp_path: Path) -> None:
+    """No warm-up step: the first ``record_function``'s one-time import is done while the session
+    is entered, before step 0's marker (which must still be the trace's only first marker)."""
+    code = textwrap.dedent(
+        f"""
+        import torch.autograd.profiler as ap
+        import profwin
+        from profwin.demo import count_step_markers
+        spec = profwin.ProfileSpec(window=profwin.Window(0, 2), output_dir={str(tmp_path)!r}, activities=["cpu"])
+        with profwin.Session(spec) as s:
+            opened = ap._cupti_monitor_checked
+            for _ in range(2):
+                s.step()
+        print(opened, count_step_markers(s.artifacts[0].path))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split(maxsplit=1) == ["True", "[0, 1]\n"]

@@ -1,4 +1,6 @@
-"""ProfileSpec validation and the loaders: dict, YAML/JSON text and files, verl blocks, OmegaConf."""
+"""ProfileSpec validation and the loaders: dict, YAML/JSON text and files, OmegaConf, spec formats.
+
+verl's blocks are read by profwin-verl's spec format (packages/profwin-verl/tests)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping, spec_from_verl, spec_from_yaml
+from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping, spec_from_yaml
 
 
 def test_defaults() -> None:
@@ -133,65 +135,41 @@ def test_load_spec_from_files(tmp_path: Path) -> None:
         load_spec(tmp_path / "missing.yaml")
 
 
-VERL_ROLE = {
-    "tool": "torch",
-    "enable": True,
-    "all_ranks": False,
-    "ranks": [0, 2],
-    "save_path": "outputs/profile",
-    "tool_config": {
-        "torch": {"contents": ["cpu", "shapes", "stack"], "profile_token_start": 20, "profile_token_end": 80, "discrete": True},
-        "npu": {"contents": ["npu", "module"], "level": "level1", "analysis": True, "discrete": False},
-    },
-}
-
-
-def test_verl_role_block(tmp_path: Path) -> None:
-    spec = spec_from_verl(VERL_ROLE, base_dir=tmp_path)
-    assert spec.window == Window(20, 80)
-    assert spec.activities == ("cpu",)
-    assert spec.records() == ("shapes", "stack")
-    assert spec.ranks == (0, 2)
-    assert spec.output_dir == tmp_path / "outputs" / "profile"
-    npu = spec_from_verl(VERL_ROLE, tool="npu")
-    assert npu.activities == ("cpu", "npu")  # verl's NPU profiler always records CPU too
-    assert npu.modules
-    assert npu.window == Window()
-    assert dict(npu.plugin_options("npu")) == {"level": "level1", "analysis": True}
-    assert spec_from_verl({**VERL_ROLE, "all_ranks": True}).ranks == "all"
-
-
-def test_verl_tool_block_and_errors_carry_paths() -> None:
-    assert spec_from_verl({"contents": ["cuda"], "profile_token_end": 8}).window == Window(0, 8)
-    bad = {"tool_config": {"torch": {"contents": ["cpu", "memory", "gpu"]}}}
-    with pytest.raises(ConfigError) as info:
-        spec_from_verl(bad, path="profiler")
-    assert info.value.path == "profiler.tool_config.torch.contents[2]"
-    with pytest.raises(ConfigError) as info:
-        spec_from_verl({"tool_config": {"torch": {"profile_token_start": 80, "profile_token_end": 20}}}, path="profiler")
-    assert str(info.value) == (
-        "profiler.tool_config.torch: profile_token_end must be > profile_token_start "
-        "(got profile_token_start=80, profile_token_end=20)"
-    )
-    with pytest.raises(ConfigError, match="did you mean 'contents'"):
-        spec_from_verl({"contnets": ["cpu"], "discrete": True})
-    with pytest.raises(ConfigError, match="has no block for tool 'npu'"):
-        spec_from_verl({"tool": "npu", "tool_config": {"torch": {}}})
-
-
-def test_load_spec_recognises_verl_documents(tmp_path: Path) -> None:
-    (tmp_path / "verl.yaml").write_text(
-        "profiler:\n  tool: torch\n  ranks: [1]\n  tool_config:\n    torch:\n      contents: [cpu]\n"
-        "      profile_token_start: 3\n      profile_token_end: 9\n"
-    )
-    spec = load_spec(tmp_path / "verl.yaml")
-    assert (spec.window, spec.ranks) == (Window(3, 9), (1,))
-
-
 def test_omegaconf_dictconfig() -> None:
     omegaconf = pytest.importorskip("omegaconf", reason="omegaconf is in the test dependency group")
     cfg = omegaconf.OmegaConf.create({"window": {"start": 2, "end": 6}, "record": ["flops"]})
     spec = load_spec(cfg)
     assert (spec.window, spec.flops) == (Window(2, 6), True)
-    verl = omegaconf.OmegaConf.create(VERL_ROLE)
-    assert spec_from_verl(verl).window == Window(20, 80)
+
+
+SPEC_FORMAT = """
+from profwin.plugin import spec_from_mapping
+
+
+def read(document, data, at):
+    if not (isinstance(data, dict) and "toy_window" in data):
+        return None
+    return spec_from_mapping({"window": data["toy_window"]}, path=at or "")
+"""
+
+
+def test_load_spec_asks_the_installed_spec_formats_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A format plugs in through the ``profwin.spec_formats`` entry point, as backends do; data it
+    does not claim is read as a profwin spec, and a format that fails to load hides nothing."""
+    from profwin.discovery import spec_formats
+
+    info = tmp_path / "toyformat-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toyformat\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[profwin.spec_formats]\ntoy = toyformat:read\nbroken = toyformat_broken:read\n")
+    (tmp_path / "toyformat.py").write_text(SPEC_FORMAT)
+    (tmp_path / "toyformat_broken.py").write_text("raise RuntimeError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec_formats.cache_clear()
+    try:
+        assert load_spec({"job": {"toy_window": "4:9"}}, at="job").window == Window(4, 9)
+        assert load_spec({"window": "1:2"}).window == Window(1, 2)
+        with pytest.raises(ConfigError, match="unknown key 'toy_windo'"):
+            load_spec({"toy_windo": "4:9"})
+    finally:
+        spec_formats.cache_clear()

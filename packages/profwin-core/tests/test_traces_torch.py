@@ -92,10 +92,13 @@ def test_trim_a_session_trace(torch_trace: Path, tmp_path: Path) -> None:
     ]
     assert trimmed["traceEvents"] == kept
     assert result.events == len(kept)
-    assert [k for k in trimmed if k != "profwin"] == list(source)
+    assert [k for k in trimmed if k != "profwin"] == [k for k in source if k != "profwin"]
     assert {k: v for k, v in trimmed.items() if k not in ("traceEvents", "profwin")} == {
-        k: v for k, v in source.items() if k != "traceEvents"
+        k: v for k, v in source.items() if k not in ("traceEvents", "profwin")
     }
+    # The provenance is the source's (session, rank, engine), with the steps now in the file.
+    assert trimmed["profwin"] == {**source["profwin"], "first_step": 3, "window": "3:5", "steps": "3:5",
+                                  "producer": "torch", "source": str(torch_trace)}  # fmt: skip
     again = summarize(out)
     assert [st.number for st in again.steps] == [3, 4]
     original = summarize(torch_trace, window="3:5")

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profwin import ConfigError, Window, check_bounds
+from profwin import ConfigError, Window
+from profwin.window import check_bounds
 
 bounds = st.one_of(st.none(), st.integers(min_value=0, max_value=10**9))
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 import pytest
 
 from profwin import ConfigError
-from profwin_memory import DEFAULT_MAX_ENTRIES, MemoryOptions, parse_options
+from profwin_memory import DEFAULT_MAX_ENTRIES, MemoryOptions, memory_options
 
 
 def test_defaults_bound_the_history() -> None:
-    options = parse_options({})
+    options = memory_options({})
     assert options == MemoryOptions()
     assert options.max_entries == DEFAULT_MAX_ENTRIES == 100_000
     assert (options.context, options.stacks, options.format, options.timeline) == ("all", "python", "json", "events")
@@ -15,7 +15,7 @@ def test_defaults_bound_the_history() -> None:
 
 def test_every_option_is_taken() -> None:
     given = {"max_entries": 5, "context": None, "stacks": "all", "format": "json.gz", "timeline": "steps", "top_ops": 0}
-    options = parse_options(given)
+    options = memory_options(given)
     assert {key: getattr(options, key) for key in given} == given
 
 
@@ -34,11 +34,19 @@ def test_every_option_is_taken() -> None:
 )
 def test_bad_values_name_the_option(key: str, value: object) -> None:
     with pytest.raises(ConfigError) as info:
-        parse_options({key: value})
+        memory_options({key: value})
     assert info.value.path == f"options.memory.{key}"
     assert repr(value) in str(info.value)
 
 
 def test_unknown_key_suggests_the_closest() -> None:
     with pytest.raises(ConfigError, match="did you mean 'max_entries'"):
-        parse_options({"max_entry": 10})
+        memory_options({"max_entry": 10})
+
+
+def test_the_old_name_warns_and_forwards() -> None:
+    import profwin_memory
+
+    with pytest.warns(DeprecationWarning, match="memory_options"):
+        old = profwin_memory.parse_options
+    assert old is memory_options

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import profwin
+import profwin.plugin
 from profwin import ConfigError, PluginError, ProfileSpec, Session, Window
 from profwin.errors import WindowWarning
 from profwin_npu import NpuProfiler, analyse
@@ -296,7 +297,7 @@ def test_bad_options_fail_before_anything_runs(torch_npu_standin: StandIn, tmp_p
 
 
 def test_loaded_through_the_entry_point(torch_npu_standin: StandIn, tmp_path: Path) -> None:
-    info = {p.name: p for p in profwin.plugins(profwin.PROFILERS_GROUP)}["npu"]
+    info = {p.name: p for p in profwin.plugins(profwin.plugin.PROFILERS_GROUP)}["npu"]
     assert info.status == "ok"  # the stand-in is importable, so the plugin is usable
     session = Session(spec_for(tmp_path, "1:3"), profiler="npu")
     drive(session, 3)

@@ -17,12 +17,13 @@ from types import ModuleType
 import pytest
 
 import profwin
+import profwin.plugin
 from profwin import PluginError, ProfileSpec, Session, Window
 from profwin_npu import NpuProfiler, engine_flavour, import_torch_npu
 
 
 def test_plugins_lists_npu_as_missing_dependency(no_torch_npu: None) -> None:
-    info = {p.name: p for p in profwin.plugins(profwin.PROFILERS_GROUP)}["npu"]
+    info = {p.name: p for p in profwin.plugins(profwin.plugin.PROFILERS_GROUP)}["npu"]
     assert info.status == "missing dependency"
     assert "torch_npu" in info.detail
     assert "CANN" in info.detail

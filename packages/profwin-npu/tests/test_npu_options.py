@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from profwin import ConfigError, ProfileSpec, spec_from_mapping, spec_from_verl
+from profwin import ConfigError, ProfileSpec, spec_from_mapping
 from profwin_npu import AIC_METRICS, LEVELS, NpuOptions, npu_options
+from profwin_verl import spec_from_verl
 
 
 def parse(**options: Any) -> NpuOptions:

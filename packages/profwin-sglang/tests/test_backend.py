@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profwin import Backend, ConfigError, ProfileSpec, Window, backend, plugins, render_plan
+from profwin import ConfigError, ProfileSpec, Window, backend, plugins, render_plan
+from profwin.plugin import Backend
 from profwin_sglang import RELATIVE_BASE, SglangBackend
 
 

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 import profwin
-from profwin import Backend, ConfigError, ProfileSpec, Window
+from profwin import ConfigError, ProfileSpec, Window
 from profwin.cli import main as profwin_main
+from profwin.plugin import Backend
 from profwin_vllm import SessionError, VllmBackend, resolve_version, session
 
 

@@ -1,94 +1,91 @@
 """profwin: profile an exact window of generation steps on any engine.
 
-The public API lives here; submodules hold one concern each (``window``, ``spec``, ``config``,
-``discovery``, ``session``, ``torch_driver``, ``engine``, ``remote``, ``render``, ``http``, ``cli``;
-``verl`` for verl's configs and seams). Plugins import from :mod:`profwin.plugin` only.
+This is the surface for users: the window and the spec, loading specs, the in-process
+:class:`Session`, live engines (:func:`remote_session`, :func:`backend`, :func:`render_plan`),
+plugin discovery, and the one error family under :class:`ProfwinError`. Reading traces is
+:mod:`profwin.traces` (with its ``TraceError``); writing a plugin is :mod:`profwin.plugin` (the plugin authors' surface).
+docs/architecture.md lays out the modules behind both and the layers they sit in.
+
+Names that used to be exported here and now live on one of those surfaces (``PluginSpec``,
+``run_cli``, ``StepMarker``, ...) still import from here, with a DeprecationWarning naming the
+new home; they go away in profwin-core 0.3.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+import importlib
+import warnings
+from typing import Any
 
-from profwin.atomic import atomic_path, check_output_path
-from profwin.cli_support import run_cli
+from profwin.about import __version__
 from profwin.config import load_spec, spec_from_mapping, spec_from_yaml
-from profwin.discovery import PluginInfo, backend, engine_flavours, plugins, profiler, validate_options
-from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
-from profwin.errors import ConfigError, PluginError, WindowWarning
-from profwin.plugin_api import (
-    BACKENDS_GROUP,
-    ENGINE_FLAVOURS_GROUP,
-    PLUGIN_API,
-    PROFILERS_GROUP,
-    Artifact,
-    Driver,
-    PluginSpec,
-    Profiler,
-    RemoteResult,
-    fan_out,
-)
+from profwin.discovery import PluginInfo, backend, plugins, profiler, validate_options
+from profwin.engine import EngineBusy, EnginePlan, TargetError
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning
+from profwin.protocols import Artifact, RemoteResult
 from profwin.remote import RemoteSession, SessionError, remote_session
 from profwin.render import FORMS, render_plan
 from profwin.session import Session, current_rank
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
-from profwin.traces.markers import StepMarker
-from profwin.verl.config import ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
-from profwin.window import MAX_STEP, Window, check_bounds
-
-try:
-    __version__ = version("profwin-core")
-except PackageNotFoundError:  # running from a source tree without metadata
-    __version__ = "0.0.0+unknown"
+from profwin.window import Window
 
 __all__ = [
     "ACTIVITIES",
-    "BACKENDS_GROUP",
-    "ENGINE_FLAVOURS_GROUP",
     "FORMS",
-    "MAX_STEP",
-    "PLUGIN_API",
-    "PROFILERS_GROUP",
     "RECORD_OPTIONS",
     "Artifact",
-    "Backend",
     "ConfigError",
-    "Driver",
     "EngineBusy",
     "EnginePlan",
-    "EngineTarget",
     "PluginError",
     "PluginInfo",
-    "PluginSpec",
     "ProfileSpec",
-    "Profiler",
     "ProfilingDisabled",
+    "ProfwinError",
     "RemoteResult",
     "RemoteSession",
     "Session",
     "SessionError",
-    "StepMarker",
-    "TargetContext",
     "TargetError",
-    "VerlProfiling",
     "Window",
     "WindowWarning",
     "__version__",
-    "atomic_path",
     "backend",
-    "check_bounds",
-    "check_output_path",
     "current_rank",
-    "engine_flavours",
-    "fan_out",
     "load_spec",
-    "load_verl",
     "plugins",
     "profiler",
     "remote_session",
     "render_plan",
-    "run_cli",
     "spec_from_mapping",
-    "spec_from_verl",
     "spec_from_yaml",
     "validate_options",
 ]
+
+# Former top-level names -> the module that holds them now (see the module docstring).
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "BACKENDS_GROUP", "ENGINE_FLAVOURS_GROUP", "PLUGIN_API", "PROFILERS_GROUP", "Backend", "Driver",
+            "EngineTarget", "PluginSpec", "Profiler", "StepMarker", "TargetContext", "atomic_path",
+            "check_output_path", "engine_flavours", "fan_out", "run_cli",
+        ),
+        "profwin.plugin",
+    ),
+    "MAX_STEP": "profwin.window",
+    "check_bounds": "profwin.window",
+    **dict.fromkeys(("VerlProfiling", "load_verl", "spec_from_verl"), "profwin_verl"),
+}  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """Forward a former top-level name to its new home, with a DeprecationWarning."""
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module 'profwin' has no attribute {name!r}")
+    warnings.warn(
+        f"profwin.{name} moved: import it from {home} (the old name goes away in profwin-core 0.3)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)

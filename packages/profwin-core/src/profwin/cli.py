@@ -7,24 +7,25 @@ import functools
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.atomic import check_output_path
-from profwin.cli_support import CliParser, int_arg, print_json, run_cli, seconds_arg
+from profwin.cli_runner import CliParser, int_arg, print_json, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import plugins as list_plugins
 from profwin.discovery import validate_options
 from profwin.engine import EnginePlan
-from profwin.errors import ConfigError, PluginError, shown
-from profwin.plugin_api import BACKENDS_GROUP
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
+from profwin.protocols import BACKENDS_GROUP
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
-from profwin.verl.config import ProfilingDisabled
+from profwin.traces.view import how_to_view
 from profwin.window import MAX_STEP, Window
 
 __all__ = ["build_parser", "main"]
@@ -52,14 +53,30 @@ def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
     return spec.replace(**changes) if changes else spec
 
 
-def _engine_versions(pairs: Sequence[str]) -> dict[str, str]:
-    versions = {}
-    for pair in pairs:
-        name, sep, ver = pair.partition("=")
-        if not sep or not name or not ver:
-            raise ConfigError(f"--engine-version must look like ENGINE=VERSION, e.g. vllm=0.32.0 (got {pair!r})")
-        versions[name] = ver
-    return versions
+_ENGINE_VERSION_HELP = "[ENGINE=]VERSION, e.g. vllm=0.32.0 or 0.32.0"
+
+
+def _engine_version_arg(text: str) -> tuple[str | None, str]:
+    """``--engine-version``, the same form in every command: ``ENGINE=VERSION`` or ``VERSION``."""
+    name, sep, ver = text.rpartition("=")
+    if not ver or (sep and not name):
+        raise argparse.ArgumentTypeError(f"must look like {_ENGINE_VERSION_HELP} (got {text!r})")
+    return (name if sep else None), ver
+
+
+def _version_for(engine: str, given: Sequence[tuple[str | None, str]]) -> str | None:
+    """The version given for ``engine`` (a bare VERSION applies to it too); another engine's is an error."""
+    found = None
+    for name, ver in given:
+        if name is not None and name != engine:
+            raise ConfigError(f"--engine-version {name}={ver} names engine {name!r}, but this command is for {engine!r}")
+        found = ver
+    return found
+
+
+def _engine_versions(given: Sequence[tuple[str | None, str]]) -> dict[str | None, str]:
+    """``window``: versions by engine; ``None`` holds a bare VERSION (for every engine)."""
+    return dict(given)
 
 
 # -- commands ----------------------------------------------------------------------------------
@@ -70,7 +87,7 @@ def _planned(name: str, plan: Callable[[], EnginePlan]) -> EnginePlan:
     failure (a :class:`PluginError` naming it), not an internal error of profwin."""
     try:
         return plan()
-    except (ConfigError, PluginError):
+    except ProfwinError:
         raise
     except Exception as exc:
         text = " ".join(str(exc).split())
@@ -100,7 +117,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
-    except ProfilingDisabled as exc:  # a valid verl config that profiles nothing
+    except ProfilingDisabled as exc:  # a valid config (e.g. verl's) that profiles nothing
         if args.json:
             _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})
         else:
@@ -156,9 +173,9 @@ def _cmd_window(args: argparse.Namespace) -> int:
             info["backends"][plugin.name] = {"status": plugin.status, "detail": plugin.detail}
             continue
         try:
+            version = versions.get(plugin.name, versions.get(None))
             plan = _planned(
-                plugin.name,
-                functools.partial(load_backend(plugin.name).plan, ProfileSpec(window=window), version=versions.get(plugin.name)),
+                plugin.name, functools.partial(load_backend(plugin.name).plan, ProfileSpec(window=window), version=version)
             )
             info["backends"][plugin.name] = plan.to_dict()
         except (ConfigError, PluginError) as exc:
@@ -188,7 +205,8 @@ def _cmd_window(args: argparse.Namespace) -> int:
 def _cmd_args(args: argparse.Namespace) -> int:
     spec = _spec_from_args(args)
     engine = load_backend(args.engine)
-    plan = _planned(args.engine, lambda: engine.plan(spec, version=args.engine_version))
+    version = _version_for(args.engine, args.engine_version)
+    plan = _planned(args.engine, lambda: engine.plan(spec, version=version))
     if args.json:
         _print_json(plan.to_dict())
     else:
@@ -200,15 +218,25 @@ def _remote(args: argparse.Namespace, action: str) -> int:
     spec = _spec_from_args(args)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
     call = start_remote if action == "start" else stop_remote
-    results = call(args.engine, args.url, spec, version=args.engine_version, api_key=api_key, timeout=args.timeout)
+    version = _version_for(args.engine, args.engine_version)
+    results = call(args.engine, args.url, spec, version=version, api_key=api_key, timeout=args.timeout)
+    traces = [a for r in results for a in r.artifacts if a.kind == "trace"]
     if args.json:
         _print_json([r.to_dict() for r in results])
     else:
         for r in results:
             print(f"{r.target}: {'ok' if r.ok else 'FAILED'}{' - ' + r.message if r.message else ''}")
             for a in r.artifacts:
-                print(f"  {a.path} ({a.bytes} bytes, steps {a.steps if a.steps is not None else '?'})")
-    return 0 if all(r.ok for r in results) else 1
+                print(f"  {a.path} ({a.bytes:,} bytes, steps {a.steps if a.steps is not None else '?'})")
+        if traces:
+            print(how_to_view([a.path for a in traces]))
+    if not all(r.ok for r in results):
+        return 1
+    if action == "stop" and not traces:
+        # Nothing was recorded (the window was never reached, say): not a success to scripts.
+        print(f"profwin: nothing was recorded: no trace was collected for window {spec.window}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -218,8 +246,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     model = TinyDecoder()
     if args.compare_full:
         warm_up_profiler()
-    windowed = run_demo(spec, steps=args.steps, progress=not args.quiet, model=model)
+    with warnings.catch_warnings():
+        # The demo reports a window it did not reach in its own words, below: one line, not two.
+        if spec.window.clip(args.steps) is None:
+            warnings.simplefilter("ignore", WindowWarning)
+        windowed = run_demo(spec, steps=args.steps, progress=not args.quiet, model=model)
     results = [windowed]
+    if args.json and spec.window.clip(args.steps) is None:
+        _print_json([windowed.to_dict()])
+        return 1
     if args.compare_full:
         results.append(run_full_trace(spec, steps=args.steps, progress=not args.quiet, model=model))
     if args.json:
@@ -227,6 +262,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         return 0
     w = windowed
     expected = spec.window.clip(args.steps)
+    if expected is None:
+        print(
+            f"profwin: window {spec.window} was never reached: the demo ran {args.steps} step(s), nothing was recorded; "
+            f"run at least {spec.window.start + 1} steps (--steps) or choose a window inside them (--window)",
+            file=sys.stderr,
+        )
+        return 1
     print(f"steps run:       {w.steps_run}")
     print(f"window:          {spec.window}")
     print(
@@ -243,14 +285,23 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"{'trace bytes':12}{w.trace_bytes:>14,}{full.trace_bytes:>14,}{w.trace_bytes / full.trace_bytes:>16.3f}")
         print(f"{'wall s':12}{w.wall_s:>14.3f}{full.wall_s:>14.3f}{w.wall_s / full.wall_s:>16.3f}")
         print(f"full-run trace:  {full.artifacts[0].path}")
-    ok = expected is None or len(w.recorded_steps) == expected.length
-    return 0 if ok else 1
+    print(how_to_view([a.path for r in results for a in r.artifacts]))
+    return 0 if len(w.recorded_steps) == expected.length else 1
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from profwin.traces import plot_ranks, plot_steps, render_ranks, render_summary, summarize, summarize_ranks, tty_progress
+    from profwin.traces import (
+        plot_ranks,
+        plot_steps,
+        render_ranks,
+        render_summary,
+        summarize,
+        summarize_ranks,
+        trace_files,
+        tty_progress,
+    )
 
     if args.plot:
         _check_plot(args.plot, args.trace)
@@ -265,7 +316,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     else:
         ranks = summarize_ranks(
             args.trace, window=args.window, top=args.top, first_step=args.first_step,
-            progress=lambda path: tty_progress(f"reading {path}"),
+            progress=lambda path: tty_progress(f"reading {path}"), session=args.session,
         )  # fmt: skip
         if args.plot:
             plot_ranks(ranks, args.plot)
@@ -276,11 +327,12 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         _print_json(data)
     else:
         print(text)
+        print("\n" + how_to_view(trace_files(args.trace)))
     return 0
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from profwin.traces import diff, plot_diff, render_diff
+    from profwin.traces import diff, plot_diff, render_diff, trace_files
 
     if args.plot:
         _check_plot(args.plot, [args.a, args.b])
@@ -292,6 +344,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         _print_json(result.to_dict())
     else:
         print(render_diff(result))
+        print("\n" + how_to_view([*trace_files([args.a]), *trace_files([args.b])]))
     return 0
 
 
@@ -314,8 +367,9 @@ def _check_plot(plot: str, inputs: Sequence[str]) -> None:
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
 
-    check_output_path(args.out)
-    result = trim(args.trace, args.window, args.out, first_step=args.first_step, progress=tty_progress(f"trimming {args.trace}"))
+    check_output_path(args.output)
+    progress = tty_progress(f"trimming {args.trace}", passes=2)  # trim reads its input twice
+    result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -324,6 +378,7 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         )
         for note in result.notes:
             print(f"note: {note}", file=sys.stderr)
+        print(how_to_view([result.path]))
     return 0
 
 
@@ -360,14 +415,17 @@ def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None 
         "--window", type=_window_arg, default=_window_arg(window_default) if window_default else None,
         help=f"steps to record, START:END half-open{f' (default {window_default})' if window_default else ''}",
     )  # fmt: skip
-    p.add_argument("--out", metavar="DIR", help="output directory for traces")
+    p.add_argument("--out", metavar="DIR", help="output directory for traces (--out is a directory in every command)")
     p.add_argument("--prefix", help="file-name prefix for traces")
 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", required=True, help="backend name (vllm, sglang)")
     p.add_argument("--url", action="append", required=True, help="server URL; repeat for several servers")
-    p.add_argument("--engine-version", help="engine version, when it cannot be asked from the server")
+    p.add_argument(
+        "--engine-version", action="append", default=[], type=_engine_version_arg, metavar="[ENGINE=]VERSION",
+        help=f"engine version, when it cannot be asked from the server: {_ENGINE_VERSION_HELP}",
+    )  # fmt: skip
     p.add_argument("--api-key", help="bearer token (default: $PROFWIN_API_KEY)")
     p.add_argument("--timeout", type=seconds_arg, default=30.0, help="seconds per request (default 30)")
     p.add_argument("--json", action="store_true", help="print results as JSON")
@@ -393,8 +451,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("window", help="explain a window and what each installed backend is sent")
     p.add_argument("window_text", metavar="WINDOW", type=_window_arg, help="START:END, e.g. 20:80")
     p.add_argument(
-        "--engine-version", action="append", default=[], metavar="ENGINE=VERSION",
-        help="describe for this engine version (repeatable), e.g. vllm=0.31.0",
+        "--engine-version", action="append", default=[], type=_engine_version_arg, metavar="[ENGINE=]VERSION",
+        help=f"describe for this engine version (repeatable): {_ENGINE_VERSION_HELP}; a bare VERSION is for every engine",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_window)
@@ -402,7 +460,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("args", help="print the launch arguments an engine needs for a window")
     p.add_argument("engine", help="backend name (vllm, sglang)")
     p.add_argument("--for", dest="form", help=f"what to print: {', '.join(FORMS)} (default: the engine's own)")
-    p.add_argument("--engine-version", help="target engine version (default: the installed one, else the newest)")
+    p.add_argument(
+        "--engine-version", action="append", default=[], type=_engine_version_arg, metavar="[ENGINE=]VERSION",
+        help=f"target engine version, {_ENGINE_VERSION_HELP} (default: the installed one, else the newest)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the whole plan as JSON")
     _add_spec_options(p)
     p.set_defaults(func=_cmd_args)
@@ -432,6 +493,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int_arg(0), default=20, help="operators to list by self time (default 20)")
     p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument(
+        "--session", metavar="ID",
+        help="of a folder holding several profiling sessions, this one (an id or its prefix; default: the newest)",
+    )  # fmt: skip
+    p.add_argument(
         "--plot", metavar="PNG",
         help="draw per-step time (one trace) or a steps x ranks heat map (several); needs matplotlib",
     )  # fmt: skip
@@ -452,7 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
-    p.add_argument("-o", "--out", required=True, help="output trace (.json or .json.gz)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json or .json.gz)")
     p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_trim)
@@ -465,7 +530,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    """Run ``profwin``; errors are one line and a documented exit code (see :mod:`profwin.cli_runner`)."""
     return run_cli(_main, argv, prog="profwin")
 
 

@@ -13,15 +13,20 @@ import json
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin_api import Artifact
+from profwin.json_form import JsonForm, to_json
+from profwin.protocols import Artifact
 from profwin.session import Session
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch
+from profwin.traces.provenance import KEY as PROVENANCE_KEY
+from profwin.traces.provenance import new_session_id, profwin_version
+from profwin.window import Window
 
 __all__ = ["DemoResult", "TinyDecoder", "count_step_markers", "run_demo", "run_full_trace", "warm_up_profiler"]
 
@@ -84,14 +89,22 @@ class TinyDecoder:
             x = x + f.gelu(f.layer_norm(x, (self.dim,)) @ block["up"]) @ block["down"]
         return int((f.layer_norm(x, (self.dim,)) @ self.head).argmax())
 
-    def generate(self, steps: int, *, on_step: Callable[[int], None] | None = None) -> list[int]:
-        """Run ``steps`` decode steps from token 1; ``on_step(i)`` is called after step ``i``.
-        Returns the last ``context`` tokens generated (all of them for a short run)."""
+    def generate(
+        self,
+        steps: int,
+        *,
+        on_step: Callable[[int], None] | None = None,
+        around_step: Callable[[int], AbstractContextManager[Any]] | None = None,
+    ) -> list[int]:
+        """Run ``steps`` decode steps from token 1; ``on_step(i)`` is called after step ``i``,
+        and step ``i`` runs inside ``around_step(i)`` when given. Returns the last ``context``
+        tokens generated (all of them for a short run)."""
         self.reset()
         with self.torch.inference_mode():
             token, out = 1, collections.deque[int](maxlen=self.context)
             for i in range(steps):
-                token = self.decode_step(token)
+                with around_step(i) if around_step is not None else nullcontext():
+                    token = self.decode_step(token)
                 out.append(token)
                 if on_step is not None:
                     on_step(i)
@@ -111,7 +124,7 @@ def count_step_markers(path: Path) -> list[int]:
 
 
 @frozen(kw_only=True)
-class DemoResult:
+class DemoResult(JsonForm):
     """What one demo run did: steps run, files written, wall time."""
 
     label: str
@@ -125,14 +138,13 @@ class DemoResult:
         return sum(a.bytes for a in self.artifacts)
 
     def to_dict(self) -> dict[str, Any]:
+        """``profwin demo --json``: the fields, with the recorded steps as a count and first/last."""
         return {
-            "label": self.label,
-            "steps_run": self.steps_run,
+            **to_json(self, exclude=("recorded_steps",)),
+            "wall_s": round(self.wall_s, 4),
             "steps_recorded": len(self.recorded_steps),
             "recorded": [self.recorded_steps[0], self.recorded_steps[-1]] if self.recorded_steps else None,
-            "wall_s": round(self.wall_s, 4),
             "trace_bytes": self.trace_bytes,
-            "artifacts": [a.to_dict() for a in self.artifacts],
         }
 
 
@@ -194,9 +206,13 @@ def run_demo(
 
 def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, model: TinyDecoder | None = None) -> DemoResult:
     """The same generation under a plain ``torch.profiler.profile`` over the whole run (what
-    users do without profwin), exported the same way, for comparison."""
-    import_torch()  # a clear error when torch is missing
-    from torch.profiler import ProfilerActivity, profile
+    users do without profwin), exported the same way, for comparison.
+
+    Each step is marked ``ProfilerStep#k`` as torch.profiler marks the steps of a scheduled run,
+    and the trace carries its provenance, so ``profwin summarize``, ``diff`` and ``trim`` read
+    it by step like the windowed one."""
+    torch = import_torch()  # a clear error when torch is missing
+    from torch.profiler import ProfilerActivity, profile, record_function
 
     model = model or TinyDecoder()
     report = _Progress(steps, "full-run") if progress else None
@@ -209,8 +225,16 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
             if report is not None:
                 report(i)
 
-        model.generate(steps, on_step=on_step)
+        model.generate(steps, on_step=on_step, around_step=lambda i: record_function(f"{STEP_MARKER}{i}"))
+        origin = {"window": f"0:{steps}", "steps": f"0:{steps}", "first_step": 0, "engine": "torch",
+                  "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": 0,
+                  "session": new_session_id(), "version": profwin_version()}  # fmt: skip
+        prof.add_metadata_json(PROVENANCE_KEY, json.dumps(origin))
     prof.export_chrome_trace(str(path))
     wall = time.perf_counter() - started
-    artifact = Artifact(path=path, steps=None, bytes=path.stat().st_size, kind="trace", producer="torch.profiler (whole run)")
-    return DemoResult(label="full-run", steps_run=steps, wall_s=wall, artifacts=(artifact,), recorded_steps=())
+    artifact = Artifact(
+        path=path, steps=Window(0, steps), bytes=path.stat().st_size, kind="trace", producer="torch.profiler (whole run)"
+    )
+    return DemoResult(
+        label="full-run", steps_run=steps, wall_s=wall, artifacts=(artifact,), recorded_steps=tuple(count_step_markers(path))
+    )

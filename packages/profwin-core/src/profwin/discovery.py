@@ -1,6 +1,6 @@
 """Plugin discovery through entry points, without importing the libraries plugins drive.
 
-Listing loads only each entry point's small module (a :class:`~profwin.plugin_api.PluginSpec`)
+Listing loads only each entry point's small module (a :class:`~profwin.protocols.PluginSpec`)
 and checks the plugin's run-time requirements with ``importlib.util.find_spec``. A plugin that
 fails to load is reported with its error and never hides the others: whatever its import does
 (raise anything, call ``sys.exit()``, print) is caught, and what it prints is kept off stdout,
@@ -13,21 +13,35 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
 import io
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
+import attrs
 from attrs import frozen
 
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
-from profwin.plugin_api import BACKENDS_GROUP, ENGINE_FLAVOURS_GROUP, PLUGIN_API, PROFILERS_GROUP, PluginSpec, Profiler
+from profwin.json_form import JsonForm, to_json
+from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
+from profwin.protocols import (
+    BACKENDS_GROUP,
+    ENGINE_FLAVOURS_GROUP,
+    PLUGIN_API,
+    PROFILERS_GROUP,
+    SPEC_FORMATS_GROUP,
+    PluginSpec,
+    Profiler,
+    SpecFormat,
+)
 from profwin.spec import ProfileSpec
 
-__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "validate_options"]
+__all__ = ["PluginInfo", "backend", "engine_flavours", "plugins", "profiler", "spec_formats", "step_markers", "validate_options"]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
 _GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
@@ -40,7 +54,7 @@ _noisy: dict[str, str] = {}
 
 
 @frozen(kw_only=True)
-class PluginInfo:
+class PluginInfo(JsonForm):
     """One installed plugin as ``profwin plugins`` shows it."""
 
     name: str
@@ -52,15 +66,8 @@ class PluginInfo:
     spec: PluginSpec | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "group": self.group,
-            "distribution": self.distribution,
-            "version": self.version,
-            "status": self.status,
-            "detail": self.detail,
-            "summary": self.spec.summary if self.spec else "",
-        }
+        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
 
 
 def _missing(requires: tuple[str, ...]) -> list[str]:
@@ -259,3 +266,43 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
         if flavour is not None:
             found.append(flavour)
     return found
+
+
+@functools.cache
+def step_markers() -> tuple[StepMarker, ...]:
+    """Core's marker and every installed plugin's, by preference (cached per process).
+
+    A plugin's marker counts from preference 1, behind core's ``ProfilerStep#`` (0), whatever it
+    declares; ``$PROFWIN_STEP_MARKER`` (:data:`profwin.markers.MARKER_ENV`) puts the producer the
+    user names first. A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
+    """
+    found = {TORCH_MARKER.producer: TORCH_MARKER}
+    for info in plugins():
+        marker = info.spec.step_marker if info.spec is not None else None
+        if marker is not None and marker.producer not in found:
+            # A plugin adds a marker; it never outranks core's ProfilerStep# in a torch trace.
+            found[marker.producer] = attrs.evolve(marker, preference=max(marker.preference, TORCH_MARKER.preference + 1))
+    chosen = os.environ.get(MARKER_ENV, "").strip()
+    if chosen:
+        if chosen not in found:
+            raise ConfigError(
+                f"${MARKER_ENV} is {chosen[:80]!r}, which no installed producer declares (known: {', '.join(sorted(found))})"
+            )
+        found[chosen] = attrs.evolve(found[chosen], preference=TORCH_MARKER.preference - 1)  # the user's choice
+    return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))
+
+
+@functools.cache
+def spec_formats() -> tuple[SpecFormat, ...]:
+    """Every installed spec format (``profwin.spec_formats`` entry points), by name (cached per process).
+
+    A format that fails to load is skipped here, like a broken plugin's step marker; importing
+    its module (``python -c "import MODULE"``) shows why.
+    """
+    found = []
+    for ep in sorted(importlib.metadata.entry_points(group=SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
+        try:
+            found.append(cast(SpecFormat, _guarded(f"module {ep.module}", ep.load)))
+        except PluginError:
+            continue
+    return tuple(found)

@@ -21,8 +21,9 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import evolve, field, frozen
 
-from profwin.errors import ConfigError
-from profwin.plugin_api import Artifact
+from profwin.errors import ConfigError, ProfwinError
+from profwin.json_form import JsonForm
+from profwin.protocols import Artifact
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -34,7 +35,6 @@ __all__ = [
     "TargetContext",
     "TargetError",
     "VersionSource",
-    "json_ready",
 ]
 
 T = TypeVar("T")
@@ -49,19 +49,8 @@ def _optional_map(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else MappingProxyType(dict(value))
 
 
-def json_ready(value: Any) -> Any:
-    """A JSON-ready copy (mappings and tuples inside a plan are read-only views)."""
-    if isinstance(value, Mapping):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if isinstance(value, (Window, Path)):
-        return str(value)
-    return value
-
-
 @frozen(kw_only=True)
-class EnginePlan:
+class EnginePlan(JsonForm):
     """What one engine version is sent to record exactly a window, as data (JSON-ready).
 
     Attributes:
@@ -108,53 +97,8 @@ class EnginePlan:
         """A copy with some fields changed."""
         return evolve(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The plan as JSON-ready data (``profwin args ENGINE --json``); :meth:`from_dict` reads it back."""
-        return {
-            "engine": self.engine,
-            "version": self.version,
-            "version_source": self.version_source,
-            "mechanism": self.mechanism,
-            "window": str(self.window),
-            "records": None if self.records is None else str(self.records),
-            "output_dir": str(self.output_dir),
-            "launch": json_ready(self.launch),
-            "env": json_ready(self.env),
-            "request": json_ready(self.request),
-            "per_session": self.per_session,
-            "server_requirement": self.server_requirement,
-            "fallback": self.fallback,
-            "notes": list(self.notes),
-            "details": json_ready(self.details),
-        }
 
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> EnginePlan:
-        """The plan :meth:`to_dict` wrote (a ``profwin start`` state file); bad data is a ConfigError."""
-        try:
-            records = data["records"]
-            return cls(
-                engine=str(data["engine"]),
-                version=data["version"],
-                version_source=data["version_source"],
-                mechanism=str(data["mechanism"]),
-                window=Window.parse(data["window"]),
-                records=None if records is None else Window.parse(records),
-                output_dir=Path(data["output_dir"]),
-                launch=data["launch"],
-                env=data["env"],
-                request=data["request"],
-                per_session=bool(data["per_session"]),
-                server_requirement=data["server_requirement"],
-                fallback=data["fallback"],
-                notes=tuple(data["notes"]),
-                details=data["details"],
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ConfigError(f"is not a plan written by profwin ({type(exc).__name__}: {exc})", path="plan") from None
-
-
-class TargetError(RuntimeError):
+class TargetError(ProfwinError, RuntimeError):
     """Starting, stopping or asking one engine failed; the message says what to do about it.
 
     ``details`` (JSON-ready) go into that target's :class:`~profwin.RemoteResult`.

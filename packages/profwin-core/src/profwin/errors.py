@@ -1,4 +1,20 @@
-"""The exceptions profwin raises for bad input and unavailable plugins."""
+"""The exceptions profwin raises: one family under :class:`ProfwinError`.
+
+Every error profwin raises on purpose derives from :class:`ProfwinError`, so a caller (and the
+``profwin`` command line) catches one class; each also keeps the built-in base it always had
+(``ValueError`` for bad input, ``RuntimeError`` for a failed action), so existing
+``except ValueError`` code keeps working. The family:
+
+- :class:`ConfigError` (``ValueError``): a spec, option or argument is invalid;
+  :class:`ProfilingDisabled`: a valid config that profiles nothing;
+- :class:`PluginError` (``RuntimeError``): a plugin is unknown, broken or lacks its library;
+- :class:`profwin.traces.TraceError` (``ValueError``): a trace file cannot be used;
+- :class:`profwin.TargetError` (``RuntimeError``) and :class:`profwin.EngineBusy`: one live engine
+  refused or failed;
+- :class:`profwin.SessionError` (``RuntimeError``): a remote session failed on some engine.
+
+This module is the bottom layer of core: it imports nothing from profwin.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +24,17 @@ SHOWN_CHARS = 80
 """The most characters of a user's value an error message quotes (see :func:`shown`)."""
 
 
-class ConfigError(ValueError):
+class ProfwinError(Exception):
+    """Base of every error profwin raises on purpose; its message is meant for the user as it is.
+
+    ``path`` locates the problem when there is a place to name (a config key such as
+    ``options.vllm.mode``, or a trace file); empty otherwise.
+    """
+
+    path: str = ""
+
+
+class ConfigError(ProfwinError, ValueError):
     """A profiling configuration is invalid.
 
     The message always names the field (as a path such as
@@ -59,7 +85,12 @@ def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = 
     return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(valid)}){hint}", path=path)
 
 
-class PluginError(RuntimeError):
+class ProfilingDisabled(ConfigError):
+    """The config is valid but profiles nothing (verl's ``enable: false``, ``tool: null``,
+    ``steps: null``), so it has no spec; ``profwin validate`` reports it as valid."""
+
+
+class PluginError(ProfwinError, RuntimeError):
     """A plugin is unknown, failed to import, or lacks the library it drives."""
 
 

@@ -35,11 +35,12 @@ from collections.abc import Mapping
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from attrs import frozen
+from attrs import field, frozen
 
+from profwin.about import __version__
 from profwin.errors import ConfigError, shown
 
-__all__ = ["MAX_TIMEOUT", "Reply", "check_timeout", "normalize_url", "request"]
+__all__ = ["MAX_TIMEOUT", "Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
 
 _API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY or api_key=)"
 _DETAIL_LIMIT = 2000
@@ -172,8 +173,6 @@ def request(
     """
     base = normalize_url(url)
     _check_arguments(path, api_key, timeout, max_body, expect)
-    from profwin import __version__  # at call time: profwin imports this module while it loads
-
     headers = {"Accept": "application/json", "User-Agent": f"profwin/{__version__}", "Connection": "close"}
     payload = None
     if body is not None:
@@ -380,3 +379,27 @@ def _decode(raw: bytes, content_type: str, expect: str | None) -> tuple[Any, str
         got = f"a JSON {type(data).__name__} {text[:100]!r}" if text.strip() else "an empty body"
         return data, text, f"answer is not a JSON object: got {got}"
     return data, text, ""
+
+
+@frozen
+class ServerClient:
+    """One engine server as a backend talks to it: the URL (normalized once), the bearer token and
+    the per-request timeout, given once and used by every :meth:`call`.
+
+    Backends' server targets hold one instead of carrying the three values to each request.
+    """
+
+    url: str = field(converter=normalize_url)
+    api_key: str | None = field(default=None, repr=False)  # never in logs or reprs
+    timeout: float = field(default=30.0, converter=check_timeout)
+
+    def call(
+        self,
+        path: str,
+        *,
+        method: str = "POST",
+        body: Mapping[str, Any] | None = None,
+        expect: Literal["object", "any"] = "any",
+    ) -> Reply:
+        """:func:`request` to this server (never raises for the network; see the module's rules)."""
+        return request(self.url, path, method=method, body=body, api_key=self.api_key, timeout=self.timeout, expect=expect)

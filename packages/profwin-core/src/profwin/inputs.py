@@ -224,11 +224,18 @@ def _no_constant(name: str) -> Any:
 def bounded_int(text: str) -> int:
     """``int(text)`` for a JSON or YAML integer, refusing more digits than Python converts
     (``sys.get_int_max_str_digits()``, 4,300 by default) with a ``ValueError`` that says so."""
+    _check_digits(text)
+    return int(text)
+
+
+def _check_digits(text: str) -> None:
+    """Refuse, with a ``ValueError`` that says so, an integer written with more digits than
+    Python converts (``sys.get_int_max_str_digits()``); ``text`` itself is not converted, so
+    YAML's other spellings (``0x1F``, ``20:40``) pass through to their own readers."""
     digits = len(text.lstrip("+-").lstrip("0_"))
     limit = sys.get_int_max_str_digits()
     if limit and digits > limit:
         raise ValueError(f"an integer of {digits:,} digits; the limit is {limit:,} digits")
-    return int(text)
 
 
 def _parse_json(text: str, source: str) -> Any:
@@ -326,7 +333,7 @@ def _bounded_loader() -> Any:
 
         def construct_yaml_int(self, node: Any) -> int:
             try:
-                bounded_int(str(node.value).replace("_", ""))
+                _check_digits(str(node.value).replace("_", ""))
             except ValueError as exc:
                 raise self._fail(node, str(exc)) from None
             value: int = super().construct_yaml_int(node)  # type: ignore[no-untyped-call]
@@ -349,5 +356,20 @@ def _bounded_loader() -> Any:
             mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
             return mapping
 
-    BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_yaml_int)
+        def construct_sexagesimal(self, node: Any) -> Any:
+            # YAML 1.1 (PyYAML) reads an unquoted 20:40 as the base-60 number 1240; no spec
+            # value is written that way on purpose, and a window silently becoming 1240 is a trap.
+            number = (
+                self.construct_yaml_int(node) if node.tag.endswith(":int") else yaml.SafeLoader.construct_yaml_float(self, node)
+            )
+            if ":" in str(node.value) and node.style is None:
+                raise self._fail(
+                    node,
+                    f"{node.value} is read by YAML as the base-60 number {number}, not as the text {node.value!r}; "
+                    f'quote it: "{node.value}" (a window is written window: "20:40")',
+                )
+            return number
+
+    BoundedLoader.add_constructor("tag:yaml.org,2002:int", BoundedLoader.construct_sexagesimal)
+    BoundedLoader.add_constructor("tag:yaml.org,2002:float", BoundedLoader.construct_sexagesimal)
     return BoundedLoader

@@ -23,7 +23,7 @@ import attrs
 from profwin.errors import ConfigError, shown, unknown_key
 from profwin.spec import ProfileSpec
 
-__all__ = ["choice", "flag", "names", "parse_options"]
+__all__ = ["at_least", "choice", "flag", "names", "parse_options"]
 
 T = TypeVar("T")
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
@@ -50,6 +50,16 @@ def flag(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Validator: a bool (``1`` or ``"yes"`` are refused: YAML typos should not turn things on)."""
     if not isinstance(value, bool):
         raise ConfigError(f"must be true or false (got {shown(value)})", path=attribute.name)
+
+
+def at_least(minimum: int) -> Validator:
+    """Validator: an int ``>= minimum`` (``True`` and ``1.5`` are refused)."""
+
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ConfigError(f"must be an int >= {minimum} (got {shown(value)})", path=attribute.name)
+
+    return check
 
 
 def choice(*values: object) -> Validator:

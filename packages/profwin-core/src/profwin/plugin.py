@@ -12,53 +12,71 @@ Groups of names:
 - backends (engines that take the window as arguments): :class:`Backend`,
   :class:`EnginePlan`, :class:`EngineTarget`, :class:`TargetContext`, :class:`TargetError`,
   :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`, the HTTP client
-  (:func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`;
+  (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
+  :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
-- reading files: :func:`open_input`, :func:`read_input` (regular files only, bounded);
-- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes), :class:`CliParser`,
-  :func:`print_json`;
-- shared: :class:`ProfileSpec`, :class:`Window`, :class:`Artifact`, :class:`RemoteResult`,
-  errors, :func:`parse_options` and its validators, :func:`resolve_activities`,
-  :func:`engine_flavours`, :func:`fan_out`.
+- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
+- spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
+  :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
+  :func:`plain`, and :func:`spec_from_mapping`;
+- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
+  :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
+  imported on first use so the plugin API itself stays free of command-line machinery;
+- shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
+  :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
+  :func:`parse_options` and its validators, :func:`resolve_activities`,
+  :func:`engine_flavours`, :func:`fan_out`, the models' JSON form (:class:`JsonForm`,
+  :func:`to_json`, :func:`json_ready`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from profwin.activities import resolve_activities
 from profwin.atomic import atomic_path, check_output_path, write_atomic
-from profwin.cli_support import CliParser, print_json, run_cli
-from profwin.discovery import engine_flavours
+from profwin.config import spec_from_mapping
+from profwin.discovery import backend, engine_flavours
+from profwin.documents import plain, read_document, select
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
-from profwin.errors import ConfigError, PluginError, WindowWarning, shown, unknown_key
-from profwin.http import Reply, normalize_url, request
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
+from profwin.http import Reply, ServerClient, normalize_url, request
 from profwin.inputs import open_input, read_input
-from profwin.options import choice, flag, names, parse_options
-from profwin.plugin_api import (
+from profwin.json_form import JsonForm, json_ready, to_json
+from profwin.markers import TORCH_MARKER, StepMarker
+from profwin.options import at_least, choice, flag, names, parse_options
+from profwin.protocols import (
     BACKENDS_GROUP,
     ENGINE_FLAVOURS_GROUP,
     PLUGIN_API,
     PROFILERS_GROUP,
+    SPEC_FORMATS_GROUP,
     Artifact,
     Driver,
     PluginSpec,
     Profiler,
     RemoteResult,
+    SpecFormat,
     fan_out,
 )
 from profwin.remote import OnActive, RemoteSession, SessionError, remote_session, session_function
 from profwin.render import render_plan
-from profwin.spec import ProfileSpec, Ranks
+from profwin.spec import ProfileSpec, RankSelection
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
-from profwin.traces import TORCH_MARKER, StepMarker, TraceError, count_steps, trim
+from profwin.traces import TraceError, count_steps, trim
 from profwin.versions import EngineVersion, installed_version
 from profwin.window import Window
+
+if TYPE_CHECKING:
+    from profwin.cli_runner import CliParser, print_json, run_cli
 
 __all__ = [
     "BACKENDS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
+    "SPEC_FORMATS_GROUP",
     "STEP_MARKER",
     "TORCH_MARKER",
     "Artifact",
@@ -70,16 +88,21 @@ __all__ = [
     "EnginePlan",
     "EngineTarget",
     "EngineVersion",
+    "JsonForm",
     "OnActive",
     "PluginError",
     "PluginSpec",
     "ProfileSpec",
     "Profiler",
-    "Ranks",
+    "ProfilingDisabled",
+    "ProfwinError",
+    "RankSelection",
     "RemoteResult",
     "RemoteSession",
     "Reply",
+    "ServerClient",
     "SessionError",
+    "SpecFormat",
     "StepMarker",
     "TargetContext",
     "TargetError",
@@ -88,7 +111,9 @@ __all__ = [
     "Window",
     "WindowWarning",
     "WindowedProfile",
+    "at_least",
     "atomic_path",
+    "backend",
     "check_output_path",
     "choice",
     "count_steps",
@@ -96,20 +121,47 @@ __all__ = [
     "fan_out",
     "flag",
     "installed_version",
+    "json_ready",
     "names",
     "normalize_url",
     "open_input",
     "parse_options",
+    "plain",
     "print_json",
+    "read_document",
     "read_input",
     "remote_session",
     "render_plan",
     "request",
     "resolve_activities",
     "run_cli",
+    "select",
     "session_function",
     "shown",
+    "spec_from_mapping",
+    "to_json",
     "trim",
     "unknown_key",
     "write_atomic",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``run_cli``, ``CliParser`` and ``print_json`` on first use, so importing the plugin API does
+    not import command-line machinery (argparse, signal handling); ``Ranks``, the old name of
+    :data:`RankSelection`."""
+    if name in ("run_cli", "CliParser", "print_json"):
+        from profwin import cli_runner  # the top layer: only plugins with a command line need it
+
+        return getattr(cli_runner, name)
+    if name == "Ranks":
+        import warnings
+
+        warnings.warn(
+            "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
+            "the old name goes away in profwin-core 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return RankSelection
+    raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")

@@ -43,11 +43,13 @@ from typing import Any, Literal, TypeVar
 from profwin.atomic import write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
-from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.http import check_timeout
 from profwin.inputs import parse_spec_text, read_input
-from profwin.plugin_api import Artifact, RemoteResult, fan_out
+from profwin.json_form import to_json
+from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.spec import ProfileSpec
+from profwin.traces.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.window import Window
 
 __all__ = [
@@ -72,7 +74,7 @@ MAX_STATE_BYTES = 1 << 20
 _MAX_TARGETS = 16  # in flight at once
 
 
-class SessionError(RuntimeError):
+class SessionError(ProfwinError, RuntimeError):
     """Starting or stopping failed on at least one engine; ``results`` has every engine's outcome."""
 
     def __init__(self, message: str, results: Sequence[RemoteResult] = ()) -> None:
@@ -114,6 +116,10 @@ def _size(path: Path) -> int:
         return 0
 
 
+# The plan's fields a RemoteResult's details repeat (the plan's own details follow them).
+_PLAN_DETAILS = ("engine", "version", "version_source", "mechanism", "window", "records", "request", "notes")
+
+
 class _Part:
     """One target's share of a session."""
 
@@ -124,6 +130,7 @@ class _Part:
         self.before: dict[str, int] = {}
         self.started = False
         self.unknown = ""  # why ``profwin stop`` has no state for this target (it still stops it)
+        self.session = ""  # the id of the session that started it (``profwin start`` saves it)
 
     def new_files(self) -> list[Path]:
         assert self.plan is not None
@@ -135,22 +142,11 @@ class _Part:
         plan = self.plan
         if plan is None:
             return dict(extra)
-        return {
-            "engine": plan.engine,
-            "version": plan.version,
-            "version_source": plan.version_source,
-            "mechanism": plan.mechanism,
-            "window": str(plan.window),
-            "records": None if plan.records is None else str(plan.records),
-            "request": None if plan.request is None else dict(plan.request),
-            "notes": list(plan.notes),
-            **dict(plan.details),
-            **extra,
-        }
+        return {**to_json(plan, only=_PLAN_DETAILS), **dict(plan.details), **extra}
 
     def state(self) -> dict[str, Any]:
         assert self.plan is not None
-        return {"target": self.target.name, "plan": self.plan.to_dict(), "before": self.before}
+        return {"target": self.target.name, "plan": self.plan.to_dict(), "before": self.before, "session": self.session}
 
 
 class RemoteSession:
@@ -182,6 +178,8 @@ class RemoteSession:
         self.on_active = on_active
         self.results: list[RemoteResult] = []
         self.artifacts: list[Artifact] = []
+        self.session_id = new_session_id()
+        """Written with every collected trace (its provenance), so a folder tells sessions apart."""
         self._ctx = TargetContext(timeout=timeout)
         # Servers on one machine may share a directory and a rank: one prefix each tells them apart.
         if len(targets) == 1:
@@ -214,6 +212,7 @@ class RemoteSession:
         except Exception as exc:  # a backend's bug, or an answer it could not take: this target's failure only
             return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
         part.started = True
+        part.session = self.session_id
         plan = part.plan
         records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
         message = (
@@ -291,6 +290,7 @@ class RemoteSession:
         except Exception as exc:  # one target's failure never hides the others' results
             return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
         notes = notes + _window_notes(plan, artifacts)
+        _record_provenance(plan, artifacts, part.session or self.session_id)
         traces = sum(a.kind == "trace" for a in artifacts)
         message = f"stopped; {len(artifacts)} file(s), {traces} trace(s) in {plan.output_dir}"
         return RemoteResult(
@@ -391,14 +391,18 @@ def _load_state(path: Path, part: _Part) -> str | None:
     except (ConfigError, UnicodeDecodeError) as exc:
         return f"the state file {path} is damaged or not profwin's ({_excerpt(str(exc))}); stop the engine's profiler by hand"
     part.plan, part.before, part.started = plan, before, True
+    part.session = str(data.get("session") or "")
     return None
 
 
 def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:
     """The plan and listing of a state file, checked before anything acts on them: typed, for
     this target, and with the output directory inside the session's own (``--out``)."""
-    if not isinstance(data, dict) or set(data) != {"target", "plan", "before"}:
-        raise ConfigError("must be an object with exactly 'target', 'plan' and 'before'")
+    if not isinstance(data, dict) or not {"target", "plan", "before"} <= set(data) <= {"target", "plan", "before", "session"}:
+        raise ConfigError("must be an object with exactly 'target', 'plan', 'before' and (optionally) 'session'")
+    session = data.get("session", "")
+    if not isinstance(session, str) or not re.fullmatch(r"[\w.:-]{0,100}", session):
+        raise ConfigError(f"must be a session id (letters, digits, '.', ':', '-', '_'; got {shown(session)})", path="session")
     if data["target"] != part.target.name:
         raise ConfigError(f"is for {shown(data['target'])}, not {shown(part.target.name)}", path="target")
     if not isinstance(data["plan"], dict):
@@ -444,6 +448,24 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
         for a in traces
         if a.steps is not None and window.end is not None and a.steps.end is not None and a.steps.end < window.end
     ]
+
+
+def _record_provenance(plan: EnginePlan, artifacts: list[Artifact], session: str) -> None:
+    """A sidecar next to each collected trace: the engine wrote the file, so what profwin knows
+    of it (window, steps, engine, version, rank, session) travels beside it."""
+    for artifact in artifacts:
+        if artifact.kind != "trace" or not artifact.path.is_file():
+            continue
+        info = {
+            "window": str(plan.window), "steps": None if artifact.steps is None else str(artifact.steps),
+            "first_step": None if artifact.steps is None else artifact.steps.start, "engine": plan.engine,
+            "engine_version": plan.version, "producer": artifact.producer, "rank": artifact.rank, "session": session,
+            "version": profwin_version(),
+        }  # fmt: skip
+        try:
+            write_sidecar(artifact.path, info)
+        except (OSError, ConfigError) as exc:  # the trace is there all the same; say why it has no sidecar
+            warnings.warn(f"profwin: could not write the provenance of {artifact.path}: {exc}", stacklevel=3)
 
 
 def _warn(results: list[RemoteResult], key: str) -> None:

@@ -8,8 +8,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.engine import EnginePlan, json_ready
+from profwin.engine import EnginePlan
 from profwin.errors import ConfigError, shown
+from profwin.json_form import json_ready
 from profwin.window import Window
 
 __all__ = ["FORMS", "render_plan"]

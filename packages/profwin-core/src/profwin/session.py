@@ -10,7 +10,7 @@ from types import TracebackType
 
 from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning, shown
-from profwin.plugin_api import Artifact, Driver, Profiler
+from profwin.protocols import Artifact, Driver, Profiler
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 

@@ -16,7 +16,7 @@ from profwin.errors import ConfigError, shown
 from profwin.inputs import expand_user
 from profwin.window import Window
 
-__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "Ranks"]
+__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "RankSelection"]
 
 ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 """Activities a spec may ask for; ``None`` in a spec means "CPU plus the accelerator present"."""
@@ -24,7 +24,7 @@ ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules")
 """What a spec may record besides timings, each a bool field of :class:`ProfileSpec`."""
 
-Ranks = Literal["all"] | tuple[int, ...]
+RankSelection = Literal["all"] | tuple[int, ...]
 
 # vLLM's rule for profile_prefix, the strictest of the engines: every backend can use it as is.
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -145,7 +145,7 @@ class ProfileSpec:
     modules: bool = field(default=False, validator=_check_bool)
     output_dir: Path = field(default=Path("profwin-traces"), converter=_to_path)
     prefix: str = field(default="profwin", validator=_check_prefix)
-    ranks: Ranks = field(default=(0,), converter=_to_ranks, validator=_check_ranks)
+    ranks: RankSelection = field(default=(0,), converter=_to_ranks, validator=_check_ranks)
     options: Mapping[str, Mapping[str, Any]] = field(factory=dict, converter=_to_options, validator=_check_options, hash=False)
     on_unavailable: Literal["error", "drop"] = field(default="error", validator=_check_unavailable)
 

@@ -2,8 +2,11 @@
 
 Warm-up: the profiler is prepared (Kineto initialised, the expensive part) when step
 ``start - 1`` begins and starts recording when step ``start`` begins, which is what
-torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. A window
-starting at step 0 has no step to warm up in, so its first step carries the start-up cost.
+torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. Like
+torch's ``step()``, the warm-up step is wrapped in its (unrecorded) marker too, so the first
+``record_function`` of the process is not the first recorded step's. A window starting at step 0
+has no step to warm up in: Kineto is prepared and a first marker entered when the session is
+entered, but whatever else torch initialises on its first recorded events stays in step 0.
 
 Each recorded step ``k`` is wrapped in ``record_function("ProfilerStep#k")`` with ``k`` the
 session's step index, so the markers in the trace are the window's own numbers.
@@ -24,8 +27,10 @@ from typing import Any
 from profwin.activities import resolve_activities as resolve_activities_for
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
-from profwin.plugin_api import Artifact, PluginSpec
+from profwin.protocols import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
+from profwin.traces.provenance import KEY as PROVENANCE_KEY
+from profwin.traces.provenance import new_session_id, profwin_version
 from profwin.window import Window
 
 __all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]
@@ -140,7 +145,14 @@ class WindowedProfile:
     _window: Window
 
     def __init__(
-        self, torch: Any, *, window: Window, first_step: int, metadata: Mapping[str, Any] | None = None, **profile_kwargs: Any
+        self,
+        torch: Any,
+        *,
+        window: Window,
+        first_step: int,
+        metadata: Mapping[str, Any] | None = None,
+        provenance: Mapping[str, Any] | None = None,
+        **profile_kwargs: Any,
     ) -> None:
         global _kineto_owner
         from torch.profiler import profile
@@ -159,6 +171,7 @@ class WindowedProfile:
         self._torch = torch
         self._window = window
         self._metadata = dict(metadata or {})
+        self._provenance = None if provenance is None else dict(provenance)
         self._marker: Any = None
         self.step = first_step
         """The step in progress (the last one :meth:`advance` began)."""
@@ -166,6 +179,11 @@ class WindowedProfile:
         self.prof = profile(**profile_kwargs)
         self.prof.prepare_trace()
         _kineto_owner = self
+        if first_step == window.start:
+            # No warm-up step to enter a marker in (see _enter): pay the first record_function's
+            # one-time costs here, before recording starts, rather than inside the first marker.
+            with torch.autograd.profiler.record_function(f"{STEP_MARKER}{first_step}"):
+                pass
         self._enter(first_step)
 
     def _enter(self, step: int) -> None:
@@ -175,10 +193,19 @@ class WindowedProfile:
             for key, value in self._metadata.items():
                 # Top-level keys of the exported trace; Kineto accepts them only while recording.
                 self.prof.add_metadata_json(key, json.dumps(value))
+            if self._provenance is not None:
+                # At the start, with the other metadata: added just before the stop, a write that
+                # fails (a full disk, a file-size limit) left an empty trace instead of an error
+                # (observed with torch 2.13). The steps recorded are the markers' own numbers.
+                record = {**self._provenance, "first_step": step}
+                self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             self.recording = True
-        if self.recording:
-            self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
-            self._marker.__enter__()
+        # Every step gets its marker, the warm-up step too, as torch.profiler's own ``step()`` does:
+        # before ``start_trace`` it is not recorded, but it pays the first ``record_function``'s
+        # one-time costs (torch 2.13 imports ``torch.profiler._cupti_monitor`` there, tens of ms)
+        # in the warm-up step instead of inside the first recorded step's marker.
+        self._marker = self._torch.autograd.profiler.record_function(f"{STEP_MARKER}{step}")
+        self._marker.__enter__()
 
     def _exit_marker(self) -> None:
         if self._marker is not None:
@@ -230,8 +257,10 @@ class TorchDriver:
         }
         if spec.modules:
             kwargs["with_modules"] = True
+        origin = {"window": str(window), "engine": "torch", "engine_version": str(torch.__version__), "producer": "torch",
+                  "rank": rank, "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         self._window = WindowedProfile(
-            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), **kwargs
+            torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), provenance=origin, **kwargs
         )
 
     def advance(self, step: int) -> None:

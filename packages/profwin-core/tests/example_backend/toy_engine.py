@@ -10,29 +10,22 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 
 class ToyEngine:
-    def __init__(self, trace_dir: Path, version: str = "1.2.0") -> None:
+    """The engine's state behind the suite's stub HTTP server (``serve``: the ``stub_server``
+    fixture), which answers every request through :meth:`answer`."""
+
+    def __init__(self, trace_dir: Path, serve: Callable[[Callable[[Any], tuple[int, Any]]], Any], version: str = "1.2.0") -> None:
         self.trace_dir = trace_dir
         self.version = version
         self.session: dict[str, Any] | None = None
         self.files = 0
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def __enter__(self) -> ToyEngine:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.url = serve(self.answer).url
 
     def generate(self, tokens: int) -> None:
         """Run ``tokens`` engine steps (one per token)."""
@@ -49,7 +42,9 @@ class ToyEngine:
                         {"ph": "X", "name": f"ProfilerStep#{step}", "ts": step * 10.0, "dur": 9.0, "pid": 1, "tid": 1}
                     )
 
-    def _answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def answer(self, request: Any) -> tuple[int, dict[str, Any]]:
+        """What toyserve answers one HTTP request with: a status and a JSON body."""
+        path, body = request.path, request.json()
         with self.lock:
             if path == "/version":
                 return 200, {"version": self.version}
@@ -67,25 +62,3 @@ class ToyEngine:
                 out.write_text(json.dumps({"traceEvents": session["events"]}))
                 return 200, {}
         return 404, {"detail": "Not Found"}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        engine = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def _reply(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else {}
-                status, data = engine._answer(self.path, body)
-                payload = json.dumps(data).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            do_GET = do_POST = _reply
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Handler

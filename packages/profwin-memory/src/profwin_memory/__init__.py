@@ -7,9 +7,11 @@ pytorch.org/memory_viz; elsewhere, a compact CPU memory timeline of the window. 
 
 from __future__ import annotations
 
+from typing import Any
+
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT, build_timeline
 from profwin_memory.cuda_snapshot import SNAPSHOT_SUFFIX, STEP_METADATA, history_kwargs
-from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, parse_options
+from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, memory_options
 from profwin_memory.profiler import MemoryProfiler, resolve_device
 from profwin_memory.provenance import UntrustedSnapshotError, key_file, sidecar_path, verify
 from profwin_memory.reader import load_snapshot, load_timeline, summarize, summarize_snapshot, summarize_timeline
@@ -27,7 +29,7 @@ __all__ = [
     "key_file",
     "load_snapshot",
     "load_timeline",
-    "parse_options",
+    "memory_options",
     "resolve_device",
     "sidecar_path",
     "summarize",
@@ -35,3 +37,10 @@ __all__ = [
     "summarize_timeline",
     "verify",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``parse_options``: the old name of :func:`memory_options` (warns; see ``profwin_memory.options``)."""
+    from profwin_memory import options
+
+    return getattr(options, name)

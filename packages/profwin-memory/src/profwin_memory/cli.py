@@ -42,7 +42,7 @@ def _render(summary: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``profwin-memory``; errors are one line and a documented exit code (see :mod:`profwin.cli_support`)."""
+    """Run ``profwin-memory``; errors are one line and a documented exit code (see :mod:`profwin.cli_runner`)."""
     return run_cli(_main, argv, prog="profwin-memory")
 
 

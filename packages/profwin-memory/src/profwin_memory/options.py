@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
-from profwin.plugin import ConfigError, unknown_key
+from attrs import field, frozen
 
-__all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "parse_options"]
+from profwin.plugin import ProfileSpec, at_least, choice
+from profwin.plugin import parse_options as parse_plugin_options
+
+__all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"]
 
 DEFAULT_MAX_ENTRIES = 100_000
 """Ring-buffer size of the CUDA allocator history. torch's own default is unbounded, and each
 entry costs several KB, so profwin always passes a bound (verl and SGLang use the same number)."""
 
-_CONTEXTS = ("state", "alloc", "all", None)
-_STACKS = ("python", "all")
-_FORMATS = ("json", "json.gz")
-_TIMELINES = ("events", "steps")
-_KEYS = ("max_entries", "context", "stacks", "format", "timeline", "top_ops")
 
-
-@dataclass(frozen=True)
+@frozen(kw_only=True)
 class MemoryOptions:
     """What the ``memory`` profiler records, beyond the window.
 
@@ -36,37 +33,28 @@ class MemoryOptions:
         top_ops: CPU timeline: how many of the ops that allocated the most bytes to list.
     """
 
-    max_entries: int = DEFAULT_MAX_ENTRIES
-    context: Literal["state", "alloc", "all"] | None = "all"
-    stacks: Literal["python", "all"] = "python"
-    format: Literal["json", "json.gz"] = "json"
-    timeline: Literal["events", "steps"] = "events"
-    top_ops: int = 10
+    max_entries: int = field(default=DEFAULT_MAX_ENTRIES, validator=at_least(1))
+    context: Literal["state", "alloc", "all"] | None = field(default="all", validator=choice("state", "alloc", "all", None))
+    stacks: Literal["python", "all"] = field(default="python", validator=choice("python", "all"))
+    format: Literal["json", "json.gz"] = field(default="json", validator=choice("json", "json.gz"))
+    timeline: Literal["events", "steps"] = field(default="events", validator=choice("events", "steps"))
+    top_ops: int = field(default=10, validator=at_least(0))
 
 
-def _positive_int(value: object, key: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"must be an int >= {minimum} (got {value!r})", path=f"options.memory.{key}")
-    return value
+def memory_options(source: ProfileSpec | Mapping[str, Any]) -> MemoryOptions:
+    """``options.memory`` of a spec (or that mapping), validated by core's ``parse_options``;
+    errors name ``options.memory.<key>``."""
+    return parse_plugin_options(MemoryOptions, source, "memory")
 
 
-def _one_of(value: object, key: str, choices: tuple[object, ...]) -> Any:
-    if value not in choices:
-        raise ConfigError(f"must be one of {list(choices)} (got {value!r})", path=f"options.memory.{key}")
-    return value
-
-
-def parse_options(options: Mapping[str, Any]) -> MemoryOptions:
-    """Validate ``spec.plugin_options("memory")``; errors name ``options.memory.<key>``."""
-    for key in options:
-        if key not in _KEYS:
-            raise unknown_key(key, _KEYS, path="options.memory")
-    default = MemoryOptions()
-    return MemoryOptions(
-        max_entries=_positive_int(options.get("max_entries", default.max_entries), "max_entries", minimum=1),
-        context=_one_of(options.get("context", default.context), "context", _CONTEXTS),
-        stacks=_one_of(options.get("stacks", default.stacks), "stacks", _STACKS),
-        format=_one_of(options.get("format", default.format), "format", _FORMATS),
-        timeline=_one_of(options.get("timeline", default.timeline), "timeline", _TIMELINES),
-        top_ops=_positive_int(options.get("top_ops", default.top_ops), "top_ops", minimum=0),
-    )
+def __getattr__(name: str) -> Any:
+    """``parse_options``, this module's old name of :func:`memory_options` (core's
+    ``parse_options`` is the one options reader)."""
+    if name == "parse_options":
+        warnings.warn(
+            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return memory_options
+    raise AttributeError(f"module 'profwin_memory.options' has no attribute {name!r}")

@@ -9,7 +9,7 @@ from typing import Any
 from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
-from profwin_memory.options import parse_options
+from profwin_memory.options import memory_options
 
 __all__ = ["MemoryProfiler", "resolve_device"]
 
@@ -77,15 +77,15 @@ class MemoryProfiler:
 
     def validate_options(self, options: Mapping[str, Any]) -> None:
         """Check ``options.memory`` without torch (``profwin validate`` calls this)."""
-        parse_options(options)
+        memory_options(options)
 
     def check(self, spec: ProfileSpec) -> ProfileSpec:
-        parse_options(spec.plugin_options("memory"))
+        memory_options(spec)
         return spec.replace(activities=(resolve_device(spec, _import_torch()),))
 
     def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
         torch = _import_torch()
-        options = parse_options(spec.plugin_options("memory"))
+        options = memory_options(spec)
         assert spec.activities is not None, "MemoryProfiler.check resolves the device"
         driver = CudaSnapshotDriver if spec.activities == ("cuda",) else CpuTimelineDriver
         return driver(torch, spec, options, window=window, first_step=first_step, rank=rank)

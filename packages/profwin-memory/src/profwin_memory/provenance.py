@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, open_input, read_input, write_atomic
+from profwin.plugin import ConfigError, ProfwinError, open_input, read_input, write_atomic
 
 __all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
@@ -32,7 +32,7 @@ MAX_SIDECAR_BYTES = 64 << 10
 """Largest signature sidecar read (64 KiB; profwin writes well under 1 KiB)."""
 
 
-class UntrustedSnapshotError(RuntimeError):
+class UntrustedSnapshotError(ProfwinError, RuntimeError):
     """A snapshot cannot be shown to come from profwin on this machine; the message says why."""
 
 

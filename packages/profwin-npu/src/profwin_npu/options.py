@@ -4,7 +4,7 @@ torch_npu never raises on a bad option: it prints a ``[WARNING]`` and resets the
 default, so a typo silently profiles something else. profwin checks every option here and
 raises :class:`profwin.ConfigError` naming the field, the value and the rule instead.
 
-verl's NPU tool block (``level``, ``analysis``) lands here through ``profwin.spec_from_verl``.
+verl's NPU tool block (``level``, ``analysis``) lands here through ``profwin_verl.spec_from_verl``.
 """
 
 from __future__ import annotations

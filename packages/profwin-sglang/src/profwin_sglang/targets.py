@@ -22,10 +22,9 @@ from profwin.plugin import (
     EnginePlan,
     ProfileSpec,
     Reply,
+    ServerClient,
     TargetContext,
     TargetError,
-    normalize_url,
-    request,
 )
 from profwin_sglang.request import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
@@ -139,12 +138,11 @@ class SglangServer(_Sglang):
     """An SGLang HTTP server (``http://host:port``)."""
 
     def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0) -> None:
-        self.name = normalize_url(url)
-        self.api_key = api_key
-        self.timeout = timeout
+        self.client = ServerClient(url, api_key, timeout)
+        self.name = self.client.url
 
     def _call(self, path: str, *, method: str = "POST", body: Mapping[str, Any] | None = None) -> Reply:
-        return request(self.name, path, method=method, body=body, api_key=self.api_key, timeout=self.timeout)
+        return self.client.call(path, method=method, body=body)
 
     def info(self, ctx: TargetContext) -> ServerInfo:
         reply = self._call("/server_info", method="GET")

@@ -21,13 +21,12 @@ from profwin.plugin import (
     PluginError,
     ProfileSpec,
     Reply,
+    ServerClient,
     TargetContext,
     TargetError,
     VersionSource,
-    normalize_url,
     parse_options,
     render_plan,
-    request,
 )
 from profwin_vllm.plan import VllmOptions, plan_for
 from profwin_vllm.traces import session_artifacts
@@ -52,12 +51,11 @@ class VllmServer:
     """A ``vllm serve`` server, by URL."""
 
     def __init__(self, url: str, *, api_key: str | None, timeout: float) -> None:
-        self.name = normalize_url(url)
-        self.api_key = api_key
-        self.timeout = timeout
+        self.client = ServerClient(url, api_key, timeout)
+        self.name = self.client.url
 
     def _post(self, path: str, plan: EnginePlan, body: Mapping[str, Any] | None = None) -> Reply:
-        reply = request(self.name, path, body=body, api_key=self.api_key, timeout=self.timeout)
+        reply = self.client.call(path, body=body)
         if not reply.ok:
             raise (EngineBusy if reply.status == 409 else TargetError)(self._failure(path, reply, plan), status=reply.status)
         return reply
@@ -84,7 +82,7 @@ class VllmServer:
         source: VersionSource = "given"
         notes: tuple[str, ...] = ()
         if version is None:
-            reply = request(self.name, "/version", method="GET", api_key=self.api_key, timeout=self.timeout, expect="object")
+            reply = self.client.call("/version", method="GET", expect="object")
             if reply.status is None:
                 raise TargetError(f"GET /version failed: {reply.error}")
             found = reply.data.get("version") if reply.ok and isinstance(reply.data, Mapping) else None

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, Ranks, Window, count_steps
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps
 from profwin_vllm._plugin import STEP_MARKER
 
 __all__ = ["STEP_ANNOTATION", "TraceFile", "session_artifacts"]
@@ -76,7 +76,7 @@ def session_artifacts(
     *,
     window: Window,
     prefix: str | None,
-    ranks: Ranks,
+    ranks: RankSelection,
     producer: str,
 ) -> list[Artifact]:
     """Artifacts for the trace files of one session, with the steps each covers.

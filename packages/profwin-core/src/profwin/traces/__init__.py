@@ -8,18 +8,28 @@
     print(render_summary(summary))
     trim("trace.pt.trace.json.gz", "20:80", "steps20-80.pt.trace.json.gz")
 
-Steps are found by their producer's markers (:mod:`profwin.traces.markers`): ``ProfilerStep#k``
+Steps are found by their producer's markers (:mod:`profwin.markers`): ``ProfilerStep#k``
 (torch.profiler and profwin sessions) from core, and each engine plugin's own (vLLM's
 ``execute_…context_…`` annotations, SGLang's ``step[…]`` spans). Only the standard library is
 needed; msgspec, when installed (``profwin-core[fast]``), makes reading faster (see docs/traces.md).
 """
 
+from profwin.discovery import step_markers
+from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.traces.device import DeviceStat
 from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
-from profwin.traces.markers import TORCH_MARKER, StepMarker, step_markers
 from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
 from profwin.traces.progress import tty_progress
-from profwin.traces.ranks import RankRow, Ranks, RankStat, StepSpread, render_ranks, summarize_ranks, trace_files
+from profwin.traces.ranks import (
+    RankRow,
+    Ranks,
+    RankStat,
+    StepSpread,
+    merge_ranks,
+    render_ranks,
+    summarize_ranks,
+    trace_files,
+)
 from profwin.traces.reader import TraceError, TraceReader, read_trace
 from profwin.traces.steps import Step
 from profwin.traces.summarize import (
@@ -56,6 +66,7 @@ __all__ = [
     "TrimResult",
     "count_steps",
     "diff",
+    "merge_ranks",
     "plot_diff",
     "plot_ranks",
     "plot_steps",

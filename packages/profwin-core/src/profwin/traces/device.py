@@ -20,8 +20,9 @@ import bisect
 import math
 from collections.abc import Sequence
 
-from attrs import asdict, frozen
+from attrs import frozen
 
+from profwin.json_form import JsonForm
 from profwin.traces.scan import KERNEL_KINDS, TraceIndex
 from profwin.traces.steps import Step
 
@@ -32,7 +33,7 @@ MAX_LAUNCHES = 1 << 20
 
 
 @frozen
-class DeviceStat:
+class DeviceStat(JsonForm):
     """Device time of one step, or of the whole window (microseconds)."""
 
     work: int
@@ -45,9 +46,6 @@ class DeviceStat:
     """Work items matched to their launch call."""
     launch_delay_mean_us: float | None
     launch_delay_max_us: float | None
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
 
 
 class _Acc:
@@ -70,6 +68,34 @@ class _Acc:
             launch_delay_mean_us=round(self.delay_sum / self.delays, 3) if self.delays else None,
             launch_delay_max_us=round(self.delay_max, 3) if self.delays else None,
         )
+
+
+def _stat(work: int, busy: float, span: float, by_kind: Sequence[float], launches: int, delay_sum: float,
+          delay_max: float) -> DeviceStat:  # fmt: skip
+    return DeviceStat(
+        work=work,
+        busy_us=round(busy, 3),
+        span_us=round(span, 3),
+        idle_us=round(span - busy, 3),
+        by_kind_us={kind: round(us, 3) for kind, us in zip(KERNEL_KINDS, by_kind, strict=True)},
+        launches=launches,
+        launch_delay_mean_us=round(delay_sum / launches, 3) if launches else None,
+        launch_delay_max_us=round(delay_max, 3) if launches else None,
+    )
+
+
+def _from_totals(
+    index: TraceIndex, steps: Sequence[Step], selected: set[int], t0: float, t1: float
+) -> tuple[dict[int, DeviceStat], DeviceStat | None]:
+    """:func:`device_stats` computed by numpy (the ``fast`` extra)."""
+    from profwin.traces.columnar import device_totals
+
+    by_start = sorted((s for s in steps if s.number in selected), key=lambda s: s.start)
+    found = device_totals(index, [s.start for s in by_start], [s.end for s in by_start], t0, t1, MAX_LAUNCHES)
+    if found is None:
+        return {}, None
+    rows, total = found
+    return {s.number: _stat(*row) for s, row in zip(by_start, rows, strict=True)}, _stat(*total)
 
 
 def _union(intervals: list[tuple[float, float]]) -> tuple[float, float]:
@@ -97,6 +123,10 @@ def device_stats(
     """Per selected step number and for the window as a whole; empty without device lanes."""
     if not len(index.device):
         return {}, None
+    from profwin.traces.columnar import numpy_or_none  # columnar imports scan
+
+    if numpy_or_none() is not None:
+        return _from_totals(index, steps, selected, t0, t1)
     launches: dict[float, tuple[float, float]] = {}
     for corrs, starts, ends in index.launches.chunks():
         for corr, start, end in zip(corrs, starts, ends, strict=True):

@@ -12,13 +12,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
 from profwin.traces.ranks import summarize_ranks, trace_files
-from profwin.traces.summarize import Summary, summarize
+from profwin.traces.summarize import Summary, short_name, summarize
 from profwin.window import Window
 
 __all__ = ["Diff", "OpChange", "StepChange", "diff", "render_diff"]
@@ -51,7 +51,7 @@ class OpChange:
 
 
 @frozen
-class Diff:
+class Diff(JsonForm):
     """What :func:`diff` found; ``to_dict()`` is ``profwin diff --json``."""
 
     a: str
@@ -70,12 +70,16 @@ class Diff:
     ops: tuple[OpChange, ...]
     """The operators and kernels whose time changed most, largest change first."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    @property
+    def unchanged(self) -> bool:
+        """The same steps with the same times, and no operator's time or calls changed."""
+        return all(s.change_us == 0.0 for s in self.steps) and all(
+            o.change_us == 0.0 and o.a_calls == o.b_calls for o in self.ops
+        )
 
 
 def _side(
-    path: str | Path, window: Window | str | None, first_step: int | None
+    path: str | Path, window: Window | str | None, first_step: int | None, session: str | None = None
 ) -> tuple[dict[int, float], dict[tuple[str, bool], tuple[float, float]]]:
     """Step times by number, and self time and calls per step by (name, is_kernel)."""
     files = trace_files([path])
@@ -83,7 +87,8 @@ def _side(
     if len(files) == 1 and not Path(path).is_dir():
         summaries = [summarize(files[0], window=window, top=_ALL_OPS, first_step=first_step)]
     else:
-        summaries = list(summarize_ranks(files, window=window, top=_ALL_OPS, first_step=first_step).summaries)
+        ranks = summarize_ranks(files, window=window, top=_ALL_OPS, first_step=first_step, session=session)
+        summaries = list(ranks.summaries)
     steps: dict[int, float] = {}
     for s in summaries:
         for st in s.steps:
@@ -168,9 +173,11 @@ def render_diff(d: Diff, *, max_steps: int = 20) -> str:
         f"A  {d.a}: {d.a_steps} steps, mean {_ms(d.a_mean_us)}, median {_ms(d.a_median_us)}",
         f"B  {d.b}: {d.b_steps} steps, mean {_ms(d.b_mean_us)}, median {_ms(d.b_median_us)}",
         f"mean step time change B - A: {d.change_us / 1000:+.3f} ms{ratio}",
-        "",
-        f"{'step':>6} {'A':>12} {'B':>12} {'B - A':>12}",
     ]
+    if d.unchanged:
+        lines.append(f"no change: the {d.a_steps} steps and every operator's self time per step are the same in A and B")
+        return "\n".join(lines)
+    lines += ["", f"{'step':>6} {'A':>12} {'B':>12} {'B - A':>12}"]
     rows: Sequence[StepChange] = d.steps[:max_steps]
     lines += [
         f"{s.step:>6} {_ms(s.a_us):>12} {_ms(s.b_us):>12} {'-' if s.change_us is None else f'{s.change_us / 1000:+.3f} ms':>12}"
@@ -182,5 +189,10 @@ def render_diff(d: Diff, *, max_steps: int = 20) -> str:
     for o in d.ops:
         share = "" if o.share is None else f"{100 * o.share:.0f} %"
         kind = " [kernel]" if o.kernel else ""
-        lines.append(f"{_ms(o.a_us):>12} {_ms(o.b_us):>12} {o.change_us / 1000:>+9.3f} ms {share:>7}  {o.name}{kind}")
+        if o.change_us:
+            lines.append(
+                f"{_ms(o.a_us):>12} {_ms(o.b_us):>12} {o.change_us / 1000:>+9.3f} ms {share:>7}  {short_name(o.name)}{kind}"
+            )
+    if not any(o.change_us for o in d.ops):
+        lines.append("  (no operator's self time per step changed)")
     return "\n".join(lines)

@@ -42,14 +42,21 @@ def _save(fig: Any, ax: Any, title: str, png_path: str | Path) -> Path:
 
 
 def plot_steps(summary: Summary, png_path: str | Path) -> Path:
-    """Each step's wall time (ms) against its number, the window's steps highlighted."""
+    """Each step's wall time (ms) against its number, the window's steps highlighted; for a
+    trace with device lanes, a second panel below: each window step's device busy and idle time."""
     plt = _pyplot()
     from matplotlib.patches import Patch  # type: ignore[import-not-found]
 
     numbers = [s.number for s in summary.steps]
     ms = [s.dur_us / 1000 for s in summary.steps]
     colors = ["tab:orange" if s.in_window else "tab:gray" for s in summary.steps]
-    fig, ax = plt.subplots(figsize=(max(7.0, min(len(numbers) / 10, 20.0)), 4.0))
+    device = [s for s in summary.steps if s.device is not None]
+    width = max(7.0, min(len(numbers) / 10, 20.0))
+    if device:
+        fig, (ax, dev) = plt.subplots(2, 1, figsize=(width, 7.0), sharex=True, height_ratios=(3, 2))
+        _device_bars(dev, [s.number for s in device], [s.device for s in device], "step")
+    else:
+        fig, ax = plt.subplots(figsize=(width, 4.0))
     try:
         ax.bar(numbers, ms, width=0.8 if len(numbers) <= 200 else 1.0, color=colors)
         ax.axhline(summary.step_us["median"] / 1000, color="tab:blue", linestyle="--", linewidth=1)
@@ -69,8 +76,28 @@ def plot_steps(summary: Summary, png_path: str | Path) -> Path:
         plt.close(fig)
 
 
+def _device_bars(ax: Any, positions: list[Any], stats: list[Any], label: str, *, horizontal: bool = False) -> None:
+    """Stacked bars of device busy (union of kernels and copies) and idle time, in ms."""
+    busy = [d.busy_us / 1000 for d in stats]
+    idle = [d.idle_us / 1000 for d in stats]
+    if horizontal:
+        ax.barh(positions, busy, color="tab:green", label="device busy")
+        ax.barh(positions, idle, left=busy, color="tab:red", alpha=0.6, label="device idle (within its first-to-last work)")
+        ax.set_xlabel("device time in the window (ms)")
+        ax.set_ylabel(label)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8, frameon=False)
+        return
+    else:
+        ax.bar(positions, busy, color="tab:green", label="device busy")
+        ax.bar(positions, idle, bottom=busy, color="tab:red", alpha=0.6, label="device idle (within its first-to-last work)")
+        ax.set_ylabel("device time (ms)")
+        ax.set_xlabel(label)
+    ax.legend(loc="best", fontsize=8)
+
+
 def plot_ranks(ranks: Ranks, png_path: str | Path) -> Path:
-    """A steps × ranks heat map of step wall time (ms), the slowest rank of each step marked."""
+    """A steps × ranks heat map of step wall time (ms), the slowest rank of each step marked; for
+    traces with device lanes, a second panel: each rank's device busy and idle time over the window."""
     plt = _pyplot()
     steps = [sp.step for sp in ranks.spread]
     rank_ids = [r.rank for r in ranks.ranks]
@@ -79,7 +106,14 @@ def plot_ranks(ranks: Ranks, png_path: str | Path) -> Path:
     grid = [[float("nan")] * len(steps) for _ in rank_ids]
     for r in ranks.rows:
         grid[row[r.rank]][col[r.step]] = r.dur_us / 1000
-    fig, ax = plt.subplots(figsize=(max(7.0, min(len(steps) / 8, 20.0)), max(3.0, min(1.0 + 0.4 * len(rank_ids), 12.0))))
+    size = (max(7.0, min(len(steps) / 8, 20.0)), max(3.0, min(1.0 + 0.4 * len(rank_ids), 12.0)))
+    device = [(s.trace.rank if s.trace.rank is not None else i, s.device) for i, s in enumerate(ranks.summaries) if s.device]
+    if device:
+        fig, (ax, dev) = plt.subplots(2, 1, figsize=(size[0], size[1] * 2 + 1.0))
+        _device_bars(dev, [str(rank) for rank, _ in device], [d for _, d in device], "rank", horizontal=True)
+        dev.set_title("device time per rank over the window", fontsize=9)
+    else:
+        fig, ax = plt.subplots(figsize=size)
     try:
         image = ax.imshow(grid, aspect="auto", cmap="viridis", interpolation="nearest")
         fig.colorbar(image, ax=ax, label="step wall time (ms)")

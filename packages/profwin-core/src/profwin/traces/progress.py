@@ -16,28 +16,36 @@ MIN_BYTES = 8 << 20
 _INTERVAL_S = 0.2
 
 
-def tty_progress(label: str, *, stream: TextIO | None = None, min_bytes: int = MIN_BYTES) -> Progress | None:
+def tty_progress(label: str, *, stream: TextIO | None = None, min_bytes: int = MIN_BYTES, passes: int = 1) -> Progress | None:
     """A ``progress(done, total)`` callback printing ``label: 42% (420/1000 MiB)`` on ``stream``
     (stderr by default), or ``None`` when ``stream`` is not a terminal.
 
-    Totals under ``min_bytes`` print nothing; the line is redrawn at most five times a second
-    and ends with a newline when ``done`` reaches ``total``.
+    ``passes``: the reads ``total`` counts (trim reads its input twice: ``total`` is twice the
+    file); the line then shows the pass and the file's own size, ``label: 71% (pass 2 of 2,
+    420/1000 MiB)``. Totals under ``min_bytes`` print nothing; the line is redrawn at most five
+    times a second and ends, once, with a newline at 100 %.
     """
     out = sys.stderr if stream is None else stream
     if not out.isatty():
         return None
     last = [0.0]
+    finished = [False]
 
     def progress(done: int, total: int) -> None:
-        if total < min_bytes:
+        if total < min_bytes or finished[0]:
             return
         now = time.monotonic()
-        finished = done >= total
-        if not finished and now - last[0] < _INTERVAL_S:
+        done = min(done, total)
+        if done < total and now - last[0] < _INTERVAL_S:
             return
         last[0] = now
-        out.write(f"\r{label}: {100 * done // total:3d}% ({done >> 20}/{total >> 20} MiB)")
-        if finished:
+        size = total // passes
+        current = max(1, -(-done * passes // total))  # the pass in progress (a pass's end still counts as it)
+        where = f"pass {current} of {passes}, " if passes > 1 else ""
+        within = done - (current - 1) * size
+        out.write(f"\r{label}: {100 * done // total:3d}% ({where}{within >> 20}/{size >> 20} MiB)")
+        if done >= total:
+            finished[0] = True
             out.write("\n")
         out.flush()
 

@@ -17,13 +17,27 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
+from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
+from profwin.traces.provenance import SIDECAR_SUFFIX, peek
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
 
-__all__ = ["RankRow", "RankStat", "Ranks", "StepSpread", "rank_of", "render_ranks", "summarize_ranks", "trace_files"]
+__all__ = [
+    "RankRow",
+    "RankStat",
+    "Ranks",
+    "StepSpread",
+    "merge_ranks",
+    "pick_session",
+    "rank_of",
+    "render_ranks",
+    "summarize_ranks",
+    "trace_files",
+]
 
 _RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
 _SUFFIXES = (".json", ".json.gz")
@@ -66,7 +80,7 @@ class RankStat:
 
 
 @frozen
-class Ranks:
+class Ranks(JsonForm):
     """What :func:`summarize_ranks` found; ``to_dict()`` is ``profwin summarize --json`` for many traces."""
 
     producer: str
@@ -78,9 +92,6 @@ class Ranks:
     """Each rank's own summary, by rank."""
     notes: tuple[str, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     """The trace files named by ``paths``: files as given, folders expanded to the ``.json`` and
@@ -90,7 +101,12 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
         path = Path(given)
         if path.is_dir():
             inside = sorted(
-                p for p in path.iterdir() if p.is_file() and not p.name.startswith(".") and p.name.endswith(_SUFFIXES)
+                p
+                for p in path.iterdir()
+                if p.is_file()
+                and not p.name.startswith(".")
+                and p.name.endswith(_SUFFIXES)
+                and not p.name.endswith(SIDECAR_SUFFIX)
             )
             if not inside:
                 raise TraceError(path, "the folder holds no .json or .json.gz trace files")
@@ -112,6 +128,59 @@ def rank_of(summary: Summary) -> int | None:
     return None
 
 
+def _rank_hint(path: Path, origin: dict[str, Any], header: dict[str, Any]) -> int | None:
+    """The rank a trace declares (distributedInfo, its provenance, its name) before summarizing it."""
+    info = header.get("distributedInfo")
+    for value in (info.get("rank") if isinstance(info, dict) else None, origin.get("rank")):
+        if type(value) is int and value >= 0:
+            return value
+    for pattern in _RANK_NAMES:
+        match = pattern.search(path.name)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def pick_session(files: Sequence[Path], session: str | None = None) -> tuple[list[Path], list[str]]:
+    """The traces of one profiling session, and a note when there was a choice.
+
+    ``session``: the traces whose provenance names this session id (or a unique prefix of one).
+    Without it, when a rank has several traces (``profwin start``/``stop`` twice into one
+    folder), each rank's newest trace is taken (by file time), which is the newest session on
+    every rank even when each rank's process had an id of its own."""
+    if session is not None:
+        ids = {path: peek(path)[0].get("session") for path in files}
+        known = sorted({i for i in ids.values() if isinstance(i, str)})
+        matches = [i for i in known if i == session] or [i for i in known if i.startswith(session)]
+        if not matches:
+            raise ConfigError(
+                f"{session!r} matches no session; the traces hold: {', '.join(known) or 'no session ids'}", path="session"
+            )
+        chosen = [p for p, i in ids.items() if i in matches]
+        return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(files)} traces"]
+    by_rank: dict[Any, list[Path]] = {}
+    for path in files:
+        rank = _rank_hint(path, *peek(path))
+        by_rank.setdefault(path if rank is None else rank, []).append(path)
+    if all(len(group) == 1 for group in by_rank.values()):
+        return list(files), []
+    for group in by_rank.values():
+        sessions = [peek(p)[0].get("session") for p in group]
+        if len(group) > 1 and (None in sessions or len(set(sessions)) < len(sessions)):
+            # Not told apart by session (copies, or traces without provenance): summarizing
+            # refuses the repeated rank, saying why, rather than guessing which to drop.
+            return list(files), []
+    newest = {key: max(group, key=lambda p: p.stat().st_mtime) for key, group in by_rank.items()}
+    chosen = [p for p in files if p in newest.values()]
+    repeated = max(len(group) for group in by_rank.values())
+    chosen_ids = sorted({str(peek(p)[0].get("session")) for p in chosen})
+    note = (
+        f"up to {repeated} traces per rank here (several profiling sessions); summarizing each rank's newest "
+        f"(session {', '.join(chosen_ids)}); choose another with --session ID"
+    )
+    return chosen, [note]
+
+
 def summarize_ranks(
     paths: Iterable[str | Path],
     *,
@@ -119,16 +188,18 @@ def summarize_ranks(
     top: int = 20,
     first_step: int | None = None,
     progress: Callable[[Path], Progress | None] | None = None,
+    session: str | None = None,
 ) -> Ranks:
     """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
 
-    Traces without step markers (an engine's front-end process, say) are left out with a
-    note. Raises :class:`TraceError` when two traces have the same rank, when a trace's rank
-    cannot be told, or when no trace has steps.
+    Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder):
+    ``session`` picks one by its id or a prefix (:mod:`profwin.traces.provenance`), else each
+    rank's newest trace is summarized and a note says so (:func:`pick_session`). Traces without step markers (an engine's
+    front-end process, say) are left out with a note. Raises :class:`TraceError` when two traces
+    of one session have the same rank, when a trace's rank cannot be told, or when no trace has steps.
     """
-    summaries: dict[int, Summary] = {}
-    notes: list[str] = []
-    files = trace_files(paths)
+    found: list[Summary] = []
+    files, notes = pick_session(trace_files(paths), session)
     for path in files:
         try:
             summary = summarize(
@@ -139,8 +210,25 @@ def summarize_ranks(
                 raise
             notes.append(f"{path.name}: no step markers; left out")
             continue
+        found.append(summary)
+    if not found:
+        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
+    return merge_ranks(found, notes=notes)
+
+
+def merge_ranks(found: Sequence[Summary], *, notes: Sequence[str] = ()) -> Ranks:
+    """Compare per-file summaries (:func:`~profwin.traces.summarize`, one per rank) step by step:
+    the merging half of :func:`summarize_ranks`, for callers that summarize the files themselves
+    (elsewhere, in parallel). Each summary's rank is :func:`rank_of`'s; a rank twice, or a rank
+    that cannot be told among several, is a :class:`TraceError`."""
+    if not found:
+        raise TraceError("", "no summaries to merge")
+    notes = list(notes)
+    summaries: dict[int, Summary] = {}
+    for summary in found:
+        path = Path(summary.trace.path)
         rank = rank_of(summary)
-        if rank is None and len(files) == 1:
+        if rank is None and len(found) == 1:
             rank = 0
             notes.append(f"{path.name}: no rank in the trace or its name; taken as rank 0")
         if rank is None:
@@ -148,10 +236,12 @@ def summarize_ranks(
                 path, "cannot tell its rank: no distributedInfo.rank in the trace and no rank<k> or -TP-<k> in its name"
             )
         if rank in summaries:
-            raise TraceError(path, f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank")
+            raise TraceError(
+                path,
+                f"rank {rank} again: {summaries[rank].trace.path} is rank {rank} too; one trace per rank and session "
+                "(traces profwin did not write carry no session id: give the files of one session, not the folder)",
+            )
         summaries[rank] = summary
-    if not summaries:
-        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
     by_rank = [summaries[r] for r in sorted(summaries)]
     producers = {s.producer for s in by_rank}
     if len(producers) > 1:

@@ -30,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from profwin.errors import ConfigError
+from profwin.errors import ConfigError, ProfwinError
 from profwin.inputs import open_input
 
 __all__ = ["CHUNK_CHARS", "MAX_HEADER_CHARS", "MAX_VALUE_CHARS", "Progress", "Record", "TraceError", "TraceReader", "read_trace"]
@@ -53,11 +53,12 @@ MAX_HEADER_CHARS = 16 << 20
 """All top-level values other than ``traceEvents`` together, as JSON text."""
 _TAIL = 1 << 16  # the last separator of a buffer is looked for in its last 64 KiB first
 _SEPARATOR = re.compile(r"\},[ \t\n\r]*\{")
+_SPAN_LOOK = 16  # characters after "}," searched for the next event's "{"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
 
-class TraceError(ValueError):
+class TraceError(ProfwinError, ValueError):
     """A trace file cannot be used: unreadable, not a trace, no step markers, or a window
     outside it. The message starts with the file and says what was expected."""
 
@@ -128,6 +129,7 @@ class TraceReader:
         self._batch: Callable[[str], list[Any]] | None = None
         self._typed = fast_decoder() if fast else None
         self._plain_until = 0  # events before this offset are read one at a time
+        self._arrays: Any = None  # numpy, when event spans are found with it
 
     # -- context manager ---------------------------------------------------------------------
 
@@ -256,6 +258,15 @@ class TraceReader:
                     for e in events
                 ], offsets, lengths  # fmt: skip
 
+    def event_batches(self, decode: Callable[[str], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+        """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
+        (a list of events), or single dicts where a batch cannot be taken that way."""
+        from profwin.traces.columnar import numpy_or_none  # the fast extra: numpy goes with msgspec
+
+        self._batch = decode
+        self._arrays = numpy_or_none()
+        yield from self._document()
+
     def records(self) -> Iterator[tuple[Record, int, int]]:
         """Yield ``(record, offset, length)`` for each event (see :meth:`record_batches`)."""
         for records, offsets, lengths in self.record_batches():
@@ -347,23 +358,55 @@ class TraceReader:
             if last is None or self._offset + start < self._plain_until:
                 return
             cut = last.start() + 1
-            separators = [m.span() for m in _SEPARATOR.finditer(buf, start, cut)]
+            text = buf[start:cut]
+            spans = self._spans(text) if self._arrays is not None else None
+            if spans is None:
+                separators = [m.span() for m in _SEPARATOR.finditer(text)]
+                spans = [0, *[b - 1 for _, b in separators]], [*[a + 1 for a, _ in separators], len(text)]
             try:
-                events = self._batch("[" + buf[start:cut] + "]")
+                events = self._batch("[" + text + "]")
             except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
                 events = None
-            if events is None or len(separators) != len(events) - 1:
+            if events is None or len(spans[0]) != len(events):
                 # A "},{" inside a string or a nested list: read this buffer one event at a time.
                 self._plain_until = self._offset + cut
                 return
-            base = self._offset
-            begins = [start, *[b - 1 for _, b in separators]]
-            ends = [*[a + 1 for a, _ in separators], cut]
+            base = self._offset + start
+            begins, ends = spans
             self.events_read += len(events)
-            yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
+            if self._arrays is not None:
+                yield events, begins + base, ends - begins  # type: ignore[misc, operator]
+            else:
+                yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
             self._pos = last.end() - 1
             if len(self._buf) - self._pos < self._chunk // 2:
                 self._fill()
+
+    def _spans(self, text: str) -> tuple[Any, Any] | None:
+        """Where each event of ``text`` (events joined by ``},{`` with whitespace) begins and ends,
+        as numpy arrays found in C: the separators' regular expression, vectorized. ``None``
+        for text that is not ASCII (character offsets would not be byte offsets)."""
+        np = self._arrays
+        if not text.isascii():
+            return None
+        b = np.frombuffer(text.encode("ascii") + b"\0" * _SPAN_LOOK, np.uint8)
+        closes = np.flatnonzero(b[: len(text) - 1] == 0x7D)  # '}'
+        closes = closes[b[closes + 1] == 0x2C]  # followed by ','
+        # The '{' after the comma: within _SPAN_LOOK characters of whitespace (Kineto writes
+        # ",\n  {"); a longer run sends the buffer to the regular expression instead.
+        opens = np.full(len(closes), -1, np.int64)
+        for k in range(2, _SPAN_LOOK):
+            c = b[closes + k]
+            here = (opens < 0) & (c == 0x7B)
+            opens[here] = closes[here] + k
+            pending = (opens < 0) & ((c == 0x20) | (c == 0x0A) | (c == 0x0D) | (c == 0x09))
+            if not pending.any():
+                break
+            if k == _SPAN_LOOK - 1:
+                return None
+            opens[~pending & (opens < 0)] = -2  # not a separator
+        ok = opens >= 0
+        return np.concatenate([[0], opens[ok]]), np.concatenate([closes[ok] + 1, [len(text)]])
 
     def _end(self) -> None:
         if self._skip_ws():

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from attrs import define, field
 
-from profwin.traces.markers import StepMarker
+from profwin.markers import StepMarker
 from profwin.traces.reader import Progress, Record, TraceError, read_trace
 from profwin.traces.steps import Marker, MarkerMatcher
 
@@ -167,7 +167,7 @@ class TraceIndex:
     """``(name, is_kernel)`` for each name id in :attr:`timed`."""
     placed: Columns = field(factory=lambda: Columns("qidd"))
     """File order: offset, length, ts, end (untimed events: -inf, +inf)."""
-    timed: Columns = field(factory=lambda: Columns("ddi"))
+    timed: Columns = field(factory=lambda: Columns("ddid"))
     """Complete events once closed: ts, self time, name id (-1: not an operator)."""
     device: Columns = field(factory=lambda: Columns("dddb"))
     """Device work: ts, end, correlation id (nan: none), kind (index into KERNEL_KINDS)."""
@@ -205,10 +205,16 @@ def scan(
 
     ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
     """
+    from profwin.traces.columnar import ColumnFiller, column_decoder  # columnar imports this module
+
+    decode = column_decoder() if fast else None
     with read_trace(path, progress=progress, fast=fast) as reader:
         index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
         try:
-            _Filler(index, markers).fill(reader.record_batches())
+            if decode is not None:
+                ColumnFiller(index, markers).fill_columns(reader.event_batches(decode))
+            else:
+                _Filler(index, markers).fill(reader.record_batches())
         except BaseException:
             index.close()
             raise
@@ -240,8 +246,8 @@ class _Filler:
         self.matcher = MarkerMatcher(markers)
         index.searched = self.matcher.markers
         self.plain_names = self.matcher.plain
-        self.t_starts, self.t_selfs, self.t_names = index.timed.columns
-        self.add_timed = (self.t_starts.append, self.t_selfs.append, self.t_names.append)
+        self.t_starts, self.t_selfs, self.t_names, self.t_totals = index.timed.columns
+        self.add_timed = (self.t_starts.append, self.t_selfs.append, self.t_names.append, self.t_totals.append)
         self.name_ids: tuple[dict[str, int], dict[str, int]] = ({}, {})  # operators, kernels
         self.kinds: dict[str, int] = {}
         self.categories: dict[str, tuple[bool, bool, bool]] = {}
@@ -334,6 +340,7 @@ class _Filler:
             self.t_starts.append(entry[1])
             self.t_selfs.append(max(entry[2] - entry[3], 0.0))
             self.t_names.append(entry[4])
+            self.t_totals.append(entry[2])
         if len(self.t_starts) >= SPILL_ROWS:
             self.index.timed.maybe_spill()
 
@@ -369,7 +376,7 @@ class _Filler:
         lane[0] = ts
         if stack and stack[-1][0] <= ts:
             # close_entry, inlined: this is once per event.
-            add_start, add_self, add_name = self.add_timed
+            add_start, add_self, add_name, add_total = self.add_timed
             while stack and stack[-1][0] <= ts:
                 done = stack.pop()
                 if done[4] >= 0:
@@ -377,6 +384,7 @@ class _Filler:
                     own = done[2] - done[3]
                     add_self(own if own > 0.0 else 0.0)
                     add_name(done[4])
+                    add_total(done[2])
             if len(self.t_starts) >= SPILL_ROWS:
                 self.index.timed.maybe_spill()
         entry = [end, ts, dur, 0.0, name_id]

@@ -1,6 +1,6 @@
 """Steps: which events of a trace are step markers, and how the steps are numbered.
 
-The markers come from the registry (:func:`profwin.traces.markers.step_markers`): torch's
+The markers come from the registry (:func:`profwin.discovery.step_markers`): torch's
 ``ProfilerStep#k`` from core, and each installed engine plugin's (vLLM's
 ``execute_context_…`` annotations, SGLang's ``step[…]`` spans). Only host-side complete events
 count: GPU-side copies of annotations (category ``gpu_user_annotation``) trail their host step
@@ -21,8 +21,9 @@ from typing import Any
 
 from attrs import frozen
 
+from profwin.discovery import step_markers
 from profwin.errors import ConfigError
-from profwin.traces.markers import StepMarker, step_markers
+from profwin.markers import StepMarker
 from profwin.traces.reader import TraceError
 from profwin.window import Window
 
@@ -109,11 +110,7 @@ def select_steps(
     clipped to it, one that holds none of its steps is a :class:`TraceError`. ``searched``: the
     markers looked for, named when none was found."""
     if not steps:
-        raise TraceError(
-            path,
-            "no step markers found; expected host-side complete events named like "
-            + ", ".join(f"{m.pattern!r} ({m.producer})" for m in searched),
-        )
+        raise TraceError(path, no_markers_reason(searched))
     if window is None:
         return list(steps)
     chosen = [s for s in steps if window.contains(s.number)]
@@ -123,6 +120,17 @@ def select_steps(
             f"window {window} is outside the trace: it holds {producer} steps {_ranges([s.number for s in steps])}",
         )
     return chosen
+
+
+def no_markers_reason(searched: Sequence[StepMarker]) -> str:
+    """Why a trace without step markers cannot be read by step, and what writes them."""
+    shown = "; ".join(f"{m.producer}: {m.pattern}" for m in searched)
+    return (
+        f"no step markers found (looked for host-side complete events whose name matches, {shown}). "
+        "Without them the trace has no steps to summarize, compare or trim. torch.profiler writes "
+        "ProfilerStep#<k> only when it runs with a schedule and prof.step() is called each step "
+        "(profwin.Session and profwin demo do); engines write theirs when profiled by profwin"
+    )
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -9,11 +9,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.errors import ConfigError
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
+from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
-from profwin.traces.markers import StepMarker
+from profwin.traces.provenance import KEY, first_step_of, provenance
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
@@ -32,8 +35,8 @@ __all__ = [
     "summarize",
 ]
 
-TRIM_KEY = "profwin"
-"""Top-level key a trimmed trace carries: ``{"first_step", "window", "steps", "producer", "source"}``."""
+TRIM_KEY = KEY
+"""Top-level key of a trace profwin wrote, holding its provenance (:mod:`profwin.traces.provenance`)."""
 
 
 @frozen
@@ -56,12 +59,15 @@ class StepStat:
 
 @frozen
 class OpStat:
-    """An operator or kernel name, totalled over the window."""
+    """An operator or kernel name, totalled over the window (the columns of torch's
+    ``key_averages``: calls, self time, total time; the text adds self %, averages and per step)."""
 
     name: str
     count: int
     self_us: float
     """Time not spent in events nested inside it on the same thread."""
+    total_us: float = 0.0
+    """Inclusive time: the events' durations, nested events included."""
 
 
 @frozen
@@ -84,12 +90,15 @@ class TraceMeta:
     event_bytes: int
     top_level_keys: tuple[str, ...]
     rank: int | None = None
-    """The rank the trace's ``distributedInfo`` names (``None``: it has none)."""
+    """The rank the trace's ``distributedInfo`` names, else its provenance (``None``: neither)."""
     world_size: int | None = None
+    provenance: dict[str, Any] | None = None
+    """What profwin recorded with the file (:mod:`profwin.traces.provenance`): window, steps,
+    engine, version, rank, session; ``None`` for traces profwin did not write or collect."""
 
 
 @frozen
-class Summary:
+class Summary(JsonForm):
     """What :func:`summarize` found. ``to_dict()`` is what ``profwin summarize --json`` prints."""
 
     trace: TraceMeta
@@ -113,9 +122,10 @@ class Summary:
     bad_times: int = 0
     """Events whose ``ts``/``dur`` is NaN, infinite, not a number or (``dur``) negative: counted
     as untimed (or as lasting 0), and named in :attr:`notes`."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    ops_self_us: float = 0.0
+    """Self time of all operators in the window (listed or not): what ``self %`` divides by."""
+    kernels_self_us: float = 0.0
+    """The same for kernels."""
 
 
 def selection(
@@ -144,14 +154,14 @@ def selection(
 
 
 def _first_step(index: TraceIndex, explicit: int | None) -> int:
-    """The number of the first order-numbered step: ``explicit``, else what a trim recorded, else 0."""
+    """The number of the first order-numbered step: ``explicit``, else what profwin recorded with
+    the file (its provenance: a trim, a session, a collected engine trace), else 0."""
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit < 0:
             raise ConfigError(f"must be a non-negative int (got {explicit!r})", path="first_step")
         return explicit
-    meta = index.header.get(TRIM_KEY)
-    first = meta.get("first_step") if isinstance(meta, dict) else None
-    return first if isinstance(first, int) and not isinstance(first, bool) and first >= 0 else 0
+    first = first_step_of(provenance(index.path, index.header))
+    return 0 if first is None else first
 
 
 def summarize(
@@ -205,6 +215,7 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
 
 def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int | None) -> Summary:
     producer, steps, chosen, t0, t1, notes = selection(index, window, first_step=first_step)
+    known = provenance(index.path, index.header)
     by_start = sorted(steps, key=lambda s: s.start)
     step_bytes, step_events, outside = _bytes_per_step(index, by_start)
     ops, kernels = _op_totals(index, t0, t1)
@@ -258,8 +269,9 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
                 "traceEvents",
                 *(k for k in index.header if k not in index.keys_before_events),
             ),
-            rank=_distributed(index, "rank"),
-            world_size=_distributed(index, "world_size"),
+            rank=_distributed(index, "rank", known),
+            world_size=_distributed(index, "world_size", known),
+            provenance=known or None,
         ),
         producer=producer,
         window=None if window is None else str(window),
@@ -273,14 +285,18 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         notes=tuple(notes),
         device=device,
         bad_times=index.bad_times,
+        ops_self_us=round(sum(o.self_us for o in ops), 3),
+        kernels_self_us=round(sum(o.self_us for o in kernels), 3),
     )
 
 
-def _distributed(index: TraceIndex, key: str) -> int | None:
+def _distributed(index: TraceIndex, key: str, origin: dict[str, Any]) -> int | None:
     """``distributedInfo[key]`` when it is a non-negative int (Kineto writes it when
-    torch.distributed is initialised; profwin's torch driver always does)."""
+    torch.distributed is initialised; profwin's torch driver always does), else the provenance's."""
     info = index.header.get("distributedInfo")
     value = info.get(key) if isinstance(info, dict) else None
+    if value is None:
+        value = origin.get(key)
     return value if type(value) is int and 0 <= value < 1 << 31 else None
 
 
@@ -288,6 +304,8 @@ def _bytes_per_step(index: TraceIndex, by_start: Sequence[Step]) -> tuple[list[i
     """Bytes and events starting inside each step (in start order), and bytes outside all."""
     starts = [s.start for s in by_start]
     ends = [s.end for s in by_start]
+    if numpy_or_none() is not None:
+        return bytes_per_step(index, starts, ends)
     step_bytes = [0] * len(by_start)
     step_events = [0] * len(by_start)
     outside = 0
@@ -314,19 +332,30 @@ def _bytes_per_step(index: TraceIndex, by_start: Sequence[Step]) -> tuple[list[i
 
 def _op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[OpStat], list[OpStat]]:
     """Calls and self time per operator and per kernel name, over events starting in ``[t0, t1)``."""
+    if numpy_or_none() is not None:
+        counts, selfs, totals = op_totals(index, t0, t1)
+    else:
+        counts, selfs, totals = _op_totals_stdlib(index, t0, t1)
+    ops: list[OpStat] = []
+    kernels: list[OpStat] = []
+    for (name, is_kernel), count, self_us, total in zip(index.names, counts, selfs, totals, strict=True):
+        if count:
+            stat = OpStat(name=name, count=count, self_us=round(self_us, 3), total_us=round(total, 3))
+            (kernels if is_kernel else ops).append(stat)
+    return ops, kernels
+
+
+def _op_totals_stdlib(index: TraceIndex, t0: float, t1: float) -> tuple[list[int], list[float], list[float]]:
     counts = [0] * len(index.names)
     selfs = [0.0] * len(index.names)
-    for ts_col, self_col, name_col in index.timed.chunks():
-        for ts, self_us, name_id in zip(ts_col, self_col, name_col, strict=True):
+    totals = [0.0] * len(index.names)
+    for ts_col, self_col, name_col, dur_col in index.timed.chunks():
+        for ts, self_us, name_id, dur in zip(ts_col, self_col, name_col, dur_col, strict=True):
             if t0 <= ts < t1:
                 counts[name_id] += 1
                 selfs[name_id] += self_us
-    ops: list[OpStat] = []
-    kernels: list[OpStat] = []
-    for (name, is_kernel), count, self_us in zip(index.names, counts, selfs, strict=True):
-        if count:
-            (kernels if is_kernel else ops).append(OpStat(name=name, count=count, self_us=round(self_us, 3)))
-    return ops, kernels
+                totals[name_id] += dur
+    return counts, selfs, totals
 
 
 def _stats(durations: Sequence[float]) -> dict[str, float]:
@@ -372,6 +401,62 @@ def render_device(d: DeviceStat, title: str) -> str:
     return "\n".join(lines)
 
 
+_NAME_WIDTH = 90
+
+
+def short_name(name: str, width: int = _NAME_WIDTH) -> str:
+    """A kernel or operator name for a table: C++ signatures lose ``void``, their argument list
+    and the inside of template brackets (``at::native::elementwise_kernel<…>``), then the
+    name is cut to ``width`` characters. The JSON output keeps the full name."""
+    text = name.strip()
+    if text.startswith("void "):
+        text = text[5:]
+    if text.endswith(")") and "(" in text:  # a signature's argument list
+        depth = 0
+        for i in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[i], 0)
+            if depth == 0:
+                text = text[:i] if i > 0 else text
+                break
+    out, depth = [], 0
+    for c in text:
+        if c == "<":
+            if depth == 0:
+                out.append("<…>")
+            depth += 1
+        elif c == ">" and depth:
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    text = "".join(out).strip() or name
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_ops(title: str, rows: Sequence[OpStat], steps: int, all_self: float) -> list[str]:
+    """A table like torch's ``key_averages().table()``: self and total time, self % (of
+    ``all_self``, every row's self time, listed or not), calls, averages per call and per step
+    of the window (``steps`` steps)."""
+    if not rows:
+        return []
+    all_self = all_self or sum(o.self_us for o in rows) or 1.0
+    lines = [
+        title,
+        f"{'self':>12} {'self %':>7} {'total':>12} {'calls':>8} {'self/call':>11} {'total/call':>11} {'self/step':>11}  name",
+    ]
+    for o in rows:
+        calls = o.count or 1
+        lines.append(
+            f"{_ms(o.self_us):>12} {100 * o.self_us / all_self:>6.1f}% {_ms(o.total_us):>12} {o.count:>8} "
+            f"{_us(o.self_us / calls):>11} {_us(o.total_us / calls):>11} {_us(o.self_us / max(steps, 1)):>11}  "
+            f"{short_name(o.name)}"
+        )
+    return lines
+
+
+def _us(us: float) -> str:
+    return f"{us:.1f} us" if us < 10_000 else _ms(us)
+
+
 def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
     """The summary as text for a terminal (``profwin summarize`` without ``--json``)."""
     t, s = summary.trace, summary.step_us
@@ -380,6 +465,10 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
         f"trace     {t.path}",
         f"size      {_size(t.file_bytes)}{' gzip' if t.compressed else ''}, {t.events:,} events, "
         f"{_size(t.event_bytes)} of event JSON",
+    ]
+    if t.provenance:
+        lines.append(f"recorded  {_origin(t.provenance)}")
+    lines += [
         f"steps     {len(summary.steps)} {summary.producer} steps "
         f"({summary.steps[0].number}..{summary.steps[-1].number}); summarizing {window} = steps {summary.selected}",
         f"step time {int(s['count'])} steps: min {_ms(s['min'])}, median {_ms(s['median'])}, "
@@ -388,19 +477,53 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
     lines += [f"note      {note}" for note in summary.notes]
     lines += ["", f"{'step':>6} {'wall':>12} {'events':>8} {'bytes':>10}  marker"]
     shown = summary.steps if len(summary.steps) <= max_steps else [st for st in summary.steps if st.in_window][:max_steps]
+    marked = summary.window is not None and any(not st.in_window for st in summary.steps)
     for st in shown:
-        mark = "*" if st.in_window and summary.window is not None else " "
+        mark = "*" if st.in_window and marked else " "
         lines.append(f"{st.number:>5}{mark} {_ms(st.dur_us):>12} {st.events:>8} {_size(st.bytes):>10}  {st.label}")
     if len(shown) < len(summary.steps):
         lines.append(f"  ... {len(summary.steps) - len(shown)} more steps (--json lists all)")
     lines.append(f"{'':6} outside any step: {_size(summary.bytes_outside_steps)}")
+    if marked:
+        lines.append(f"{'':6} * = in the window summarized ({summary.selected}); wall = marker start to end; "
+                     "bytes = JSON of the events starting in the step")  # fmt: skip
+    else:
+        lines.append(f"{'':6} wall = marker start to end; bytes = JSON of the events starting in the step")
     if summary.device is not None:
         lines += ["", render_device(summary.device, f"device time in steps {summary.selected}")]
-    for title, rows in (("operators", summary.top_ops), ("kernels", summary.top_kernels)):
-        if not rows:
-            continue
-        lines += ["", f"top {title} by self time in steps {summary.selected}", f"{'self':>12} {'count':>8}  name"]
-        lines += [f"{_ms(o.self_us):>12} {o.count:>8}  {o.name}" for o in rows]
+    steps = int(s["count"])
+    for title, rows, total in (
+        ("operators", summary.top_ops, summary.ops_self_us),
+        ("kernels", summary.top_kernels, summary.kernels_self_us),
+    ):
+        table = render_ops(f"top {title} by self time in steps {summary.selected} ({steps} steps)", rows, steps, total)
+        lines += ["", *table] if table else []
+    work = [th for th in summary.threads if not _bookkeeping(th)]
     lines += ["", "threads (events)"]
-    lines += [f"  pid {th.pid} tid {th.tid}: {th.process or '?'} / {th.thread or '?'} ({th.events:,})" for th in summary.threads]
+    lines += [f"  pid {th.pid} tid {th.tid}: {th.process or '?'} / {th.thread or '?'} ({th.events:,})" for th in work]
+    hidden = len(summary.threads) - len(work)
+    if hidden:
+        events = sum(th.events for th in summary.threads if _bookkeeping(th))
+        lines.append(f"  (and {hidden} lanes of the profiler's own markers, {events:,} events, not listed)")
     return "\n".join(lines)
+
+
+def _bookkeeping(thread: ThreadInfo) -> bool:
+    """Kineto's own lanes (pids ``"Spans"``, ``"Traces"``, ``""``: the profiler's span and
+    iteration marks), not a thread of the program: every real process id is an int."""
+    return not isinstance(thread.pid, int) and not thread.process and not thread.thread
+
+
+def _origin(info: dict[str, Any]) -> str:
+    """The provenance in a line: who recorded it, which steps, where."""
+    parts = []
+    engine = info.get("engine")
+    if engine:
+        parts.append(f"{engine} {info.get('engine_version') or ''}".strip())
+    for key, label in (("window", "window"), ("steps", "steps"), ("rank", "rank"), ("session", "session")):
+        if info.get(key) is not None:
+            parts.append(f"{label} {info[key]}")
+    if info.get("source"):
+        parts.append(f"trimmed from {info['source']}")
+    version = info.get("version")
+    return ", ".join(parts) + (f" (by profwin {version})" if version else "")

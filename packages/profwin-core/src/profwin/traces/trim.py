@@ -19,11 +19,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from attrs import asdict, frozen
+from attrs import frozen
 
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
-from profwin.traces.markers import StepMarker
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
+from profwin.traces.columnar import kept_spans, numpy_or_none
+from profwin.traces.provenance import provenance
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events, scan
 from profwin.traces.steps import as_window
@@ -36,7 +39,7 @@ _GZIP_LEVEL = 3  # near level 6's size at about twice its speed on trace JSON
 
 
 @frozen
-class TrimResult:
+class TrimResult(JsonForm):
     """What :func:`trim` wrote."""
 
     path: str
@@ -55,9 +58,6 @@ class TrimResult:
     end_us: float
     """The time range kept, in the trace's microseconds."""
     notes: tuple[str, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def trim(
@@ -94,6 +94,7 @@ def trim(
         require_events(index)
         producer, _, chosen, t0, t1, notes = selection(index, chosen_window, first_step=first_step)
         meta: dict[str, Any] = {
+            **provenance(source, index.header),
             "first_step": chosen[0].number,
             "window": str(chosen_window),
             "steps": f"{chosen[0].number}:{chosen[-1].number + 1}",
@@ -121,6 +122,9 @@ def trim(
 
 def _kept(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
     """``(offset, length)`` of each kept event, in file order."""
+    if numpy_or_none() is not None:
+        yield from kept_spans(index, t0, t1)
+        return
     for offsets, lengths, starts, ends in index.placed.chunks():
         for offset, length, start, end in zip(offsets, lengths, starts, ends, strict=True):
             # Overlap with [t0, t1); an instant (end == start) at t0 counts, an event ending there does not.
@@ -134,7 +138,8 @@ def _write(
     with atomic_path(target) as tmp, _open_out(tmp, gz=target.name.endswith(".gz")) as f:
         header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
         before = [k for k in index.keys_before_events if k != TRIM_KEY]
-        f.write("{\n")
+        # The provenance first, so that a tool reading only the keys before the events sees it.
+        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)},\n")
         for key in before:
             f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
         f.write('  "traceEvents": [\n  ')
@@ -142,7 +147,7 @@ def _write(
         f.write("\n  ]")
         for key in [k for k in header if k not in before]:
             f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}")
-        f.write(f",\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)}\n}}\n")
+        f.write("\n}\n")
     return events, target.stat().st_size
 
 

@@ -1,40 +1,48 @@
-"""profwin as a drop-in for verl's rollout profiling (verl 0.9.x), importable without verl or any engine.
+"""Deprecated: verl's integration is the distribution profwin-verl (import ``profwin_verl``).
 
-- Reading verl's configs with verl's meaning: :func:`load_verl` -> :class:`VerlProfiling`,
-  :func:`spec_from_verl`, and ``profwin.load_spec(path, at="actor_rollout_ref.rollout.profiler")``.
-- verl's seams with verl's signatures, exact windows: :func:`build_vllm_profiler_args`,
-  :func:`build_sglang_profiler_args`, :func:`rollout_trace_dir`,
-  :func:`rollout_profiler_global_ranks`, :func:`rollout_trace_local_rank`,
-  :func:`relocate_rollout_traces`.
-- :func:`patch` / :func:`unpatch`: put them in place of verl's, wherever verl imported them.
+This package forwards every name to :mod:`profwin_verl` with a DeprecationWarning, and
+``profwin.verl.autopatch`` keeps working for ``VERL_USE_EXTERNAL_MODULES``, until profwin-core
+0.3. Kept because that variable lives in job scripts and cluster configs that outlive an
+upgrade, and verl fails to start when it cannot import the module it names. Install
+``profwin-verl`` (or ``profwin[verl]``) for it to work.
 """
 
 from __future__ import annotations
 
-from profwin.verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
-from profwin.verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
-from profwin.verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
-from profwin.verl.rollout import (
-    relocate_rollout_traces,
-    rollout_profiler_global_ranks,
-    rollout_trace_dir,
-    rollout_trace_local_rank,
-)
+import importlib
+import sys
+import warnings
+from typing import Any
 
-__all__ = [
-    "NAMES",
-    "SUPPORTED_VERL",
-    "TOOL_PLUGINS",
-    "ProfilingDisabled",
-    "VerlProfiling",
-    "build_sglang_profiler_args",
-    "build_vllm_profiler_args",
-    "load_verl",
-    "patch",
-    "relocate_rollout_traces",
-    "rollout_profiler_global_ranks",
-    "rollout_trace_dir",
-    "rollout_trace_local_rank",
-    "spec_from_verl",
-    "unpatch",
-]
+_MOVED = "profwin.verl is now the distribution profwin-verl: import profwin_verl (the old path goes away in profwin-core 0.3)"
+
+
+def _target() -> Any:
+    try:
+        return importlib.import_module("profwin_verl")
+    except ModuleNotFoundError as exc:
+        if exc.name != "profwin_verl":
+            raise
+        raise ModuleNotFoundError(
+            "profwin.verl moved to the profwin-verl distribution: pip install profwin-verl (or 'profwin[verl]')",
+            name="profwin_verl",
+        ) from None
+
+
+warnings.warn(_MOVED, DeprecationWarning, stacklevel=2)
+_verl = _target()
+__all__ = list(_verl.__all__)
+# `import profwin.verl.config` (and the other submodules) finds profwin_verl's own module.
+for _sub in ("builders", "config", "patch", "rollout"):
+    sys.modules.setdefault(f"{__name__}.{_sub}", importlib.import_module(f"profwin_verl.{_sub}"))
+
+
+def __getattr__(name: str) -> Any:
+    """Every name of :mod:`profwin_verl` (and its submodules ``config``, ``builders``, ...)."""
+    try:
+        return getattr(_verl, name)
+    except AttributeError:
+        try:
+            return importlib.import_module(f"profwin_verl.{name}")
+        except ModuleNotFoundError:
+            raise AttributeError(f"module 'profwin.verl' has no attribute {name!r}") from None

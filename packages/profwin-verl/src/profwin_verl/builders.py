@@ -5,7 +5,7 @@ the engine's plan (``profwin.backend(engine).plan``), so the engine records exac
 
 Every other key is what verl sends, read from the same fields. Where the engine records more than
 the window (SGLang without profwin's server plugin), the builder arms the trim that
-:func:`profwin.verl.relocate_rollout_traces` applies after ``stop_profile``.
+:func:`profwin_verl.relocate_rollout_traces` applies after ``stop_profile``.
 
 These builders run in the process that launches the engine, before it runs, so what the engine
 can do is judged from the engine installed in this process: the SGLang backend's ``plan_here``
@@ -21,12 +21,8 @@ import os
 import warnings
 from typing import Any
 
-from profwin.discovery import backend
-from profwin.engine import EnginePlan
-from profwin.errors import PluginError, WindowWarning
-from profwin.spec import ProfileSpec
-from profwin.verl.rollout import expect_trim, read, rollout_trace_dir
-from profwin.window import Window
+from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend
+from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
 
 __all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
 
@@ -112,7 +108,7 @@ def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, s
         engine_backend = backend(engine)
     except PluginError as exc:
         raise PluginError(
-            f"profwin.verl needs the {engine} backend for verl's {engine} rollout: pip install {_INSTALL[engine]} ({exc})"
+            f"profwin_verl needs the {engine} backend for verl's {engine} rollout: pip install {_INSTALL[engine]} ({exc})"
         ) from None
     # A backend whose engine needs something installed where the engine runs (SGLang's server
     # plugin) judges it from this process, which is where verl launches the engine.

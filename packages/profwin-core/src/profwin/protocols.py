@@ -25,8 +25,9 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
+from profwin.json_form import JsonForm
+from profwin.markers import StepMarker
 from profwin.spec import ProfileSpec
-from profwin.traces.markers import StepMarker
 from profwin.window import Window
 
 __all__ = [
@@ -34,11 +35,13 @@ __all__ = [
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
+    "SPEC_FORMATS_GROUP",
     "Artifact",
     "Driver",
     "PluginSpec",
     "Profiler",
     "RemoteResult",
+    "SpecFormat",
     "fan_out",
 ]
 
@@ -52,6 +55,9 @@ give ``EngineTarget`` objects; ``render_args``/``describe``/``start``/``stop`` a
 
 BACKENDS_GROUP = "profwin.backends"
 PROFILERS_GROUP = "profwin.profilers"
+SPEC_FORMATS_GROUP = "profwin.spec_formats"
+"""Readers of other tools' configs (a :class:`SpecFormat` each), asked by :func:`profwin.load_spec`
+before a document is read as a profwin spec; profwin-verl registers verl's profiler blocks."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
@@ -84,7 +90,7 @@ class PluginSpec:
 
 
 @frozen(kw_only=True)
-class Artifact:
+class Artifact(JsonForm):
     """A file a profiling session wrote.
 
     Attributes:
@@ -94,6 +100,8 @@ class Artifact:
         rank: the rank that wrote it.
         kind: ``trace``, ``memory-snapshot``, ``memory-timeline``, ``memory-summary``, ...
         producer: the plugin (and, for remote engines, the server) that wrote it.
+
+    ``to_dict()`` is its JSON form (for logs and ``--json`` output).
     """
 
     path: Path
@@ -103,20 +111,9 @@ class Artifact:
     kind: str = "trace"
     producer: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form, for logs and ``--json`` output."""
-        return {
-            "path": str(self.path),
-            "steps": None if self.steps is None else str(self.steps),
-            "bytes": self.bytes,
-            "rank": self.rank,
-            "kind": self.kind,
-            "producer": self.producer,
-        }
-
 
 @frozen(kw_only=True)
-class RemoteResult:
+class RemoteResult(JsonForm):
     """The outcome of one start/stop call on one live engine (a server URL or an object)."""
 
     target: str
@@ -124,15 +121,6 @@ class RemoteResult:
     message: str = ""
     artifacts: tuple[Artifact, ...] = ()
     details: Mapping[str, Any] = field(factory=dict, hash=False)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "ok": self.ok,
-            "message": self.message,
-            "artifacts": [a.to_dict() for a in self.artifacts],
-            "details": dict(self.details),
-        }
 
 
 def fan_out(
@@ -145,6 +133,20 @@ def fan_out(
     workers = len(items) if max_workers is None else min(len(items), max_workers)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix) as pool:
         return list(pool.map(call, items))
+
+
+class SpecFormat(Protocol):
+    """A reader of another tool's config format, registered under :data:`SPEC_FORMATS_GROUP`.
+
+    ``document`` is the whole document :func:`profwin.load_spec` read (a file's parsed content,
+    an OmegaConf config, or plain data), ``data`` the part at the dotted path ``at`` as plain
+    dicts and lists. Return ``None`` when ``data`` is not this format (it is then read as a
+    profwin spec), else the spec it means; raise :class:`profwin.ConfigError` (or
+    :class:`profwin.ProfilingDisabled`) naming the key at fault. The module the entry point names
+    is imported whenever a spec is loaded, so it must import nothing heavy.
+    """
+
+    def __call__(self, document: Any, data: Any, at: str | None) -> ProfileSpec | None: ...
 
 
 @runtime_checkable

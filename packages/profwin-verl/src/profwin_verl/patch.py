@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from profwin.errors import PluginError
+from profwin.plugin import PluginError
 
 __all__ = ["NAMES", "SUPPORTED_VERL", "patch", "unpatch"]
 
@@ -43,13 +43,13 @@ def patch(*, force: bool = False) -> list[str]:
     version = str(getattr(sys.modules["verl"], "__version__", "unknown"))
     if not force and version.split(".")[:2] != SUPPORTED_VERL.split("."):
         raise PluginError(
-            f"profwin.verl.patch() replaces verl {SUPPORTED_VERL}.x's rollout profiling functions, and verl is {version}: "
+            f"profwin_verl.patch() replaces verl {SUPPORTED_VERL}.x's rollout profiling functions, and verl is {version}: "
             "their signatures may differ; check them and call patch(force=True) to patch anyway"
         )
     missing = [name for name in NAMES if not callable(getattr(config, name, None))]
     if missing:
         raise PluginError(
-            f"profwin.verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
+            f"profwin_verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
             f"verl.utils.profiler.config has no {', '.join(missing)}"
         )
     if not _ORIGINALS:
@@ -91,11 +91,11 @@ def _verl_config() -> ModuleType:
         return importlib.import_module("verl.utils.profiler.config")
     except ImportError as exc:
         raise PluginError(
-            f"profwin.verl.patch() needs verl installed: cannot import verl.utils.profiler.config ({exc})"
+            f"profwin_verl.patch() needs verl installed: cannot import verl.utils.profiler.config ({exc})"
         ) from None
 
 
 def _ours() -> dict[str, Callable[..., Any]]:
-    from profwin.verl import builders, rollout
+    from profwin_verl import builders, rollout
 
     return {name: getattr(builders, name, None) or getattr(rollout, name) for name in NAMES}

@@ -1,4 +1,4 @@
-"""profwin.verl's rollout trace functions on real files: directories, rank mapping, relocation, trimming.
+"""profwin_verl's rollout trace functions on real files: directories, rank mapping, relocation, trimming.
 
 integration_tests/verl compares every one of them with verl 0.9.1's own on the same inputs; here
 they run without verl, on the plain-dict form of verl's ProfilerConfig.
@@ -16,13 +16,13 @@ import pytest
 
 import profwin
 from profwin.traces import summarize
-from profwin.verl import (
+from profwin_verl import (
     relocate_rollout_traces,
     rollout_profiler_global_ranks,
     rollout_trace_dir,
     rollout_trace_local_rank,
 )
-from profwin.verl.rollout import expect_trim
+from profwin_verl.rollout import expect_trim
 
 
 def config(save_path: Path | str, **changes: Any) -> dict[str, Any]:
@@ -106,9 +106,10 @@ def test_relocation_trims_a_whole_session_trace_to_the_window(tmp_path: Path) ->
     expect_trim(str(trace_dir), None)
 
 
-def test_profwin_verl_imports_neither_verl_nor_an_engine() -> None:
+@pytest.mark.parametrize("module", ["profwin_verl", "profwin.verl"])
+def test_profwin_verl_imports_neither_verl_nor_an_engine(module: str) -> None:
     code = (
-        "import sys, profwin.verl; "
+        f"import sys, {module}; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('verl', 'omegaconf', 'yaml', 'torch', 'vllm', 'sglang', 'profwin_vllm', 'profwin_sglang')))"
     )

@@ -7,24 +7,21 @@ other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
     PLUGIN = PluginSpec(name="vllm", ..., step_marker=StepMarker(
         producer="vllm", pattern=r"execute_(?:\\d+_)?context_", numbering="order", preference=10))
 
-:func:`step_markers` is the registry: core's marker plus those of the installed plugins, read
-once per process from the entry points' specs (nothing heavy is imported). A plugin's marker is
-added, never put ahead of core's ``ProfilerStep#``: its preference counts from 1 (torch's is 0),
-so a third-party plugin cannot silently change how torch traces are cut into steps. The user
-may choose another producer with ``$PROFWIN_STEP_MARKER``; summaries name the producer used.
+The registry of installed markers is :func:`profwin.discovery.step_markers` (discovery reads the
+plugins' specs); this module holds only the type, so the plugin protocols can name it.
+A plugin's marker is added, never put ahead of core's ``ProfilerStep#`` (discovery counts its
+preference from 1; torch's is 0), and the user may choose another producer with
+``$PROFWIN_STEP_MARKER`` (:data:`MARKER_ENV`); summaries name the producer used.
 """
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 from typing import Literal
 
-import attrs
 from attrs import field, frozen, validators
 
-__all__ = ["MARKER_ENV", "MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker", "step_markers"]
+__all__ = ["MARKER_ENV", "MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker"]
 
 MARKER_ENV = "PROFWIN_STEP_MARKER"
 """The environment variable naming the producer whose markers a trace's steps come from, when the
@@ -84,29 +81,3 @@ class StepMarker:
 
 TORCH_MARKER = StepMarker(producer="torch", pattern=r"ProfilerStep#(\d+)$", numbering="number", preference=0)
 """torch.profiler's (and profwin's) ``ProfilerStep#k``."""
-
-
-@functools.cache
-def step_markers() -> tuple[StepMarker, ...]:
-    """Core's marker and every installed plugin's, by preference (cached per process).
-
-    A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
-    """
-    from profwin.discovery import plugins  # discovery imports plugin_api, which imports this module
-
-    found = {TORCH_MARKER.producer: TORCH_MARKER}
-    for info in plugins():
-        marker = info.spec.step_marker if info.spec is not None else None
-        if marker is not None and marker.producer not in found:
-            # A plugin adds a marker; it never outranks core's ProfilerStep# in a torch trace.
-            found[marker.producer] = attrs.evolve(marker, preference=max(marker.preference, TORCH_MARKER.preference + 1))
-    chosen = os.environ.get(MARKER_ENV, "").strip()
-    if chosen:
-        if chosen not in found:
-            from profwin.errors import ConfigError
-
-            raise ConfigError(
-                f"${MARKER_ENV} is {chosen[:80]!r}, which no installed producer declares (known: {', '.join(sorted(found))})"
-            )
-        found[chosen] = attrs.evolve(found[chosen], preference=TORCH_MARKER.preference - 1)  # the user's choice
-    return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))

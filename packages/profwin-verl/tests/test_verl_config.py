@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from profwin import ConfigError, ProfilingDisabled, VerlProfiling, Window, load_spec, load_verl, spec_from_verl
+from profwin import ConfigError, ProfilingDisabled, Window, load_spec
 from profwin.cli import main
+from profwin_verl import VerlProfiling, load_verl, spec_from_verl
 
 TORCH = {"contents": ["cuda", "stack"], "discrete": True, "profile_token_start": 20, "profile_token_end": 80}
 
@@ -236,8 +237,8 @@ def test_interpolations_without_omegaconf_name_the_extra(tmp_path: Path, monkeyp
     pytest.importorskip("yaml", reason="pyyaml is in the test dependency group")
     file = tmp_path / "trainer.yaml"
     file.write_text(TRAINER_YAML.format(tool="torch", steps="[3]"))
-    monkeypatch.setitem(sys.modules, "omegaconf", None)  # as if profwin-core[verl] were not installed
-    with pytest.raises(ConfigError, match=r"pip install 'profwin-core\[verl\]'") as info:
+    monkeypatch.setitem(sys.modules, "omegaconf", None)  # as if omegaconf (profwin-verl's dependency) were not installed
+    with pytest.raises(ConfigError, match=r"pip install omegaconf") as info:
         load_verl(file, at="actor_rollout_ref.rollout.profiler")
     assert info.value.path == "actor_rollout_ref.rollout.profiler.tool"
     # A block without interpolations needs no OmegaConf.

@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.errors import WindowWarning
-from profwin.window import Window
+from profwin.plugin import TraceError, Window, WindowWarning, trim
 
 __all__ = [
     "expect_trim",
@@ -127,8 +126,6 @@ def _finish_trims(trace_dir: str) -> None:
     if pending is None:
         return
     keep, seen = pending
-    from profwin.traces import TraceError, trim  # reading traces is needed only here
-
     for name in sorted(set(_names(key)) - seen):
         path = Path(key, name)
         partial = path.with_name(f".profwin-trim-{name}")

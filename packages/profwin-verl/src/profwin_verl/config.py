@@ -9,7 +9,8 @@ verl does (``verl/utils/profiler/{config,profile}.py``, ``trainer/ppo/ray_traine
 - one tool block (``TorchProfilerToolConfig``, ``NPUToolConfig``, ``TorchMemoryToolConfig``).
 
 Any of them may come as verl's dataclasses, OmegaConf nodes, plain dicts or a YAML file with a
-dotted path to the block (:mod:`profwin.config` reads the document).
+dotted path to the block (:mod:`profwin.documents` reads the document). :func:`spec_format` is the
+``profwin.spec_formats`` entry point through which :func:`profwin.load_spec` reads verl's blocks.
 """
 
 from __future__ import annotations
@@ -19,14 +20,20 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
 
-from attrs import asdict, frozen
+from attrs import frozen
 
-from profwin.config import read_document, select
-from profwin.errors import ConfigError, unknown_key
-from profwin.spec import ProfileSpec
-from profwin.window import Window
+from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, read_document, select, to_json, unknown_key
 
-__all__ = ["TOOL_PLUGINS", "ProfilingDisabled", "VerlProfiling", "block_kind", "load_verl", "spec_from_verl", "verl_spec"]
+__all__ = [
+    "TOOL_PLUGINS",
+    "ProfilingDisabled",
+    "VerlProfiling",
+    "block_kind",
+    "load_verl",
+    "spec_format",
+    "spec_from_verl",
+    "verl_spec",
+]
 
 _T = TypeVar("_T")
 
@@ -71,11 +78,6 @@ _CONTENTS = {
 _RECORDED = {"memory": "memory", "shapes": "shapes", "stack": "stack", "module": "modules"}
 
 
-class ProfilingDisabled(ConfigError):
-    """The verl config profiles nothing (``enable: false``, ``tool: null``, ``steps: null``), so it
-    has no spec; :func:`load_verl` returns the same config as ``VerlProfiling(enabled=False)``."""
-
-
 @frozen(kw_only=True)
 class VerlProfiling:
     """One verl profiler config, with verl's meaning of every switch.
@@ -92,7 +94,7 @@ class VerlProfiling:
         all_ranks, ranks: verl's rank selection. Training roles: ranks are worker ranks. Rollout:
             ranks are global GPU ranks, mapped to replicas (:meth:`profiles_replica`).
         save_path: verl's ``save_path`` as written (relative to the working directory).
-        relocate_results: whether :func:`profwin.verl.relocate_rollout_traces` moves rollout traces
+        relocate_results: whether :func:`profwin_verl.relocate_rollout_traces` moves rollout traces
             up into ``save_path``.
     """
 
@@ -129,11 +131,7 @@ class VerlProfiling:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (the spec as its window, activities, records, output_dir, ranks)."""
-        data = asdict(self, recurse=False)
-        data["spec"] = None if self.spec is None else _spec_summary(self.spec)
-        for key in ("plugins", "steps", "ranks"):
-            data[key] = None if data[key] is None else list(data[key])
-        return data
+        return {**to_json(self), "spec": None if self.spec is None else _spec_summary(self.spec)}
 
 
 def _spec_summary(spec: ProfileSpec) -> dict[str, Any]:
@@ -216,6 +214,12 @@ def verl_spec(document: Any, at: str | None) -> ProfileSpec:
     if at is None:
         return spec_from_verl(select(document, None))
     return _spec_of(load_verl(document, at=at), at, None)
+
+
+def spec_format(document: Any, data: Any, at: str | None) -> ProfileSpec | None:
+    """The ``profwin.spec_formats`` entry point: :func:`verl_spec` for a verl block, ``None`` for
+    anything else (read by :func:`profwin.load_spec` as a profwin spec)."""
+    return None if block_kind(data) is None else verl_spec(document, at)
 
 
 def _spec_of(result: VerlProfiling, path: str, base_dir: str | os.PathLike[str] | None) -> ProfileSpec:

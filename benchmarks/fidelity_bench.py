@@ -1,0 +1,176 @@
+"""Does a window's step cost what it costs unprofiled? Per-position step times, side by side.
+
+Each run is a fresh process (one-time costs — Kineto's initialisation, the first
+``record_function`` — are paid where a user's process pays them) that runs ``--steps`` steps of a
+fixed CPU workload, one step = 20 × (64×64 matmul + tanh) + a 5 ms sleep, three ways per backend:
+
+* ``torch``: unprofiled; torch.profiler's native ``schedule(wait=start-1, warmup=1, active=len)``;
+  ``profwin.Session`` with the torch driver and the same window.
+* ``memory``: unprofiled; ``profwin.Session`` with the ``memory`` profiler (CPU allocator
+  timeline). torch has no native windowed memory timeline to compare with.
+
+For each, at the window's first, median and last position: the step's wall time (from the end of
+the previous step's boundary call to the end of its own, so the profiler's per-step calls are
+in it) and, where a trace holds it, the duration of the step's ``ProfilerStep#k`` marker (what a
+user reads first). Also the whole run's wall time (export included). Medians over ``--runs``
+fresh processes, run round-robin so machine load drifts over all variants alike.
+
+    uv run --no-sync python benchmarks/fidelity_bench.py [--runs 5] [--steps 12] [--window 2:8]
+    uv run --no-sync python benchmarks/fidelity_bench.py --smoke     # one tiny run of each, for CI
+
+vLLM and SGLang engines run in their own environments; their numbers are measured separately
+(docs/performance.md, "What a window costs"). No assertions: this prints, it does not judge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+VARIANTS = {"torch": ("unprofiled", "native schedule", "profwin"), "memory": ("unprofiled", "profwin")}
+
+
+def _workload(torch: Any, matmuls: int, sleep_s: float) -> Callable[[], None]:
+    a = torch.randn(64, 64)
+
+    def step() -> None:
+        x = a
+        for _ in range(matmuls):
+            x = torch.tanh(x @ a)
+        time.sleep(sleep_s)
+
+    return step
+
+
+def _marker_ms(path: Path) -> dict[int, float]:
+    """``ProfilerStep#k`` -> duration in ms, from a Chrome trace."""
+    opener: Any = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        events = json.load(f)["traceEvents"]
+    out = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("ph") == "X" and isinstance(name, str) and name.startswith("ProfilerStep#"):
+            out[int(name[len("ProfilerStep#") :])] = e["dur"] / 1000
+    return out
+
+
+def child(backend: str, variant: str, steps: int, start: int, end: int, matmuls: int, sleep_s: float) -> dict[str, Any]:
+    """One fresh process's run: per-step wall ms, marker ms where traced, the run's wall s."""
+    import torch
+
+    torch.set_num_threads(1)  # steadier numbers on a small shared machine
+    work = _workload(torch, matmuls, sleep_s)
+    out = Path(tempfile.mkdtemp(prefix="profwin-fidelity-"))
+    walls: list[float] = []
+    markers: dict[int, float] = {}
+
+    def loop(boundary: Callable[[], None]) -> None:
+        for _ in range(steps):
+            began = time.perf_counter()
+            work()
+            boundary()
+            walls.append((time.perf_counter() - began) * 1e3)
+
+    began = time.perf_counter()
+    if variant == "unprofiled":
+        loop(lambda: None)
+    elif variant == "native schedule":
+        from torch.profiler import ProfilerActivity, profile, schedule
+
+        path = out / "native.pt.trace.json.gz"
+        sched = schedule(wait=start - 1, warmup=1, active=end - start, repeat=1)
+        with profile(
+            activities=[ProfilerActivity.CPU], schedule=sched, on_trace_ready=lambda p: p.export_chrome_trace(str(path))
+        ) as prof:
+            loop(prof.step)
+        markers = _marker_ms(path)
+    else:
+        import profwin
+
+        spec = profwin.ProfileSpec(window=profwin.Window(start, end), output_dir=out, activities=["cpu"])
+        with profwin.Session(spec, profiler=backend) as session:
+            loop(session.step)
+        if backend == "torch":
+            markers = _marker_ms(session.artifacts[0].path)
+    total = time.perf_counter() - began
+    return {"walls": walls, "markers": {str(k): v for k, v in markers.items()}, "total": total}
+
+
+def _cell(values: list[float]) -> str:
+    return f"{statistics.median(values):8.2f}" if values else f"{'-':>8}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per variant (default 5)")
+    parser.add_argument("--steps", type=int, default=12)
+    parser.add_argument("--window", default="2:8", help="START:END, START >= 1 so there is a step to warm up in")
+    parser.add_argument("--backends", default="torch,memory")
+    parser.add_argument("--smoke", action="store_true", help="one tiny run of each variant, for CI: no numbers to read")
+    parser.add_argument("--child", nargs=2, metavar=("BACKEND", "VARIANT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    start, end = (int(x) for x in args.window.split(":"))
+    matmuls, sleep_s = 20, 0.005
+    if args.smoke:
+        args.runs, args.steps, start, end, matmuls, sleep_s = 1, 4, 1, 3, 2, 0.0
+    if not 1 <= start < end <= args.steps:
+        parser.error(f"--window must satisfy 1 <= START < END <= --steps (got {args.window} with --steps {args.steps})")
+    if args.child:
+        print(json.dumps(child(*args.child, args.steps, start, end, matmuls, sleep_s)))
+        return
+
+    backends = [b for b in args.backends.split(",") if b]
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {(b, v): [] for b in backends for v in VARIANTS[b]}
+    for _ in range(args.runs):
+        for backend, variant in runs:
+            argv = [
+                sys.executable,
+                __file__,
+                "--child",
+                backend,
+                variant,
+                "--steps",
+                str(args.steps),
+                "--window",
+                f"{start}:{end}",
+            ]
+            if args.smoke:
+                argv.append("--smoke")
+            done = subprocess.run(argv, capture_output=True, text=True, check=True)
+            runs[backend, variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
+
+    positions = {"first": start, "median": None, "last": end - 1}
+    print(f"step = {matmuls} x (64x64 matmul + tanh) + {sleep_s * 1e3:g} ms sleep; {args.steps} steps, window {start}:{end}; ")
+    print(f"median of {args.runs} fresh process(es) per variant; ms per step, s per run")
+    head = "".join(f"{'wall ' + p:>13}" for p in positions) + "".join(f"{'trace ' + p:>14}" for p in positions)
+    print(f"{'backend':8}{'variant':18}{head}{'run s':>9}")
+    for (backend, variant), results in runs.items():
+        cells = []
+        for source in ("walls", "markers"):
+            for step in positions.values():
+                values: list[float] = []
+                for r in results:
+                    series = r[source] if source == "walls" else [r["markers"].get(str(k)) for k in range(args.steps)]
+                    window = [v for v in series[start:end] if v is not None]
+                    if not window:
+                        continue
+                    value = statistics.median(window) if step is None else series[step]
+                    if value is not None:
+                        values.append(value)
+                cells.append(_cell(values).rjust(13 if source == "walls" else 14))
+        total = statistics.median(r["total"] for r in results)
+        print(f"{backend:8}{variant:18}{''.join(cells)}{total:>9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""Every benchmark runs, in a tiny smoke size, so none can rot unnoticed (no timing is asserted:
+the scripts print ratios for a person to read). The engine benchmarks run in their engines'
+folders (integration_tests/vllm, integration_tests/sglang), next to the servers they need."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def run_smoke(script: str, *args: str, python: str = sys.executable, env: dict[str, str] | None = None) -> str:
+    """Run ``benchmarks/SCRIPT --smoke``; its output, after checking it exited 0."""
+    done = subprocess.run(
+        [python, str(BENCHMARKS / script), "--smoke", *args], capture_output=True, text=True, timeout=900, check=False, env=env
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+def test_every_benchmark_has_a_smoke_test() -> None:
+    tests = "".join(p.read_text() for p in Path(__file__).parent.rglob("test_*.py"))
+    for script in sorted(BENCHMARKS.glob("*.py")):
+        assert f'"{script.name}"' in tests, f"benchmarks/{script.name} has no smoke test"
+        assert "--smoke" in script.read_text(), f"benchmarks/{script.name} has no --smoke flag"
+
+
+@pytest.mark.torch
+def test_session_bench() -> None:
+    out = run_smoke("session_bench.py")
+    assert "profwin trace holds ProfilerStep#12..#16 (5 steps)" in out
+    assert "profwin Session.step()" in out
+
+
+@pytest.mark.torch
+def test_memory_cpu_timeline() -> None:
+    out = run_smoke("memory_cpu_timeline.py")
+    assert "window 8:12 (4 steps)" in out
+    assert "profwin events" in out
+
+
+@pytest.mark.torch
+def test_traces_bench(tmp_path: Path) -> None:
+    out = run_smoke("traces_bench.py", "--dir", str(tmp_path))
+    assert "1. vs json.load + loop, CPU: summarize" in out
+    assert "unavailable" not in out

@@ -1,0 +1,593 @@
+"""The fast path of :func:`profwin.traces.scan.scan`: events as numpy columns, not one by one.
+
+With the ``fast`` extra (msgspec and numpy) the reader decodes a buffer of events at a time into
+typed structs (:func:`column_decoder`), the fields are pulled out with C-level ``map`` calls, and
+everything the standard path does per event in the interpreter is done here per segment of
+:data:`SEGMENT` events with numpy: thread, category and name lookups (dictionaries consulted once
+per distinct value), byte placement, device work, launches, and self times.
+
+Self times without a per-event stack: within one lane (a thread's operators, or its runtime
+calls), complete events with a positive duration sorted by ``(start, -end)`` nest, so an event's
+depth is the number of earlier events still open when it starts (``position - events ended by
+then``, one ``searchsorted``), and its direct parent is the last earlier event one level up (a
+second ``searchsorted``). Children's durations are summed into parents with ``bincount``. Events
+still open at a segment's end (their end is past the lane's latest start) are carried into the
+next segment with what their children have added so far. For events that nest — what torch
+writes — the results are the standard path's (a property test checks it); where events overlap
+without nesting, both are approximations and may differ.
+
+Events of a few kinds stay per event in Python, as few as they are: metadata (``ph: M``), step
+markers and other non-operator spans, and batches the typed decoder refuses (a ``ts`` written as
+a string, ``args`` that is not an object), which the reader hands over as dicts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import attrgetter
+from typing import Any
+
+from profwin.markers import StepMarker
+from profwin.traces.reader import TraceError
+from profwin.traces.scan import (
+    _LAUNCHES,
+    MAX_NAMES,
+    MAX_THREADS,
+    OTHER_NAMES,
+    TraceIndex,
+    _Filler,
+    _number,
+    _thread_id,
+    kernel_kind,
+)
+
+__all__ = ["SEGMENT", "column_decoder", "numpy_or_none"]
+
+SEGMENT = 1 << 14
+"""Events gathered before a vectorized pass; bounds the temporary arrays (a few MiB)."""
+MAX_RAW_NAMES = 4 * MAX_NAMES
+"""Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
+
+_PH = {"X": 0, "M": 1}
+_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+_GETTERS = tuple(attrgetter(f) for f in _FIELDS)
+_CORRELATION = attrgetter("args.correlation")
+_ARG_NAME = attrgetter("args.name")
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
+
+
+@functools.cache
+def column_decoder() -> Callable[[str], list[Any]] | None:
+    """A msgspec decoder of event batches into typed structs, or ``None`` without the fast extra.
+
+    The types are what torch writes; a batch with other types (``"ts": "12"``) fails to decode
+    and the reader reads it the standard way, so nothing is lost."""
+    if numpy_or_none() is None:
+        return None
+    try:
+        import msgspec  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    args = msgspec.defstruct("ColumnArgs", [("correlation", float | None, None), ("name", Any, None)], gc=False)
+    event = msgspec.defstruct(
+        "ColumnEvent",
+        [
+            ("ph", str | None, None), ("cat", str | None, None), ("name", str | None, None), ("pid", Any, None),
+            ("tid", Any, None), ("ts", float | None, None), ("dur", float | None, None),
+            ("args", args, msgspec.field(default_factory=args)),
+        ],
+        gc=False,
+    )  # fmt: skip
+    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    return decode
+
+
+class _Args:
+    __slots__ = ("correlation", "name")
+
+    def __init__(self, correlation: Any, name: Any) -> None:
+        self.correlation, self.name = correlation, name
+
+
+class _Event:
+    """A dict event (from the standard decoder) as the typed decoder would have made it."""
+
+    __slots__ = ("args", "cat", "dur", "name", "ph", "pid", "tid", "ts")
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        ph, cat, name = event.get("ph"), event.get("cat"), event.get("name")
+        args = event.get("args")
+        if type(args) is not dict:
+            args = {}
+        ts, dur, corr = event.get("ts"), event.get("dur"), args.get("correlation")
+        if ts is not None:
+            ts = _number(ts)
+            ts = ts if ts is not None and math.isfinite(ts) else math.inf  # a bad ts: counted, then untimed
+        if dur is not None:
+            dur = _number(dur)
+            dur = dur if dur is not None and math.isfinite(dur) else -1.0  # a bad dur: counted, then 0
+        self.ph = ph if type(ph) is str else None
+        self.cat = cat if type(cat) is str else None
+        self.name = name if name is None or type(name) is str else str(name)
+        self.pid, self.tid, self.ts, self.dur = event.get("pid"), event.get("tid"), ts, dur
+        self.args = _Args(None if corr is None else _number(corr), args.get("name"))
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+class ColumnFiller(_Filler):
+    """:class:`profwin.traces.scan._Filler`'s work, a segment of events at a time (see the module)."""
+
+    def __init__(self, index: TraceIndex, markers: Sequence[StepMarker] | None) -> None:
+        super().__init__(index, markers)
+        np = self.np = numpy_or_none()
+        self.thread_ids: dict[tuple[Any, Any], int] = {}
+        self.thread_keys: list[tuple[Any, Any]] = []
+        self.thread_counts = np.zeros(0, np.int64)
+        self.cat_ids: dict[Any, int] = {}
+        self.cat_flags = np.zeros((0, 4), bool)  # not an op, device work, runtime call, gpu_*
+        self.raw_names: dict[Any, int] = {}
+        self.name_text: list[str] = []
+        self.name_marker: list[StepMarker | None] = []
+        self.name_launch = np.zeros(0, bool)
+        self.name_kind = np.zeros(0, np.int8)
+        self.name_marks = np.zeros(0, bool)
+        self.op_of = np.full(0, -1, np.int64)  # raw name id * 2 + is_kernel -> index.names id
+        self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
+        self.carry: dict[str, Any] | None = None  # events still open after the last segment
+        self.seq = 0
+        self.base = 0  # events before the segment being read
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def fill_columns(self, batches: Iterator[tuple[list[Any], Any, Any]]) -> None:
+        """Consume the reader's ``(events, offsets, lengths)`` batches (structs or dicts)."""
+        events: list[Any] = []
+        spans: list[tuple[Any, Any]] = []
+        chars = 0
+        for batch, offsets, lengths in batches:
+            if type(batch[0]) is dict:
+                batch = [_Event(e) for e in batch]
+            events.extend(batch)
+            spans.append((offsets, lengths))
+            if len(events) >= SEGMENT:
+                chars += self.segment(events, spans)
+                events, spans = [], []
+        chars += self.segment(events, spans)
+        self.nest(None, final=True)
+        index = self.index
+        index.thread_events.update(
+            {key: int(n) for key, n in zip(self.thread_keys, self.thread_counts.tolist(), strict=True) if n}
+        )
+        index.event_chars = chars
+
+    # -- lookups, once per distinct value -------------------------------------------------------
+
+    def _threads(self, pid: list[Any], tid: list[Any], timed: Any) -> Any:
+        """Each timed event's thread id (-1 for untimed events); new threads checked, in file order."""
+        np, ids, n = self.np, self.thread_ids, len(pid)
+        try:
+            found = np.fromiter(map(ids.get, zip(pid, tid, strict=True), repeat(-1)), np.int64, n)
+        except TypeError:  # an unhashable pid or tid somewhere: look up one by one
+            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in zip(pid, tid, strict=True)], np.int64)
+        missing = np.flatnonzero((found < 0) & timed).tolist()
+        if not missing:
+            return found
+        index = self.index
+        wanted = np.zeros(n, bool)
+        wanted[missing] = True
+        keys = list(compress(zip(pid, tid, strict=True), wanted.tolist()))  # the missing rows' keys, in C
+        try:
+            new = [k for k in dict.fromkeys(keys) if k not in ids]
+        except TypeError:  # an unhashable id: refuse the first one, naming its event
+            new = [k for k in keys if not _hashable(k)]
+        for key in new:
+            if not _hashable(key) or not all(type(v) is int or v is None for v in key):
+                # A new thread with an odd id: check it at its first event, so the error names it.
+                position = next(p for p, k in enumerate(keys) if k is key or (_hashable(k) and k == key))
+                index.events = self.base + missing[position]
+                _thread_id(key[0], "pid", index)
+                _thread_id(key[1], "tid", index)
+            if len(ids) >= MAX_THREADS:
+                index.events = self.base + missing[keys.index(key)]
+                raise TraceError(
+                    index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred"
+                )
+            ids[key] = len(ids)
+            self.thread_keys.append(key)
+        self.thread_counts = np.concatenate([self.thread_counts, np.zeros(len(new), np.int64)])
+        found[np.asarray(missing)] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
+        return found
+
+    def _ids(self, ids: dict[Any, int], values: list[Any], register: Callable[[list[Any]], None]) -> Any:
+        """Each value's id in ``ids``; values not seen before go to ``register`` first, once each."""
+        np = self.np
+        found = np.fromiter(map(ids.get, values, repeat(-1)), np.int64, len(values))
+        if not (found < 0).any():
+            return found
+        register([v for v in dict.fromkeys(values) if v not in ids])
+        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
+
+    def _categories(self, cats: list[Any]) -> Any:
+        return self._ids(self.cat_ids, cats, self._new_categories)
+
+    def _new_categories(self, new: list[Any]) -> None:
+        rows = []
+        for cat in new:
+            text = cat if type(cat) is str else ""
+            self.cat_ids[cat] = len(self.cat_ids)
+            rows.append((*self.category(text), text.startswith("gpu_")))
+        self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
+
+    def _names(self, names: list[Any]) -> Any:
+        return self._ids(self.raw_names, names, self._new_names)
+
+    def _new_names(self, new: list[Any]) -> None:
+        np, ids = self.np, self.raw_names
+        launch, kinds, marks = [], [], []
+        for name in new:
+            text = name if type(name) is str else str(name)
+            marker = self.matcher.match(text, None)
+            if len(self.name_text) >= MAX_RAW_NAMES and marker is None:
+                shared = ids.get(OTHER_NAMES)
+                if shared is not None:
+                    ids[name] = shared
+                    continue
+                text = OTHER_NAMES
+            ids[name] = len(self.name_text)
+            self.name_text.append(text)
+            self.name_marker.append(marker)
+            launch.append(text in _LAUNCHES)
+            kinds.append(kernel_kind(text))
+            marks.append(marker is not None)
+        self.name_launch = np.concatenate([self.name_launch, np.array(launch, bool)])
+        self.name_kind = np.concatenate([self.name_kind, np.array(kinds, np.int8)])
+        self.name_marks = np.concatenate([self.name_marks, np.array(marks, bool)])
+        grow = 2 * len(self.name_text) - len(self.op_of)
+        if grow > 0:
+            self.op_of = np.concatenate([self.op_of, np.full(grow, -1, np.int64)])
+
+    # -- one segment -----------------------------------------------------------------------------
+
+    def segment(self, events: list[Any], spans: list[tuple[Any, Any]]) -> int:
+        """Index one segment of events; return the characters of their JSON text."""
+        np, index = self.np, self.index
+        n = len(events)
+        if not n:
+            return 0
+        offsets = np.concatenate([np.asarray(o, np.int64) for o, _ in spans])
+        lengths = np.concatenate([np.asarray(n, np.int32) for _, n in spans])
+        self.base = index.events
+        ph, cat, name, pid, tid, raw_ts, raw_dur = (list(map(get, events)) for get in _GETTERS)
+        code = np.fromiter(map(_PH.get, ph, repeat(2)), np.int8, n)
+        try:
+            ts = np.fromiter(raw_ts, np.float64, n)
+        except TypeError:  # a missing ts (None): nan
+            ts = np.array(raw_ts, np.float64)
+        index.bad_times += int(np.isinf(ts).sum())
+        metadata = code == 1
+        timed = ~metadata & np.isfinite(ts)
+        for i in np.flatnonzero(metadata).tolist():
+            index.events = self.base + i
+            self.metadata(name[i], pid[i], tid[i], _ARG_NAME(events[i]))
+        start = np.where(timed, ts, -np.inf)
+        end = np.where(timed, ts, np.inf)
+        rows = np.flatnonzero(timed)
+        if len(rows):
+            self.timed_events(rows, code, ts, end, cat, name, pid, tid, raw_dur, events)
+        index.events = self.base + n
+        placed = index.placed.columns
+        placed[0].frombytes(offsets.tobytes())
+        placed[1].frombytes(lengths.tobytes())
+        placed[2].frombytes(start.tobytes())
+        placed[3].frombytes(end.tobytes())
+        index.placed.maybe_spill()
+        return int(lengths.sum())
+
+    def timed_events(
+        self, rows: Any, code: Any, ts: Any, end: Any, cat: list[Any], name: list[Any], pid: list[Any],
+        tid: list[Any], raw_dur: list[Any], events: list[Any],
+    ) -> None:  # fmt: skip
+        np, index = self.np, self.index
+        timed = np.zeros(len(code), bool)
+        timed[rows] = True
+        thread = self._threads(pid, tid, timed)
+        self.thread_counts += np.bincount(thread[rows], minlength=len(self.thread_counts))
+        x_rows = rows[code[rows] == 0]
+        if not len(x_rows):
+            return
+        thread = thread[x_rows]
+        start = ts[x_rows]
+        dur = np.array(raw_dur, np.float64)[x_rows]
+        dur[np.isnan(dur)] = 0.0  # no dur: an instant
+        bad = ~((dur >= 0.0) & (dur < np.inf))
+        index.bad_times += int(bad.sum())
+        dur[bad] = 0.0
+        stop = start + dur
+        end[x_rows] = stop
+        cats = self._categories(cat)[x_rows]
+        flags = self.cat_flags[cats]
+        not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
+        names = self._names(name)[x_rows]
+        special = (self.name_marks[names] & ~is_gpu) | not_op
+        op = np.full(len(x_rows), -1, np.int64)
+        plain = ~special
+        if plain.any():
+            key = names[plain] * 2 + is_kernel[plain]
+            ids = self.op_of[key]
+            for k in np.unique(key[ids < 0]).tolist():
+                self.op_of[k] = self.name_id(self.name_text[k >> 1], bool(k & 1))
+            op[plain] = self.op_of[key]
+        if special.any():
+            texts = self.name_text
+            for j in np.flatnonzero(special).tolist():
+                row, name_id = int(x_rows[j]), int(names[j])
+                marker = self.name_marker[name_id] if not is_gpu[j] else None
+                category = cat[row] if type(cat[row]) is str else ""
+                raw = name[row] if type(name[row]) is str else texts[name_id]
+                self.index.events = self.base + row
+                self.special(pid[row], float(start[j]), float(stop[j]), raw, category, marker)
+        kernel = plain & is_kernel
+        if kernel.any():
+            work = index.device.columns
+            k_corr = np.array([_CORRELATION(events[i]) for i in x_rows[kernel].tolist()], np.float64)
+            work[0].frombytes(start[kernel].tobytes())
+            work[1].frombytes(stop[kernel].tobytes())
+            work[2].frombytes(k_corr.tobytes())
+            work[3].frombytes(self.name_kind[names[kernel]].tobytes())
+            index.device.maybe_spill()
+        launch = plain & ~is_kernel & is_runtime & self.name_launch[names]
+        if launch.any():
+            l_rows = x_rows[launch]
+            l_corr = np.array([_CORRELATION(events[i]) for i in l_rows.tolist()], np.float64)
+            ok = ~np.isnan(l_corr)
+            calls = index.launches.columns
+            calls[0].frombytes(l_corr[ok].tobytes())
+            calls[1].frombytes(start[launch][ok].tobytes())
+            calls[2].frombytes(stop[launch][ok].tobytes())
+            index.launches.maybe_spill()
+        lane = thread * 2 + is_runtime
+        self.count_unordered(lane, start)
+        self.nest({"lane": lane, "ts": start, "end": stop, "dur": dur, "op": op}, final=False)
+
+    def count_unordered(self, lane: Any, start: Any) -> None:
+        """Complete events earlier than the one before them on their lane, in file order."""
+        np = self.np
+        order = np.argsort(lane, kind="stable")
+        lanes, starts = lane[order], start[order]
+        first = np.ones(len(lanes), bool)
+        first[1:] = lanes[1:] != lanes[:-1]
+        back = np.zeros(len(lanes), bool)
+        back[1:] = (starts[1:] < starts[:-1]) & ~first[1:]
+        unordered = int(back.sum())
+        last = self.lane_last
+        for i in np.flatnonzero(first).tolist():
+            key = int(lanes[i])
+            if key in last and starts[i] < last[key]:
+                unordered += 1
+        ends = np.flatnonzero(np.append(first[1:], True))
+        for i in ends.tolist():
+            last[int(lanes[i])] = float(starts[i])
+        self.index.unordered += unordered
+
+    # -- self times ----------------------------------------------------------------------------
+
+    def nest(self, new: dict[str, Any] | None, *, final: bool) -> None:
+        """Add ``new`` complete events to the open ones; emit those no later event can nest in."""
+        np = self.np
+        carry = self.carry
+        if new is None and not final:
+            return
+        parts = [p for p in (carry, new) if p is not None and len(p["ts"])]
+        if not parts:
+            self.carry = None
+            return
+        n_new = len(new["ts"]) if new is not None else 0
+        lane = np.concatenate([p["lane"] for p in parts])
+        ts = np.concatenate([p["ts"] for p in parts])
+        end = np.concatenate([p["end"] for p in parts])
+        dur = np.concatenate([p["dur"] for p in parts])
+        op = np.concatenate([p["op"] for p in parts])
+        kids = np.concatenate([carry["kids"] if carry is not None else np.zeros(0), np.zeros(n_new)])
+        fresh = np.concatenate([np.zeros(len(ts) - n_new, bool), np.ones(n_new, bool)])
+        seq = np.concatenate([carry["seq"] if carry is not None else np.zeros(0, np.int64),
+                              np.arange(self.seq, self.seq + n_new, dtype=np.int64)])  # fmt: skip
+        self.seq += n_new
+        positive = dur > 0.0
+        p_idx = np.flatnonzero(positive)
+        if len(p_idx):
+            order = p_idx[np.lexsort((seq[p_idx], -end[p_idx], ts[p_idx], lane[p_idx]))]
+            n = len(order)
+            o_lane, o_ts, o_end = lane[order], ts[order], end[order]
+            times, rank = np.unique(np.concatenate([o_ts, o_end]), return_inverse=True)
+            span = len(times) + 1
+            key_s = o_lane * span + rank[:n]
+            key_e = np.sort(o_lane * span + rank[n:])
+            ended = np.searchsorted(key_e, key_s, "right") - np.searchsorted(key_e, o_lane * span, "left")
+            first = np.ones(n, bool)
+            first[1:] = o_lane[1:] != o_lane[:-1]
+            pos = np.arange(n, dtype=np.int64)
+            lane_first = np.maximum.accumulate(np.where(first, pos, 0))
+            depth = pos - lane_first - ended
+            keyd = np.sort(depth * n + pos)
+            up = (depth - 1) * n
+            at = np.searchsorted(keyd, up + pos, "left") - 1
+            valid = (depth > 0) & (at >= 0)
+            found = np.where(at >= 0, keyd[np.maximum(at, 0)], -1)
+            parent = found - up
+            valid &= (found >= up) & (parent >= lane_first)
+            parent = np.where(valid, parent, 0)
+            valid &= o_end[parent] >= o_end
+            valid &= fresh[order]
+            if valid.any():
+                kids[order] += np.bincount(parent[valid], weights=dur[order][valid], minlength=n)
+        if final:
+            done = np.ones(len(ts), bool)
+        else:
+            latest: dict[int, float] = {}
+            l_order = np.lexsort((ts, lane))
+            last_of_lane = np.flatnonzero(np.append(lane[l_order][1:] != lane[l_order][:-1], True))
+            for i in last_of_lane.tolist():
+                latest[int(lane[l_order][i])] = float(ts[l_order][i])
+            keys = np.fromiter(latest.keys(), np.int64, len(latest))
+            values = np.fromiter(latest.values(), np.float64, len(latest))
+            sorter = np.argsort(keys)
+            horizon = values[sorter][np.searchsorted(keys[sorter], lane)]
+            done = end <= horizon
+        emit = done & (op >= 0)
+        if emit.any():
+            own = dur[emit] - kids[emit]
+            timed = self.index.timed.columns
+            timed[0].frombytes(ts[emit].tobytes())
+            timed[1].frombytes(np.where(own > 0.0, own, 0.0).tobytes())
+            timed[2].frombytes(op[emit].astype(np.int32).tobytes())
+            timed[3].frombytes(dur[emit].tobytes())
+            self.index.timed.maybe_spill()
+        stay = ~done
+        self.carry = (
+            {"lane": lane[stay], "ts": ts[stay], "end": end[stay], "dur": dur[stay], "op": op[stay],
+             "kids": kids[stay], "seq": seq[stay]}
+            if stay.any() else None
+        )  # fmt: skip
+
+
+# -- the second half of summarize: totals over the index's tables, in numpy ---------------------
+
+
+def _frames(table: Any, np: Any, dtypes: Sequence[Any]) -> Iterator[tuple[Any, ...]]:
+    """The table's chunks as numpy arrays (views of its typed arrays, no copies)."""
+    for chunk in table.chunks():
+        yield tuple(np.frombuffer(column, dtype) for column, dtype in zip(chunk, dtypes, strict=True))
+
+
+def op_totals(index: TraceIndex, t0: float, t1: float) -> tuple[list[int], list[float], list[float]]:
+    """Calls, self time and total (inclusive) time per name id over complete events starting in ``[t0, t1)``."""
+    np = numpy_or_none()
+    counts = np.zeros(len(index.names), np.int64)
+    selfs = np.zeros(len(index.names), np.float64)
+    totals = np.zeros(len(index.names), np.float64)
+    for ts, own, name, dur in _frames(index.timed, np, (np.float64, np.float64, np.int32, np.float64)):
+        inside = (ts >= t0) & (ts < t1)
+        counts += np.bincount(name[inside], minlength=len(counts))
+        selfs += np.bincount(name[inside], weights=own[inside], minlength=len(selfs))
+        totals += np.bincount(name[inside], weights=dur[inside], minlength=len(totals))
+    return counts.tolist(), selfs.tolist(), totals.tolist()
+
+
+def bytes_per_step(index: TraceIndex, starts: Sequence[float], ends: Sequence[float]) -> tuple[list[int], list[int], int]:
+    """Bytes and events starting inside each step (steps sorted by start), and bytes outside all:
+    an event belongs to the last step starting at or before it, if it starts before that one ends."""
+    np = numpy_or_none()
+    step_start, step_end = np.asarray(starts, np.float64), np.asarray(ends, np.float64)
+    step_bytes = np.zeros(len(starts), np.int64)
+    step_events = np.zeros(len(starts), np.int64)
+    outside = 0
+    for _, length, ts, _ in _frames(index.placed, np, (np.int64, np.int32, np.float64, np.float64)):
+        i = np.searchsorted(step_start, ts, "right") - 1
+        inside = (i >= 0) & (ts < step_end[np.maximum(i, 0)])
+        step_bytes += np.bincount(i[inside], weights=length[inside], minlength=len(starts)).astype(np.int64)
+        step_events += np.bincount(i[inside], minlength=len(starts))
+        outside += int(length[~inside].sum())
+    return step_bytes.tolist(), step_events.tolist(), outside
+
+
+def kept_spans(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
+    """``(offset, length)`` of each event overlapping ``[t0, t1)``, in file order (see trim)."""
+    np = numpy_or_none()
+    for offset, length, start, end in _frames(index.placed, np, (np.int64, np.int32, np.float64, np.float64)):
+        keep = (start < t1) & ((end > t0) | (start >= t0))
+        yield from zip(offset[keep].tolist(), length[keep].tolist(), strict=True)
+
+
+def device_totals(
+    index: TraceIndex, step_starts: Sequence[float], step_ends: Sequence[float], t0: float, t1: float, max_launches: int
+) -> tuple[Any, ...] | None:
+    """Per step (sorted by start) and for all of them: work items, busy, span, time by kind,
+    matched launches, delay sum and max — :func:`profwin.traces.device.device_stats`'s rules."""
+    np = numpy_or_none()
+    launch = [np.concatenate(c) if c else np.zeros(0) for c in zip(*_frames(index.launches, np, [np.float64] * 3), strict=True)]
+    if not launch:
+        launch = [np.zeros(0)] * 3
+    corr, l_start, l_end = launch
+    window = np.flatnonzero((l_start >= t0) & (l_start < t1))[:max_launches]
+    corr, l_start, l_end = corr[window], l_start[window], l_end[window]
+    # A correlation id seen twice: the later call wins, as a dict would keep it.
+    last = len(corr) - 1 - np.unique(corr[::-1], return_index=True)[1]
+    corr, l_start, l_end = corr[last], l_start[last], l_end[last]
+    work = [np.concatenate(c) for c in zip(*_frames(index.device, np, [np.float64] * 3 + [np.int8]), strict=True)]
+    start, end, w_corr, kind = work
+    at = np.clip(np.searchsorted(corr, w_corr), 0, max(len(corr) - 1, 0))
+    matched = (len(corr) > 0) & ~np.isnan(w_corr)
+    if len(corr):
+        matched &= corr[at] == w_corr
+    anchor = np.where(matched, l_start[at] if len(corr) else start, start)
+    s_start, s_end = np.asarray(step_starts, np.float64), np.asarray(step_ends, np.float64)
+    step = np.searchsorted(s_start, anchor, "right") - 1
+    valid = (step >= 0) & (anchor < s_end[np.maximum(step, 0)])
+    if not valid.any():
+        return None
+    n = len(s_start)
+    start, end, kind, step, matched = start[valid], end[valid], kind[valid], step[valid], matched[valid]
+    delay = np.where(matched, np.maximum(start - (l_end[at[valid]] if len(corr) else start), 0.0), 0.0)
+    by_kind = np.bincount(step * 4 + kind, weights=end - start, minlength=4 * n).reshape(n, 4)
+    launches = np.bincount(step[matched], minlength=n)
+    delay_sum = np.bincount(step[matched], weights=delay[matched], minlength=n)
+    delay_max = np.zeros(n)
+    np.maximum.at(delay_max, step[matched], delay[matched])
+    work_n = np.bincount(step, minlength=n)
+    busy, span = _union(np, start, end, step, n)
+    total_busy, total_span = _union(np, start, end, np.zeros(len(step), np.int64), 1)
+    total = (
+        len(step), float(total_busy[0]), float(total_span[0]), by_kind.sum(axis=0).tolist(), int(matched.sum()),
+        float(delay[matched].sum()), float(delay[matched].max()) if matched.any() else 0.0,
+    )  # fmt: skip
+    rows = [
+        (int(work_n[i]), float(busy[i]), float(span[i]), by_kind[i].tolist(), int(launches[i]), float(delay_sum[i]),
+         float(delay_max[i]))
+        for i in range(n)
+    ]  # fmt: skip
+    return rows, total
+
+
+def _union(np: Any, start: Any, end: Any, group: Any, n: int) -> tuple[Any, Any]:
+    """Per group: the length of the union of its intervals, and first start to last end."""
+    order = np.lexsort((start, group))
+    g, s, e = group[order], start[order], end[order]
+    first = np.ones(len(g), bool)
+    first[1:] = g[1:] != g[:-1]
+    # The furthest end so far within the group, by exact ranks so groups do not mix.
+    times, rank = np.unique(e, return_inverse=True)
+    reach = np.maximum.accumulate(g * (len(times) + 1) + rank.reshape(-1) + 1)
+    prev_rank = np.empty(len(g), np.int64)
+    prev_rank[0] = 0
+    prev_rank[1:] = reach[:-1] - g[1:] * (len(times) + 1)
+    prev_rank[first] = 0
+    prev = np.where(prev_rank > 0, times[np.maximum(prev_rank - 1, 0)], -np.inf)
+    cover = np.maximum(e - np.maximum(s, prev), 0.0)
+    busy = np.bincount(g, weights=cover, minlength=n)
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    np.minimum.at(lo, g, s)
+    np.maximum.at(hi, g, e)
+    return busy, np.where(np.isfinite(lo), hi - lo, 0.0)

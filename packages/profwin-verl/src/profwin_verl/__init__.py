@@ -1,0 +1,40 @@
+"""profwin as a drop-in for verl's rollout profiling (verl 0.9.x), importable without verl or any engine.
+
+- Reading verl's configs with verl's meaning: :func:`load_verl` -> :class:`VerlProfiling`,
+  :func:`spec_from_verl`, and ``profwin.load_spec(path, at="actor_rollout_ref.rollout.profiler")``.
+- verl's seams with verl's signatures, exact windows: :func:`build_vllm_profiler_args`,
+  :func:`build_sglang_profiler_args`, :func:`rollout_trace_dir`,
+  :func:`rollout_profiler_global_ranks`, :func:`rollout_trace_local_rank`,
+  :func:`relocate_rollout_traces`.
+- :func:`patch` / :func:`unpatch`: put them in place of verl's, wherever verl imported them.
+"""
+
+from __future__ import annotations
+
+from profwin_verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
+from profwin_verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
+from profwin_verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
+from profwin_verl.rollout import (
+    relocate_rollout_traces,
+    rollout_profiler_global_ranks,
+    rollout_trace_dir,
+    rollout_trace_local_rank,
+)
+
+__all__ = [
+    "NAMES",
+    "SUPPORTED_VERL",
+    "TOOL_PLUGINS",
+    "ProfilingDisabled",
+    "VerlProfiling",
+    "build_sglang_profiler_args",
+    "build_vllm_profiler_args",
+    "load_verl",
+    "patch",
+    "relocate_rollout_traces",
+    "rollout_profiler_global_ranks",
+    "rollout_trace_dir",
+    "rollout_trace_local_rank",
+    "spec_from_verl",
+    "unpatch",
+]
