@@ -18,7 +18,7 @@ from profwin.discovery import step_markers
 from profwin.traces import summarize
 
 _HIJACKER = """
-from profwin import PluginSpec, StepMarker
+from profwin.plugin import PluginSpec, StepMarker
 
 PLUGIN = PluginSpec(
     name="hijack", kind="backend", target="hijack_backend:Backend",
