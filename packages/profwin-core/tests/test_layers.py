@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "profwin.http",
             "profwin.markers",
             "profwin.json_form",
+            "profwin.provenance",
         ),
     ),
     ("spec", ("profwin.spec", "profwin.activities", "profwin.options", "profwin.documents")),

@@ -21,11 +21,11 @@ from attrs import frozen
 
 from profwin.json_form import JsonForm, to_json
 from profwin.protocols import Artifact
+from profwin.provenance import KEY as PROVENANCE_KEY
+from profwin.provenance import new_session_id, profwin_version
 from profwin.session import Session
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch
-from profwin.traces.provenance import KEY as PROVENANCE_KEY
-from profwin.traces.provenance import new_session_id, profwin_version
 from profwin.window import Window
 
 __all__ = ["DemoResult", "TinyDecoder", "count_step_markers", "run_demo", "run_full_trace", "warm_up_profiler"]

@@ -48,8 +48,8 @@ from profwin.http import check_timeout
 from profwin.inputs import parse_spec_text, read_input
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
+from profwin.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.spec import ProfileSpec
-from profwin.traces.provenance import new_session_id, profwin_version, write_sidecar
 from profwin.window import Window
 
 __all__ = [

@@ -28,9 +28,9 @@ from profwin.activities import resolve_activities as resolve_activities_for
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.protocols import Artifact, PluginSpec
+from profwin.provenance import KEY as PROVENANCE_KEY
+from profwin.provenance import new_session_id, profwin_version
 from profwin.spec import ProfileSpec
-from profwin.traces.provenance import KEY as PROVENANCE_KEY
-from profwin.traces.provenance import new_session_id, profwin_version
 from profwin.window import Window
 
 __all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]

@@ -1,4 +1,4 @@
-"""The fast path of :func:`profwin.traces.scan.scan`: events as numpy columns, not one by one.
+"""The fast path of :func:`profwin.traces.indexing.scan`: events as numpy columns, not one by one.
 
 With the ``fast`` extra (msgspec and numpy) the reader decodes a buffer of events at a time into
 typed structs (:func:`column_decoder`), the fields are pulled out with C-level ``map`` calls, and
@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from collections.abc import Callable, Iterator, Sequence
 from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import TraceError
+from profwin.traces.reader import TraceError, numpy_or_none
 from profwin.traces.scan import (
     _LAUNCHES,
     MAX_NAMES,
@@ -57,18 +56,6 @@ _FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
 _GETTERS = tuple(attrgetter(f) for f in _FIELDS)
 _CORRELATION = attrgetter("args.correlation")
 _ARG_NAME = attrgetter("args.name")
-
-
-@functools.cache
-def numpy_or_none() -> Any:
-    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
-        return None
-    try:
-        import numpy
-    except ImportError:
-        return None
-    return numpy
 
 
 @functools.cache

@@ -261,8 +261,6 @@ class TraceReader:
     def event_batches(self, decode: Callable[[str], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
         (a list of events), or single dicts where a batch cannot be taken that way."""
-        from profwin.traces.columnar import numpy_or_none  # the fast extra: numpy goes with msgspec
-
         self._batch = decode
         self._arrays = numpy_or_none()
         yield from self._document()
@@ -432,6 +430,18 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
     """Open ``path`` (gzip is recognised by its magic bytes, whatever the suffix) for one pass;
     ``fast=False`` keeps to the standard library even where msgspec is installed."""
     return TraceReader(path, progress=progress, fast=fast)
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module (the ``fast`` extra: numpy goes with msgspec) when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """One streaming pass over a trace that keeps what summarize and trim need, compactly.
 
-While the reader decodes events, :func:`scan` keeps:
+While the reader decodes events, a scan (:func:`profwin.traces.indexing.scan`, which picks
+this module's standard path or :mod:`profwin.traces.columnar`'s numpy one) keeps:
 
 * the top-level keys, process and thread names, and the step markers (few);
 * for every event, in file order, ``(offset, length, ts, end)``: where its text is and when it
@@ -35,7 +36,7 @@ from typing import IO, Any
 from attrs import define, field
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import Progress, Record, TraceError, read_trace
+from profwin.traces.reader import Record, TraceError
 from profwin.traces.steps import Marker, MarkerMatcher
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "Columns",
     "TraceIndex",
     "kernel_kind",
-    "scan",
 ]
 
 SPILL_ROWS = 1 << 20
@@ -196,31 +196,6 @@ def _number(value: object) -> float | None:
         except ValueError:
             return None
     return None
-
-
-def scan(
-    path: str | Path, *, progress: Progress | None = None, fast: bool = True, markers: Sequence[StepMarker] | None = None
-) -> TraceIndex:
-    """Read ``path`` once and index it; the caller closes the returned index.
-
-    ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
-    """
-    from profwin.traces.columnar import ColumnFiller, column_decoder  # columnar imports this module
-
-    decode = column_decoder() if fast else None
-    with read_trace(path, progress=progress, fast=fast) as reader:
-        index = TraceIndex(path=reader.path, size=reader.size, compressed=reader.compressed)
-        try:
-            if decode is not None:
-                ColumnFiller(index, markers).fill_columns(reader.event_batches(decode))
-            else:
-                _Filler(index, markers).fill(reader.record_batches())
-        except BaseException:
-            index.close()
-            raise
-        index.header = reader.header
-        index.keys_before_events = reader.keys_before_events
-    return index
 
 
 def _thread_id(value: object, what: str, index: TraceIndex) -> Any:

@@ -16,9 +16,10 @@ from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
+from profwin.traces.indexing import scan
 from profwin.traces.provenance import KEY, first_step_of, provenance
 from profwin.traces.reader import Progress, TraceError
-from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import Step, as_window, number_steps, select_steps
 from profwin.window import Window
 

@@ -1,6 +1,6 @@
 """``trim``: write a trace holding only the events of a window of steps.
 
-Two streaming passes over the input: the first (:func:`profwin.traces.scan.scan`) finds the
+Two streaming passes over the input: the first (:func:`profwin.traces.indexing.scan`) finds the
 steps and where each event's text is; the second copies the text of the kept events byte for
 byte, without parsing again. Kept are every metadata event (``ph: M``: process and thread names
 viewers need), events without a timestamp, and every event overlapping the window's time range
@@ -26,9 +26,10 @@ from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.traces.columnar import kept_spans, numpy_or_none
+from profwin.traces.indexing import scan
 from profwin.traces.provenance import provenance
 from profwin.traces.reader import Progress, TraceError, read_trace
-from profwin.traces.scan import TraceIndex, require_events, scan
+from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import as_window
 from profwin.traces.summarize import TRIM_KEY, selection
 from profwin.window import Window

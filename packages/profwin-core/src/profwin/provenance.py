@@ -1,0 +1,113 @@
+"""Provenance: what profwin knows about a trace it wrote or collected travels with the file.
+
+Inside the trace, as the Chrome trace format allows, a top-level key ``"profwin"`` (an object:
+extra top-level keys are metadata to every viewer). Where profwin cannot write inside the file
+(a trace an engine wrote, collected by :func:`profwin.remote_session`), the same object is in a
+sidecar next to it, ``<trace>.profwin.json``, written atomically. The keys, all optional:
+
+``window``      the window asked for (``"20:80"``)
+``steps``       the session steps the file holds (``"20:80"``)
+``first_step``  the number of its first step (what order-numbered engine markers start from)
+``engine``      ``torch``, ``vllm``, ``sglang``, ...; ``engine_version``
+``producer``    what wrote the file; ``rank``; ``session`` (one id per profiling session)
+``version``     profwin's version; ``source`` (for a trimmed trace: the trace it was cut from)
+
+Every trace tool reads it (:func:`provenance`, and :func:`profwin.traces.provenance.peek` for a
+trace's top-level keys): steps keep their session numbers without ``--first-step``, a folder
+groups its traces by session, and summaries say where a trace came from. This module sits with
+the values (it needs only the atomic writer and the bounded reader), so the torch driver and
+remote sessions write provenance without importing the trace tools.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from profwin.atomic import write_atomic
+from profwin.errors import ConfigError
+from profwin.inputs import read_input
+
+__all__ = [
+    "KEY",
+    "SIDECAR_SUFFIX",
+    "first_step_of",
+    "new_session_id",
+    "profwin_version",
+    "provenance",
+    "read_sidecar",
+    "sidecar_path",
+    "write_sidecar",
+]
+
+KEY = "profwin"
+"""The top-level key of a trace that holds its provenance."""
+SIDECAR_SUFFIX = ".profwin.json"
+MAX_SIDECAR_BYTES = 1 << 16
+"""A sidecar larger than this is not profwin's: it is ignored."""
+
+
+def profwin_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("profwin-core")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def new_session_id() -> str:
+    """A session id that sorts by start time: ``20261201T043700Z-3f9a1c``."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def sidecar_path(trace: str | Path) -> Path:
+    """``<trace>.profwin.json`` next to ``trace``."""
+    trace = Path(trace)
+    return trace.with_name(trace.name + SIDECAR_SUFFIX)
+
+
+def write_sidecar(trace: str | Path, info: Mapping[str, Any]) -> Path:
+    """Write ``info`` (JSON-ready) next to ``trace``, atomically and never through a symbolic
+    link (:func:`profwin.atomic.write_atomic`); returns the sidecar's path."""
+    path = sidecar_path(trace)
+    data = {k: v for k, v in info.items() if v is not None}
+    return write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
+
+
+def read_sidecar(trace: str | Path) -> dict[str, Any]:
+    """The sidecar of ``trace``, or ``{}`` when there is none or it is not profwin's."""
+    path = sidecar_path(trace)
+    try:
+        # The bounded reader: a FIFO or device named like a sidecar never blocks or floods.
+        data = json.loads(read_input(path, limit=MAX_SIDECAR_BYTES, what="provenance sidecar").decode("utf-8"))
+    except (OSError, ValueError, ConfigError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def provenance(trace: str | Path, header: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What is known of ``trace``: its sidecar, overridden by the ``"profwin"`` key of its
+    ``header`` (the trace's top-level keys, when already read)."""
+    found = read_sidecar(trace)
+    inside = header.get(KEY) if header is not None else None
+    if isinstance(inside, dict):
+        found.update(inside)
+    return found
+
+
+def first_step_of(info: Mapping[str, Any]) -> int | None:
+    """The number of the trace's first step: ``first_step``, else the start of ``steps``."""
+    first = info.get("first_step")
+    if type(first) is int and first >= 0:
+        return first
+    steps = info.get("steps")
+    if isinstance(steps, str):
+        start = steps.split(":", 1)[0]
+        if start.isascii() and start.isdigit() and len(start) <= 18:
+            return int(start)
+    return None
