@@ -14,6 +14,7 @@ session's step index, so the markers in the trace are the window's own numbers.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
@@ -298,10 +299,17 @@ def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -
     export never leaves a truncated file under ``final``."""
     gz = final.name.endswith(".gz")
     with atomic_path(final, suffix=".gz" if gz else "") as tmp:
-        prof.export_chrome_trace(str(tmp))
-        _check_complete(tmp, final, gz=gz)
-        if drop_steps_from is not None:
-            _drop_step_markers(tmp, drop_steps_from, gz=gz)
+        try:
+            prof.export_chrome_trace(str(tmp))
+            _check_complete(tmp, final, gz=gz)
+            if drop_steps_from is not None:
+                _drop_step_markers(tmp, drop_steps_from, gz=gz)
+        finally:
+            # torch's exporter writes through files of its own named after ours ("<tmp>.tmp",
+            # renamed onto <tmp> when done); a write cut short (full disk, RLIMIT_FSIZE) leaves
+            # them behind. Our hidden name is unique (name, pid), so its prefix finds only those.
+            for leftover in tmp.parent.glob(glob.escape(tmp.name) + "?*"):
+                leftover.unlink(missing_ok=True)
     return final.stat().st_size
 
 
