@@ -48,3 +48,16 @@ torch_find_links() {
     fi
     echo "$found"
 }
+
+# Install packages into the environment of python $1 with torch pinned to the local CPU build
+# (2.13.0+cpu, from pip's find-links): what pulls torch in must not replace it with a CUDA wheel.
+pinned_torch_install() {
+    local python=$1 find_links constraint status=0
+    shift
+    find_links="$(torch_find_links)" || return
+    constraint="$(mktemp)"
+    echo "torch==2.13.0+cpu" >"$constraint"
+    uv pip install --quiet -p "$python" --compile-bytecode --find-links "$find_links" -c "$constraint" "$@" >&2 || status=$?
+    rm -f "$constraint"
+    return "$status"
+}

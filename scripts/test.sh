@@ -5,6 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/bootstrap.sh
+# The engine environments (multi-GB on a cold cache) build concurrently in the background while
+# the checks below run; the integration fixtures wait on each environment's build lock.
+envlogs="$(mktemp -d)"
+echo "== engine environments: building in the background (logs in $envlogs)" >&2
+bash scripts/build_envs.sh "$envlogs" >&2 &
+builds=$!
+# Whatever happens below, never leave the builds orphaned: they are waited for on the way out.
+trap 'wait "$builds" 2>/dev/null || true' EXIT
 uv lock --check --quiet
 echo "== ruff" >&2
 uv run --no-sync ruff check .

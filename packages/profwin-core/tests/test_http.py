@@ -7,11 +7,14 @@ from __future__ import annotations
 import contextlib
 import json
 import socket
+import ssl
 import struct
+import subprocess
 import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,6 +152,68 @@ def test_slow_servers_end_at_the_total_deadline(serve: Callable[[Handler], Serve
     assert 0.5 <= took < 1.0, took  # a per-read timeout would never fire: a byte comes every 0.2 s
     said = "failed:" if status is None else "returned 200, but"
     assert reply.describe() == f"POST {server.url}/start_profile {said} did not answer within 0.5 s (no complete answer)"
+
+
+def _self_signed(tmp_path: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made now with the openssl command line."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+# The server sends its headers at once, then one body byte every 0.2 s: http.client hands the
+# socket to the response for "Connection: close" and chunked answers, and TLS wraps it.
+TRICKLED_ANSWERS = {
+    "Connection: close": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n",
+    "keep-alive": b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: keep-alive\r\n\r\n",
+    "chunked": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n3e8\r\n",
+    "HTTP/1.0": b"HTTP/1.0 200 OK\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("tls", [False, True], ids=["http", "https"])
+@pytest.mark.parametrize("kind", TRICKLED_ANSWERS)
+def test_the_deadline_is_total_whatever_the_server_answers(
+    serve: Callable[[Handler], Server], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, tls: bool
+) -> None:
+    context: ssl.SSLContext | None = None
+    if tls:
+        cert, key = _self_signed(tmp_path)
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # the client trusts this certificate, as a user's CA bundle would
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+
+    def handle(conn: socket.socket, server: Server) -> None:
+        if context is not None:
+            conn = context.wrap_socket(conn, server_side=True)
+        trickle(TRICKLED_ANSWERS[kind], server, conn)
+
+    server = serve(handle)
+    url = server.url.replace("http://", "https://") if tls else server.url
+    began = time.monotonic()
+    reply = request(url, "/start_profile", timeout=0.5)
+    took = time.monotonic() - began
+    assert reply.status == 200
+    assert reply.error == "did not answer within 0.5 s (no complete answer)"
+    assert 0.5 <= took < 1.5, took  # unbounded before: the byte every 0.2 s kept it alive for ever
+
+
+def test_a_tls_handshake_that_never_ends_is_within_the_deadline(serve: Callable[[Handler], Server]) -> None:
+    def silent(conn: socket.socket, server: Server) -> None:
+        while not server.stopped.wait(0.2):
+            conn.sendall(b"\x16")  # a TLS record type byte, then never the rest of the record
+
+    server = serve(silent)
+    began = time.monotonic()
+    reply = request(server.url.replace("http://", "https://"), "/x", timeout=0.5)
+    took = time.monotonic() - began
+    assert reply.status is None
+    assert reply.error == "did not answer within 0.5 s (no complete answer)"
+    assert 0.5 <= took < 1.5, took
 
 
 @pytest.mark.parametrize("length", [f"Content-Length: {50 << 20}\r\n", ""])
@@ -304,10 +369,12 @@ def test_concurrent_requests_each_get_their_own_answer(stub_server: Any) -> None
 
 def test_bad_arguments_raise_config_errors_naming_them() -> None:
     url = "http://127.0.0.1:1"
-    for timeout in (float("nan"), float("inf"), 0, -1, True):
+    for timeout in (float("nan"), float("inf"), 0, -1, True, 1e300, 1e10, 86_400.5):
         with pytest.raises(ConfigError) as caught:
             request(url, "/x", timeout=timeout)
-        assert str(caught.value) == f"timeout: must be a positive number of seconds (got {timeout!r})"
+        assert str(caught.value) == (
+            f"timeout: must be a number of seconds greater than 0 and at most 86,400 (a day) (got {timeout!r})"
+        )
     with pytest.raises(ConfigError, match=r"^body\.window\.end: must be a finite number; .*\(got nan\)$"):
         request(url, "/x", body={"window": {"start": 1, "end": float("nan")}})
     with pytest.raises(ConfigError, match=r"^body\.steps\[1\]: .*\(got inf\)$"):
@@ -368,13 +435,23 @@ def test_normalize_url_refuses(given: str, rule: str) -> None:
     assert caught.value.reason.startswith(rule), caught.value.reason
 
 
-@pytest.mark.parametrize("given", ["http://admin:hunter2@h:8000", "user@h:8000", "https://admin:hun/ter2@h:8000/x"])
+@pytest.mark.parametrize(
+    "given",
+    [
+        "http://admin:hunter2@h:8000",
+        "user@h:8000",
+        "https://admin:hun/ter2@h:8000/x",
+        "127.0.0.1:9@admin:hunter2pass",  # malformed: the "host" after the @ is the password
+        "http://h:1@admin:hunter2pass/x",
+        "admin@hunter2pass:x@h:8000",
+    ],
+)
 def test_normalize_url_refuses_credentials_without_showing_them(given: str) -> None:
     with pytest.raises(ConfigError) as caught:
         normalize_url(given)
     message = str(caught.value)
     assert message.startswith("url: must not contain credentials (got '")
-    assert "***@h:8000" in message
+    assert "***@h:8000" in message or "***@***" in message
     for secret in ("admin", "hunter2", "hun", "ter2", "user"):
         assert secret not in message
 
@@ -389,6 +466,6 @@ def test_a_server_client_holds_url_key_and_timeout_once(stub_server: Any) -> Non
     reply = client.call("/version", method="GET", expect="object")
     assert reply.data == {"path": "/version"}
     assert server.seen[-1].auth == "Bearer s3cret"
-    with pytest.raises(ConfigError, match="positive number of seconds") as info:
+    with pytest.raises(ConfigError, match="must be a number of seconds greater than 0 and at most 86,400") as info:
         ServerClient(server.url, None, 0)
     assert info.value.path == "timeout"

@@ -77,7 +77,32 @@ def test_size_bound_reads_only_bound_plus_one_bytes(tmp_path: Path) -> None:
 def test_dev_zero_fails_fast_in_the_cli() -> None:
     done = subprocess.run([sys.executable, "-m", "profwin", "validate", "/dev/zero"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert f"/dev/zero: larger than {MAX_SPEC_BYTES:,} bytes" in done.stderr
+    assert "cannot read spec file '/dev/zero': it is a character device" in done.stderr
+    assert MAX_SPEC_BYTES  # the size bound is for regular files; a device is refused before any read
+
+
+def test_a_fifo_without_a_writer_fails_instead_of_hanging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fifo = tmp_path / "spec.fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setattr("profwin.inputs.FIFO_IDLE_S", 0.5)
+    with pytest.raises(ConfigError, match=r"it is a FIFO or pipe and nothing was written to it for 0.5 s"):
+        load_spec(fifo)
+
+
+@pytest.mark.parametrize("kind", ["directory", "socket"])
+def test_directories_and_sockets_are_refused_by_type(tmp_path: Path, kind: str) -> None:
+    import socket
+
+    path = tmp_path / "spec"
+    if kind == "directory":
+        path.mkdir()
+        with pytest.raises(ConfigError, match="it is a directory"):
+            load_spec(path)
+        return
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        with pytest.raises(ConfigError, match=r"No such device or address|it is a socket"):
+            load_spec(path)
 
 
 def test_a_fifo_is_read_within_the_bound(tmp_path: Path) -> None:

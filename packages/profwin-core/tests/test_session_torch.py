@@ -213,6 +213,43 @@ def test_cli_summarize_and_trim_a_session_trace(run_loop, spec_in, tmp_path: Pat
     assert not (tmp_path / "none.json").exists()
 
 
+FILE_SIZE_LIMITED = """
+import resource, sys
+import torch
+import profwin
+from profwin import ConfigError, ProfileSpec, Window
+
+out, limit, fmt = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+spec = ProfileSpec(window=Window(1, 3), output_dir=out, prefix="t", options={"torch": {"format": fmt}})
+session = profwin.Session(spec)
+try:
+    with session:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))  # Python ignores SIGXFSZ: writes fail with EFBIG
+        for _ in range(4):
+            torch.randn(64, 64) @ torch.randn(64, 64)
+            session.step()
+except ConfigError as exc:
+    print("ERROR", exc)
+    sys.exit(2)
+print("ARTIFACTS", [(a.path.name, a.bytes) for a in session.artifacts])
+"""
+
+
+@pytest.mark.parametrize("fmt", ["json", "json.gz"])
+@pytest.mark.parametrize("limit", [512, 4096])
+def test_a_write_cut_by_a_file_size_limit_fails_loudly_naming_the_final_path(tmp_path: Path, fmt: str, limit: int) -> None:
+    """A real torch export under RLIMIT_FSIZE (a full disk behaves the same: torch's exporter
+    ignores the failed write): never a cut file reported as a trace."""
+    done = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED, str(tmp_path), str(limit), fmt],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout.startswith(f"ERROR cannot write '{tmp_path}/t_rank0_w1-3."), done.stdout
+    assert "ARTIFACTS" not in done.stdout
+    assert list(tmp_path.iterdir()) == []  # neither the cut file nor a hidden partial one
+
+
 def test_first_record_function_is_paid_in_the_warm_up_step(tmp_path: Path) -> None:
     """torch 2.13's first ``record_function`` of a process imports ``torch.profiler._cupti_monitor``
     (tens of ms); profwin enters the warm-up step's marker as torch's own ``step()`` does, so that

@@ -49,27 +49,32 @@ def closed_port() -> str:
 
 
 def test_start_reports_each_server_and_never_raises(server: Fake, tmp_path: Any) -> None:
-    """Fan-out: one reachable server that takes the window, one refused; per-server results in order."""
+    """Fan-out: one reachable server that takes the window, one refused; per-server results in
+    order, and all or none: the server that started is stopped again, as remote_session does."""
     url, handler = server.url, server
     handler.routes["/version"] = (200, b'{"version":"0.32.0"}', 0.0)
     handler.routes["/start_profile"] = (200, b"", 0.0)
+    handler.routes["/stop_profile"] = (200, b"", 0.0)
     down = closed_port()
     spec = ProfileSpec(window=Window(20, 80), output_dir=tmp_path, prefix="fan")
     ok, failed = start_remote("vllm", [url, down], spec, timeout=5)
-    assert ok.ok
-    assert ok.message.startswith("started: vllm 0.32.0 records engine steps 20:80 of this session (per-session)")
+    assert not ok.ok
+    assert ok.message == "rolled back: 1 of 2 engine(s) failed to start, so none profiles"
+    assert ok.details["rolled_back"] is True
     assert ok.details["request"] == {"profile_prefix": "fan-0", "delay_iterations": 21, "max_iterations": 60}
     assert ok.details["version_source"] == "server"
     assert not failed.ok
     assert failed.target == f"http://{down}"
     assert failed.message.startswith("GET /version failed: cannot reach the server")
+    paths = [s.path for s in handler.seen]
+    assert paths == ["/version", "/start_profile", "/stop_profile"]  # started, then stopped again
     posted = [s for s in handler.seen if s.path == "/start_profile"]
     assert [json.loads(s.body) for s in posted] == [ok.details["request"]]
-    # profwin stop in another process: the started server is stopped, the other has no state.
-    handler.routes["/stop_profile"] = (200, b"", 0.0)
-    with pytest.warns(WindowWarning, match="no trace was written for window 20:80"):
-        stopped, never = stop_remote("vllm", [url, down], spec, timeout=5)
-    assert stopped.ok, stopped.message
+    assert not (tmp_path / ".profwin-state").exists() or not any((tmp_path / ".profwin-state").iterdir())
+    # profwin stop afterwards finds no session for either (and still stops the reachable one).
+    stopped, never = stop_remote("vllm", [url, down], spec, timeout=5)
+    assert not stopped.ok
+    assert "no session started by profwin" in stopped.message
     assert "no session started by profwin" in never.message
 
 

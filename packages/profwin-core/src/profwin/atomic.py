@@ -10,7 +10,7 @@ from pathlib import Path
 
 from profwin.errors import ConfigError
 
-__all__ = ["atomic_path", "check_output_path"]
+__all__ = ["atomic_path", "check_output_path", "write_atomic"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -68,3 +68,16 @@ def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
         if isinstance(exc, OSError) and (exc.filename is None or os.fspath(exc.filename) == os.fspath(tmp)):
             raise ConfigError(f"cannot write {str(final)!r}: {exc.strerror or exc}") from exc
         raise
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` through :func:`atomic_path` (a regular file or a new name only,
+    never through a symbolic link; complete or not at all) and check every byte reached the
+    file, so a full disk or a file-size limit is an error naming ``path``. Returns the path."""
+    final = check_output_path(path)
+    with atomic_path(final) as tmp:
+        with open(tmp, "xb") as f:
+            written = f.write(data)
+        if written != len(data) or tmp.stat().st_size != len(data):
+            raise ConfigError(f"cannot write {str(final)!r}: only {tmp.stat().st_size:,} of {len(data):,} bytes reached the disk")
+    return final

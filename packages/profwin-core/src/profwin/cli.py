@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import Any
 
 from profwin.atomic import check_output_path
-from profwin.cli_runner import EXIT_INTERRUPTED, int_arg, run_cli, seconds_arg
+from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json, run_cli, seconds_arg
 from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, WindowWarning
+from profwin.engine import EnginePlan
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
 from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
@@ -31,10 +33,7 @@ from profwin.window import MAX_STEP, Window
 __all__ = ["build_parser", "main"]
 
 
-def _print_json(data: Any) -> None:
-    # allow_nan=False: bare NaN/Infinity is not JSON; the data printed must never hold them.
-    json.dump(data, sys.stdout, indent=2, allow_nan=False)
-    sys.stdout.write("\n")
+_print_json = print_json
 
 
 def _window_arg(text: str) -> Window:
@@ -83,6 +82,18 @@ def _engine_versions(given: Sequence[tuple[str | None, str]]) -> dict[str | None
 
 
 # -- commands ----------------------------------------------------------------------------------
+
+
+def _planned(name: str, plan: Callable[[], EnginePlan]) -> EnginePlan:
+    """``plan()`` of a backend plugin: an exception other than profwin's own is the plugin's
+    failure (a :class:`PluginError` naming it), not an internal error of profwin."""
+    try:
+        return plan()
+    except ProfwinError:
+        raise
+    except Exception as exc:
+        text = " ".join(str(exc).split())
+        raise PluginError(f"backend {name!r} failed while planning: {type(exc).__name__}: {text[:300]}") from None
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -165,7 +176,9 @@ def _cmd_window(args: argparse.Namespace) -> int:
             continue
         try:
             version = versions.get(plugin.name, versions.get(None))
-            plan = load_backend(plugin.name).plan(ProfileSpec(window=window), version=version)
+            plan = _planned(
+                plugin.name, functools.partial(load_backend(plugin.name).plan, ProfileSpec(window=window), version=version)
+            )
             info["backends"][plugin.name] = plan.to_dict()
         except (ConfigError, PluginError) as exc:
             info["backends"][plugin.name] = {"error": str(exc)}
@@ -194,7 +207,8 @@ def _cmd_window(args: argparse.Namespace) -> int:
 def _cmd_args(args: argparse.Namespace) -> int:
     spec = _spec_from_args(args)
     engine = load_backend(args.engine)
-    plan = engine.plan(spec, version=_version_for(args.engine, args.engine_version))
+    version = _version_for(args.engine, args.engine_version)
+    plan = _planned(args.engine, lambda: engine.plan(spec, version=version))
     if args.json:
         _print_json(plan.to_dict())
     else:
@@ -298,7 +312,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     )
 
     if args.plot:
-        check_output_path(args.plot)
+        _check_plot(args.plot, args.trace)
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
         result = cluster("ray").summarize(args.trace, address=args.ray, **options)
@@ -366,7 +380,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     from profwin.traces import diff, plot_diff, render_diff, trace_files
 
     if args.plot:
-        check_output_path(args.plot)
+        _check_plot(args.plot, [args.a, args.b])
     result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
     if args.plot:
         plot_diff(result, args.plot)
@@ -377,6 +391,22 @@ def _cmd_diff(args: argparse.Namespace) -> int:
         print(render_diff(result))
         print("\n" + how_to_view([*trace_files([args.a]), *trace_files([args.b])]))
     return 0
+
+
+_PLOT_FORMATS = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".gif", ".eps", ".ps")
+
+
+def _check_plot(plot: str, inputs: Sequence[str]) -> None:
+    """Before any work: ``--plot`` names an image format matplotlib writes, is a path profwin
+    may write (:func:`check_output_path`) and is none of the inputs."""
+    from pathlib import Path
+
+    if not plot.lower().endswith(_PLOT_FORMATS):
+        raise ConfigError(f"--plot must name an image file ending in {', '.join(_PLOT_FORMATS)} (got {shown(plot)})", path="plot")
+    target = check_output_path(plot)
+    for given in inputs:
+        if target.exists() and Path(given).exists() and os.path.samefile(target, given):
+            raise ConfigError(f"--plot {shown(plot)} is one of the input traces; name another file", path="plot")
 
 
 def _cmd_trim(args: argparse.Namespace) -> int:
@@ -458,7 +488,7 @@ def _add_ray_option(p: argparse.ArgumentParser, what: str, *, required: bool = F
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``profwin`` argument parser (also used to generate docs/cli.md)."""
-    parser = argparse.ArgumentParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
+    parser = CliParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

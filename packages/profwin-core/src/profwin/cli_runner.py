@@ -14,32 +14,160 @@ documented exit code:
 An error is printed as ``PROG: error: MESSAGE`` on stderr, or, when the command line has
 ``--json``, as ``{"error": MESSAGE, "path": PATH}`` on stdout so a caller parsing JSON always
 gets JSON. ``PROFWIN_TRACEBACK=1`` prints the traceback as well, for bug reports.
+
+Under ``--json`` stdout holds exactly one JSON document (or a command's documented JSON lines)
+and nothing else, whatever runs in the process: file descriptor 1 points at stderr while the
+command runs (a plugin or library writing to it with ``os.write(1, ...)`` lands there), and only
+profwin's own ``sys.stdout`` reaches the real stdout. A command line argparse refuses (unknown
+flag, bad value) is an error document too (:class:`CliParser`), and so is a plugin or backend
+calling ``sys.exit()``: the exit code is then non-zero. Without ``--json``, control characters
+in what is printed (ANSI escape sequences from a server's error or a trace's operator names) are
+shown escaped (``\x1b``), never sent to the terminal; JSON keeps every string exact.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import math
 import os
+import re
 import signal
 import sys
 import threading
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, NoReturn, TextIO
 
-from profwin.errors import ProfwinError, Terminated, shown
+from profwin.errors import ConfigError, PluginError, ProfwinError, Terminated, shown
 
-__all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "int_arg", "run_cli", "seconds_arg"]
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_TERMINATED",
+    "CliParser",
+    "UsageError",
+    "clean_text",
+    "int_arg",
+    "print_json",
+    "run_cli",
+    "seconds_arg",
+]
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
 EXIT_BROKEN_PIPE = 141
 EXIT_TERMINATED = 143
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class UsageError(ConfigError):
+    """A command line argparse refused; ``usage`` is the (sub)command's usage text."""
+
+    def __init__(self, message: str, *, usage: str, prog: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+        self.prog = prog
+
+
+class CliParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors are :class:`UsageError` exceptions instead of
+    ``sys.exit(2)``, so :func:`run_cli` reports them like any error (as JSON under ``--json``).
+    Sub-command parsers inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, usage=self.format_usage(), prog=self.prog)
+
+
+def clean_text(text: str) -> str:
+    """``text`` with control characters other than newline and tab escaped (``\x1b``), for a
+    terminal: text from servers and traces must not move the cursor or recolour the screen."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities (which JSON has no spelling for) as ``None``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def print_json(data: Any, *, indent: int | None = 2) -> None:
+    """Print ``data`` as one JSON document on stdout: the one way profwin's commands print JSON.
+    NaN and infinities, which standard JSON cannot hold, are printed as ``null``."""
+    json.dump(_finite(data), sys.stdout, indent=indent, allow_nan=False)
+    sys.stdout.write("\n")
+
+
+class _Stdout(io.TextIOBase):
+    """The command's ``sys.stdout``: remembers whether anything was printed and, for people,
+    escapes control characters (see :func:`clean_text`)."""
+
+    def __init__(self, stream: TextIO, *, escape: bool) -> None:
+        self._stream = stream
+        self._escape = escape
+        self.written = False
+
+    def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
+        self._stream.write(clean_text(text) if self._escape else text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", "utf-8")
+
+
+@contextlib.contextmanager
+def _stdout(as_json: bool) -> Iterator[_Stdout]:
+    """Route the command's output (see the module doc): under ``--json`` fd 1 points at stderr
+    and ``sys.stdout`` at a copy of the real stdout; otherwise control characters are escaped."""
+    previous = sys.stdout
+    with contextlib.suppress(OSError, ValueError):
+        previous.flush()
+    saved: int | None = None
+    stream: TextIO = previous
+    if as_json:
+        try:
+            saved = os.dup(1)
+            on_fd1 = previous.fileno() == 1
+        except (OSError, ValueError, io.UnsupportedOperation):
+            on_fd1 = False
+        if saved is not None:
+            if on_fd1:
+                stream = open(saved, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (closed below)
+            os.dup2(2, 1)
+    wrapper = _Stdout(stream, escape=not as_json)
+    sys.stdout = wrapper
+    try:
+        yield wrapper
+    finally:
+        sys.stdout = previous
+        try:
+            wrapper.flush()
+        finally:
+            if stream is not previous:
+                stream.close()
+            if saved is not None:
+                os.dup2(saved, 1)
+                os.close(saved)
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -89,14 +217,26 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     shown_before = warnings.showwarning
     warnings.showwarning = _one_line_warnings(prog)
     try:
-        try:
-            code = main(argv)
-            sys.stdout.flush()
-            return code
-        finally:
-            warnings.showwarning = shown_before
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous)
+        with _stdout(as_json) as out:
+            try:
+                try:
+                    code = main(argv)
+                    sys.stdout.flush()
+                    return code
+                finally:
+                    warnings.showwarning = shown_before
+                    if in_main_thread:
+                        signal.signal(signal.SIGTERM, previous)
+            except SystemExit as exc:
+                # argparse's own --help and --version (after printing) end here with 0; anything
+                # else calling sys.exit() did not finish the command.
+                if exc.code in (0, None) and out.written:
+                    return 0
+                return _report(PluginError(f"the command ended early: something called sys.exit({exc.code!r})"), prog, as_json)
+            except BrokenPipeError:
+                raise
+            except Exception as exc:
+                return _report(exc, prog, as_json)
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
@@ -106,20 +246,23 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except Terminated:
         print(f"{prog}: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    except Exception as exc:
-        if os.environ.get("PROFWIN_TRACEBACK"):
-            traceback.print_exc()
-        text, path = _message(exc)
-        try:
-            if as_json:
-                json.dump({"error": text, "path": path}, sys.stdout)
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-            else:
-                print(f"{prog}: error: {text}", file=sys.stderr)
-        except BrokenPipeError:
-            _quiet_stdout()
-        return EXIT_ERROR
+
+
+def _report(exc: BaseException, prog: str, as_json: bool) -> int:
+    """Print the error for ``exc`` (see the module doc) and return :data:`EXIT_ERROR`."""
+    if os.environ.get("PROFWIN_TRACEBACK"):
+        traceback.print_exception(exc)
+    text, path = _message(exc)
+    try:
+        if as_json:
+            print_json({"error": text, "path": path}, indent=None)
+            sys.stdout.flush()
+        else:
+            usage, prog = (exc.usage, exc.prog) if isinstance(exc, UsageError) else ("", prog)
+            print(f"{usage}{prog}: error: {clean_text(text)}", file=sys.stderr)
+    except BrokenPipeError:
+        _quiet_stdout()
+    return EXIT_ERROR
 
 
 def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
@@ -139,11 +282,13 @@ def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 
 
 def seconds_arg(text: str) -> float:
-    """An argparse ``type`` for a duration: a finite number of seconds greater than 0."""
+    """An argparse ``type`` for a deadline: seconds greater than 0 and at most
+    :data:`profwin.http.MAX_TIMEOUT`, checked by :func:`profwin.http.check_timeout`."""
+    from profwin.http import MAX_TIMEOUT, check_timeout
+
     try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0 (got {shown(text)})")
-    return value
+        return check_timeout(float(text))
+    except (ValueError, ConfigError):
+        raise argparse.ArgumentTypeError(
+            f"must be a number of seconds > 0 and <= {MAX_TIMEOUT:,.0f} (got {shown(text)})"
+        ) from None

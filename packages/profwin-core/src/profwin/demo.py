@@ -7,6 +7,7 @@ The model is built in torch from a fixed seed (nothing is downloaded): token emb
 
 from __future__ import annotations
 
+import collections
 import gzip
 import json
 import sys
@@ -31,10 +32,19 @@ __all__ = ["DemoResult", "TinyDecoder", "count_step_markers", "run_demo", "run_f
 
 
 class TinyDecoder:
-    """A deterministic few-layer decoder with a KV cache, sized to run a step in ~1 ms on CPU."""
+    """A deterministic few-layer decoder with a KV cache, sized to run a step in ~1 ms on CPU.
 
-    def __init__(self, *, vocab: int = 512, dim: int = 128, layers: int = 2, heads: int = 4, seed: int = 0) -> None:
+    The cache holds the last ``context`` positions (a sliding window, like a real model's
+    context length): memory and the cost of a step stay flat however many steps run. An
+    unbounded cache grew by about 2 KB a step and was copied whole at every step, which is what
+    took ``profwin demo --steps 2147483647`` to gigabytes before anyone stopped it.
+    """
+
+    def __init__(
+        self, *, vocab: int = 512, dim: int = 128, layers: int = 2, heads: int = 4, seed: int = 0, context: int = 256
+    ) -> None:
         torch = import_torch()
+        self.context = context
         self.torch = torch
         gen = torch.Generator().manual_seed(seed)
 
@@ -73,7 +83,7 @@ class TinyDecoder:
             q, k, v = (h @ block["qkv"]).view(3, self.heads, 1, self.dim // self.heads)
             keys, values = self.cache[i]
             keys, values = torch.cat([keys, k], dim=1), torch.cat([values, v], dim=1)
-            self.cache[i] = (keys, values)
+            self.cache[i] = (keys[:, -self.context :], values[:, -self.context :])
             attn = f.scaled_dot_product_attention(q, keys, values)
             x = x + attn.reshape(self.dim) @ block["out"]
             x = x + f.gelu(f.layer_norm(x, (self.dim,)) @ block["up"]) @ block["down"]
@@ -87,17 +97,18 @@ class TinyDecoder:
         around_step: Callable[[int], AbstractContextManager[Any]] | None = None,
     ) -> list[int]:
         """Run ``steps`` decode steps from token 1; ``on_step(i)`` is called after step ``i``,
-        and step ``i`` runs inside ``around_step(i)`` when given."""
+        and step ``i`` runs inside ``around_step(i)`` when given. Returns the last ``context``
+        tokens generated (all of them for a short run)."""
         self.reset()
         with self.torch.inference_mode():
-            token, out = 1, []
+            token, out = 1, collections.deque[int](maxlen=self.context)
             for i in range(steps):
                 with around_step(i) if around_step is not None else nullcontext():
                     token = self.decode_step(token)
                 out.append(token)
                 if on_step is not None:
                     on_step(i)
-        return out
+        return list(out)
 
 
 def count_step_markers(path: Path) -> list[int]:

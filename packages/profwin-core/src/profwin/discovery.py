@@ -18,15 +18,17 @@ import importlib
 import importlib.metadata
 import importlib.util
 import io
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, cast
 
+import attrs
 from attrs import frozen
 
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
-from profwin.markers import TORCH_MARKER, StepMarker
+from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
 from profwin.protocols import (
     BACKENDS_GROUP,
     CLUSTERS_GROUP,
@@ -180,11 +182,16 @@ _loaded: dict[tuple[str, str], object] = {}
 def _instantiate(info: PluginInfo, kind: str) -> object:
     assert info.spec is not None
     module_name, _, attr = info.spec.target.partition(":")
+
+    def load() -> object:
+        # The constructor is the plugin's code too: guarded like its import (sys.exit, printing).
+        obj = getattr(importlib.import_module(module_name), attr)
+        return obj() if isinstance(obj, type) else obj
+
     try:
-        obj = _guarded(f"{kind} {info.name!r} ({info.spec.target})", lambda: getattr(importlib.import_module(module_name), attr))
+        return _guarded(f"{kind} {info.name!r} ({info.spec.target})", load)
     except PluginError as exc:
         raise PluginError(f"{kind} {info.name!r} failed to load: {exc}") from None
-    return obj() if isinstance(obj, type) else obj
 
 
 def _load(group: str, name: str) -> object:
@@ -277,13 +284,23 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
 def step_markers() -> tuple[StepMarker, ...]:
     """Core's marker and every installed plugin's, by preference (cached per process).
 
-    A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
+    A plugin's marker counts from preference 1, behind core's ``ProfilerStep#`` (0), whatever it
+    declares; ``$PROFWIN_STEP_MARKER`` (:data:`profwin.markers.MARKER_ENV`) puts the producer the
+    user names first. A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
     """
     found = {TORCH_MARKER.producer: TORCH_MARKER}
     for info in plugins():
         marker = info.spec.step_marker if info.spec is not None else None
         if marker is not None and marker.producer not in found:
-            found[marker.producer] = marker
+            # A plugin adds a marker; it never outranks core's ProfilerStep# in a torch trace.
+            found[marker.producer] = attrs.evolve(marker, preference=max(marker.preference, TORCH_MARKER.preference + 1))
+    chosen = os.environ.get(MARKER_ENV, "").strip()
+    if chosen:
+        if chosen not in found:
+            raise ConfigError(
+                f"${MARKER_ENV} is {chosen[:80]!r}, which no installed producer declares (known: {', '.join(sorted(found))})"
+            )
+        found[chosen] = attrs.evolve(found[chosen], preference=TORCH_MARKER.preference - 1)  # the user's choice
     return tuple(sorted(found.values(), key=lambda m: (m.preference, m.producer)))
 
 

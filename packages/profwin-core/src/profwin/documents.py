@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from profwin.errors import ConfigError
 from profwin.inputs import read_spec_file
 
-__all__ = ["join_path", "plain", "read_document", "select"]
+__all__ = ["MAX_EXPANDED_CHARS", "join_path", "plain", "read_document", "select"]
 
 _OMEGACONF_HINT = "pip install omegaconf (profwin-verl installs it)"
 
@@ -65,6 +66,7 @@ def select(document: Any, at: str | None) -> Any:
     whole document through OmegaConf (``pip install omegaconf``)."""
     omegaconf = _omegaconf()
     if omegaconf is not None and not _is_omegaconf(document) and _interpolation(document):
+        _check_expansion(document)
         document = _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
     node, walked = document, ""
     for key in at.split(".") if at else ():
@@ -86,6 +88,62 @@ def select(document: Any, at: str | None) -> Any:
             path=join_path(walked, where),
         )
     return data
+
+
+MAX_EXPANDED_CHARS = 1 << 20
+"""Longest string a ``${...}`` interpolation may expand to (1 MiB): a file of a few hundred
+bytes whose strings each repeat the previous one ten times would otherwise resolve to gigabytes."""
+_REFERENCE = re.compile(r"\$\{([^${}]*)\}")
+
+
+def _check_expansion(document: Any) -> None:
+    """Refuse, before OmegaConf resolves anything, a string whose interpolations expand past
+    :data:`MAX_EXPANDED_CHARS`. Lengths are computed from the text, each referenced value
+    measured once (references to absolute dotted paths, plain or through ``oc.select``)."""
+    sizes: dict[str, int] = {}
+
+    def lookup(dotted: str) -> Any:
+        node = document
+        for key in dotted.split("."):
+            if isinstance(node, Mapping) and key in node:
+                node = node[key]
+            elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+                node = node[int(key)]
+            else:
+                return None
+        return node
+
+    def size(value: Any, dotted: str, visiting: frozenset[str]) -> int:
+        if not isinstance(value, str):
+            return len(str(value)) if not isinstance(value, (Mapping, list)) else 0
+        if dotted in sizes:
+            return sizes[dotted]
+        total = len(value)
+        for match in _REFERENCE.finditer(value):
+            ref = match.group(1).strip().removeprefix("oc.select:").split(",")[0].strip()
+            if ref and not ref.startswith(".") and ref not in visiting:
+                total += size(lookup(ref), ref, visiting | {ref})
+            if total > MAX_EXPANDED_CHARS:
+                raise ConfigError(
+                    f"expands past {MAX_EXPANDED_CHARS:,} characters once its ${{...}} interpolations are resolved, "
+                    "the limit for one value",
+                    path=dotted,
+                )
+        if dotted:
+            sizes[dotted] = total
+        return total
+
+    def walk(value: Any, dotted: str) -> None:
+        if isinstance(value, Mapping):
+            for key, child in value.items():
+                walk(child, join_path(dotted, str(key)))
+        elif isinstance(value, list):
+            for i, child in enumerate(value):
+                walk(child, join_path(dotted, str(i)))
+        else:
+            size(value, dotted, frozenset({dotted}))
+
+    walk(document, "")
 
 
 def _child(node: Mapping[Any, Any], key: str, path: str) -> Any:

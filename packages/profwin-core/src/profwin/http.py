@@ -9,7 +9,10 @@ The rules, and why:
 - One deadline covers the whole exchange (connect, send, headers, body), not each socket read:
   SGLang's ``/start_profile`` has hung forever (SGLang #22083), and a server that trickles a byte
   at a time would defeat a per-read timeout. A watchdog shuts the socket down at the deadline.
-  Name resolution happens before the clock starts and is bounded by the system's resolver.
+  profwin opens (and for TLS, wraps and handshakes) the socket itself and holds it for the whole
+  exchange: ``http.client`` hands the socket over to the response and forgets it when the server
+  answers ``Connection: close`` (which it does, since profwin asks for it), so a watchdog holding
+  only the connection would have nothing to shut. The deadline is at most :data:`MAX_TIMEOUT`.
 - The body is read in chunks up to ``max_body`` bytes: a runaway answer costs bounded memory.
 - Only ``http`` and ``https`` (with the default TLS checks); no ``user:password@`` in URLs, where
   they would end up in logs. Redirects are never followed: a 3xx comes back with its
@@ -29,19 +32,25 @@ import socket
 import ssl
 import threading
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from attrs import field, frozen
 
 from profwin.about import __version__
-from profwin.errors import ConfigError
+from profwin.errors import ConfigError, shown
 
-__all__ = ["Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
+__all__ = ["MAX_TIMEOUT", "Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
 
 _API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY or api_key=)"
 _DETAIL_LIMIT = 2000
 _CHUNK = 1 << 16
+_S = TypeVar("_S", bound=socket.socket)
+MAX_URL_CHARS = 2048
+"""Longest server URL accepted (browsers and servers stop near there too)."""
+MAX_TIMEOUT = 86_400.0
+"""Longest deadline for one exchange, in seconds (a day): longer is a typo, and past about 9e9 s
+the system's timers overflow."""
 
 
 @frozen
@@ -111,31 +120,36 @@ def normalize_url(url: str) -> str:
     (without repeating them), a query or fragment, a bad port, spaces or control characters.
     """
     if not isinstance(url, str):
-        raise ConfigError(f"must be a URL string (got {url!r})", path="url")
+        raise ConfigError(f"must be a URL string (got {shown(url)})", path="url")
     text = url.strip()
+    if len(text) > MAX_URL_CHARS:
+        raise ConfigError(f"must be at most {MAX_URL_CHARS:,} characters (got {shown(text)})", path="url")
     full = text if "://" in text else f"http://{text}"
     if "@" in full:
-        shown = f"{full.partition('://')[0]}://***@{full.rpartition('@')[2]}"
+        # Only a well-formed host[:port] after the last "@" is repeated: in a malformed URL
+        # ("h:9@admin:secret") any part may be the password.
+        host = re.match(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?(?=/|$)", full.rpartition("@")[2])
+        masked = f"{full.partition('://')[0]}://***@{host.group(0) if host else '***'}"
         raise ConfigError(
-            f"must not contain credentials (got {shown!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
+            f"must not contain credentials (got {masked!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
             path="url",
         )
     if not full.isascii() or not full.isprintable() or re.search(r"\s", full):
-        raise ConfigError(f"must be ASCII without spaces or control characters (got {text!r})", path="url")
+        raise ConfigError(f"must be ASCII without spaces or control characters (got {shown(text)})", path="url")
     try:
         parts = urlsplit(full)
     except ValueError as exc:
-        raise ConfigError(f"is not a valid URL: {exc} (got {text!r})", path="url") from None
+        raise ConfigError(f"is not a valid URL: {exc} (got {shown(text)})", path="url") from None
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https"):
-        raise ConfigError(f"must start with http:// or https:// (got {text!r})", path="url")
+        raise ConfigError(f"must start with http:// or https:// (got {shown(text)})", path="url")
     if "?" in full or "#" in full:
-        raise ConfigError(f"must not have a query or fragment (got {text!r})", path="url")
+        raise ConfigError(f"must not have a query or fragment (got {shown(text)})", path="url")
     if not parts.hostname:
-        raise ConfigError(f"has no host (got {text!r})", path="url")
+        raise ConfigError(f"has no host (got {shown(text)})", path="url")
     _, colon, port = parts.netloc.rpartition("]")[2].partition(":")
-    if colon and not (port.isdigit() and 0 < int(port) < 65536):
-        raise ConfigError(f"port must be a number from 1 to 65535 (got {port!r} in {text!r})", path="url")
+    if colon and not (port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
+        raise ConfigError(f"port must be a number from 1 to 65535 (got {shown(port)} in {shown(text)})", path="url")
     return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
@@ -167,25 +181,23 @@ def request(
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     parts = urlsplit(base)
-    conn: http.client.HTTPConnection
-    if parts.scheme == "https":
-        conn = http.client.HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context()
-        )
-    else:
-        conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
-    expired = threading.Event()
-    watchdog = threading.Timer(timeout, _expire, (conn, expired))
+    host, tls = parts.hostname or "", parts.scheme == "https"
+    connection_class = http.client.HTTPSConnection if tls else http.client.HTTPConnection
+    conn = connection_class(host, parts.port, timeout=timeout)
+    held = _Held()
+    watchdog = threading.Timer(timeout, held.expire)
     watchdog.daemon = True
     status: int | None = None
     location = content_type = None
+    answer: http.client.HTTPResponse | None = None
     raw = b""
     error = ""
     try:
         watchdog.start()
+        conn.sock = held.connect(host, conn.port, timeout, tls=tls)
         conn.request(method, parts.path + path, payload, headers)
         answer = conn.getresponse()
-        if not expired.is_set():  # else the watchdog cut the headers short: they are not an answer
+        if not held.expired:  # else the watchdog cut the headers short: they are not an answer
             status, content_type = answer.status, answer.getheader("Content-Type", "")
             location = answer.getheader("Location") if 300 <= status < 400 else None
             raw = _read_capped(answer, max_body)
@@ -193,12 +205,16 @@ def request(
                 error = f"the server closed the connection mid-answer ({answer.length} bytes missing)"
     except (OSError, http.client.HTTPException, UnicodeError) as exc:
         if isinstance(exc, TimeoutError):  # the socket's own timeout: the same deadline, met first
-            expired.set()
-        error = _why(exc, parts.hostname or "")
+            held.expired = True
+        error = _why(exc, host)
     finally:
         watchdog.cancel()
+        held.finish()  # before closing: the watchdog must never shut a descriptor reused since
+        if answer is not None:
+            answer.close()
         conn.close()
-    if expired.is_set():
+        held.close()
+    if held.expired:
         error = f"did not answer within {timeout:g} s (no complete answer)"
     elif len(raw) > max_body:
         error = f"answer larger than {max_body} bytes"
@@ -208,22 +224,32 @@ def request(
 
 
 def check_timeout(timeout: object) -> float:
-    """``timeout`` as seconds: a finite number greater than 0 (a bool is not a number here)."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigError(f"must be a positive number of seconds (got {timeout!r})", path="timeout")
+    """``timeout`` as seconds: a finite number greater than 0 and at most :data:`MAX_TIMEOUT`
+    (a bool is not a number here). The one check for every deadline profwin is given."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (0 < timeout <= MAX_TIMEOUT)  # False for NaN too
+    ):
+        raise ConfigError(
+            f"must be a number of seconds greater than 0 and at most {MAX_TIMEOUT:,.0f} (a day) (got {shown(timeout)})",
+            path="timeout",
+        )
     return float(timeout)
 
 
 def _check_arguments(path: str, api_key: str | None, timeout: float, max_body: int, expect: str) -> None:
     if not isinstance(path, str) or not re.fullmatch(r"(/[!-~]*)?", path):
-        raise ConfigError(f"must be empty or start with '/', without spaces or control characters (got {path!r})", path="path")
+        raise ConfigError(
+            f"must be empty or start with '/', without spaces or control characters (got {shown(path)})", path="path"
+        )
     if api_key is not None and not (isinstance(api_key, str) and re.fullmatch(r"[!-~]*", api_key)):
         raise ConfigError("must be a string of printable ASCII characters without spaces (the key is not shown)", path="api_key")
     check_timeout(timeout)
     if isinstance(max_body, bool) or not isinstance(max_body, int) or max_body <= 0:
-        raise ConfigError(f"must be a positive number of bytes (got {max_body!r})", path="max_body")
+        raise ConfigError(f"must be a positive number of bytes (got {shown(max_body)})", path="max_body")
     if expect not in ("object", "any"):
-        raise ConfigError(f"must be 'object' or 'any' (got {expect!r})", path="expect")
+        raise ConfigError(f"must be 'object' or 'any' (got {shown(expect)})", path="expect")
 
 
 def _encode(body: Mapping[str, Any]) -> bytes:
@@ -256,13 +282,55 @@ def _non_finite(value: Any, path: str, parents: tuple[int, ...]) -> tuple[str, f
     return None
 
 
-def _expire(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
-    """The watchdog: at the deadline, wake whatever read or write the exchange is blocked in."""
-    expired.set()
-    sock = conn.sock
-    if sock is not None:
-        with contextlib.suppress(OSError):  # already closed, or still inside the TLS handshake
+class _Held:
+    """The sockets of one exchange, held from connect to the end whatever ``http.client`` does
+    with them, so the watchdog can always shut the connection down (see the module's rules)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._done = False
+        self.expired = False
+
+    def connect(self, host: str, port: int, timeout: float, *, tls: bool) -> socket.socket:
+        """A connected socket (TLS-wrapped and handshaken when ``tls``), held at every stage."""
+        sock = self._hold(socket.create_connection((host, port), timeout))
+        if tls:
+            context = ssl.create_default_context()
+            wrapped = self._hold(context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False))
+            wrapped.do_handshake()
+            return wrapped
+        return sock
+
+    def _hold(self, sock: _S) -> _S:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:  # the deadline passed while connecting
+                self._shut(sock)
+        return sock
+
+    def expire(self) -> None:
+        """The watchdog: at the deadline, wake whatever read or write the exchange is blocked in."""
+        with self._lock:
+            if self._done:
+                return
+            self.expired = True
+            for sock in self._sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already closed, or detached by the TLS wrapper
             socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the plain socket's: works under TLS too
+
+    def finish(self) -> None:
+        """The exchange is over: the watchdog may no longer touch these sockets."""
+        with self._lock:
+            self._done = True
+
+    def close(self) -> None:
+        for sock in self._sockets:
+            sock.close()
 
 
 def _read_capped(answer: http.client.HTTPResponse, max_body: int) -> bytes:

@@ -1,4 +1,10 @@
-"""Reading spec files within stated bounds, so a small hostile file cannot take a process down.
+"""Reading files within stated bounds, so a small hostile file cannot take a process down.
+
+Every file profwin reads is opened by :func:`open_input` (or read whole by :func:`read_input`,
+with a limit in bytes): the file is opened without blocking and must be a regular file, a FIFO
+or a pipe, so ``/dev/zero``, a socket or a directory fail at once with one line naming the file,
+and a FIFO with no writer fails after :data:`FIFO_IDLE_S` instead of hanging in ``open()``. Larger inputs (traces, memory
+timelines) stream from the opened file in bounded memory.
 
 A spec is a few dozen keys. Anything far larger is a mistake or an attack, and fails here with
 one line naming the file, where in it, and the bound:
@@ -16,16 +22,30 @@ one line naming the file, where in it, and the bound:
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
+import select
+import stat
+import sys
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from profwin.errors import ConfigError, shown
 
-__all__ = ["MAX_ALIASES", "MAX_DEPTH", "MAX_NODES", "MAX_SPEC_BYTES", "expand_user", "parse_spec_text", "read_spec_file"]
+__all__ = [
+    "MAX_ALIASES",
+    "MAX_DEPTH",
+    "MAX_NODES",
+    "MAX_SPEC_BYTES",
+    "expand_user",
+    "open_input",
+    "parse_spec_text",
+    "read_input",
+    "read_spec_file",
+]
 
 MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read (1 MiB)."""
@@ -48,16 +68,111 @@ def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:
         ) from None
 
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+FIFO_IDLE_S = 30.0
+"""How long a FIFO or pipe may stay silent (no writer, or no data) before reading it fails."""
+
+
+class _Pipe(io.RawIOBase):
+    """A FIFO or pipe read without ever blocking for longer than :data:`FIFO_IDLE_S`."""
+
+    def __init__(self, fd: int, name: str, what: str) -> None:
+        self._fd = fd
+        self._name = name
+        self._what = what
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def readinto(self, buffer: Any) -> int:
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN | select.POLLHUP)
+        if not poller.poll(FIFO_IDLE_S * 1000):
+            raise ConfigError(
+                f"cannot read {self._what} {self._name!r}: it is a FIFO or pipe and nothing was written to it "
+                f"for {FIFO_IDLE_S:g} s (is a writer running?)"
+            )
+        try:
+            data = os.read(self._fd, len(buffer))
+        except BlockingIOError:
+            return self.readinto(buffer)
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+def open_input(path: str | os.PathLike[str], *, what: str) -> BinaryIO:
+    """``path`` opened for reading in binary, if it is a regular file, a FIFO or a pipe (a
+    symbolic link to one is fine); else a :class:`ConfigError` naming ``what``, the file and
+    what it is (a directory, a device such as ``/dev/zero``, a socket).
+
+    The file is opened with ``O_NONBLOCK`` and its type checked before any read: a plain
+    ``open()`` of a FIFO waits for ever for a writer, and a device never ends. A FIFO or pipe
+    (``--spec <(...)``) is then read without blocking for more than :data:`FIFO_IDLE_S` at a time.
+    A missing file is :class:`FileNotFoundError` (callers say "no such file" their own way).
+    """
+    file = os.fspath(path)
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"cannot read {what} {str(file)!r}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISFIFO(mode):
+            return cast(BinaryIO, io.BufferedReader(_Pipe(fd, str(file), what)))
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise ConfigError(f"cannot read {what} {str(file)!r}: it is {kind}; profwin reads regular files, FIFOs and pipes")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: str | os.PathLike[str], *, limit: int, what: str) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_input`), at most ``limit`` of
+    them: a larger file is a :class:`ConfigError` stating the limit (only ``limit + 1`` bytes
+    are read, so a sparse file of gigabytes costs nothing)."""
+    chunks: list[bytes] = []
+    size = 0
+    with open_input(path, what=what) as f:
+        try:
+            # In chunks: one read(limit + 1) would allocate the whole limit up front.
+            while size <= limit and (chunk := f.read(min(1 << 20, limit + 1 - size))):
+                chunks.append(chunk)
+                size += len(chunk)
+        except OSError as exc:
+            raise ConfigError(f"cannot read {what} {os.fspath(path)!r}: {exc.strerror or exc}") from None
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise ConfigError(f"{what} {os.fspath(path)!r} is larger than {limit:,} bytes, the limit for it")
+    return data
+
+
 def read_spec_file(path: str | os.PathLike[str]) -> tuple[Any, Path]:
     """The parsed document in the spec file ``path`` and the file's path, ``~`` expanded."""
     file = expand_user(path, what="spec file")
     try:
-        with open(file, "rb") as f:
-            data = f.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"cannot read spec file {str(file)!r}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SPEC_BYTES:
-        raise ConfigError(f"{file}: larger than {MAX_SPEC_BYTES:,} bytes, the limit for a spec file")
+        data = read_input(file, limit=MAX_SPEC_BYTES, what="spec file")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"cannot read spec file {str(file)!r}: {exc.strerror}") from None
     return parse_spec_text(_decode(data, str(file)), source=str(file)), file
 
 
@@ -106,9 +221,26 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number (standard JSON has no NaN or Infinity)")
 
 
+def bounded_int(text: str) -> int:
+    """``int(text)`` for a JSON or YAML integer, refusing more digits than Python converts
+    (``sys.get_int_max_str_digits()``, 4,300 by default) with a ``ValueError`` that says so."""
+    _check_digits(text)
+    return int(text)
+
+
+def _check_digits(text: str) -> None:
+    """Refuse, with a ``ValueError`` that says so, an integer written with more digits than
+    Python converts (``sys.get_int_max_str_digits()``); ``text`` itself is not converted, so
+    YAML's other spellings (``0x1F``, ``20:40``) pass through to their own readers."""
+    digits = len(text.lstrip("+-").lstrip("0_"))
+    limit = sys.get_int_max_str_digits()
+    if limit and digits > limit:
+        raise ValueError(f"an integer of {digits:,} digits; the limit is {limit:,} digits")
+
+
 def _parse_json(text: str, source: str) -> Any:
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        data = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_int=bounded_int)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source} is not valid JSON: {exc}") from None
     except ValueError as exc:
@@ -199,6 +331,14 @@ def _bounded_loader() -> Any:
             seen[id(node)] = (nodes, depth)
             return nodes, depth
 
+        def construct_yaml_int(self, node: Any) -> int:
+            try:
+                _check_digits(str(node.value).replace("_", ""))
+            except ValueError as exc:
+                raise self._fail(node, str(exc)) from None
+            value: int = super().construct_yaml_int(node)  # type: ignore[no-untyped-call]
+            return value
+
         def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
             keys: set[Any] = set()
             for key_node, _ in node.value:
@@ -219,8 +359,8 @@ def _bounded_loader() -> Any:
         def construct_sexagesimal(self, node: Any) -> Any:
             # YAML 1.1 (PyYAML) reads an unquoted 20:40 as the base-60 number 1240; no spec
             # value is written that way on purpose, and a window silently becoming 1240 is a trap.
-            number = (yaml.SafeLoader.construct_yaml_int if node.tag.endswith(":int") else yaml.SafeLoader.construct_yaml_float)(
-                self, node
+            number = (
+                self.construct_yaml_int(node) if node.tag.endswith(":int") else yaml.SafeLoader.construct_yaml_float(self, node)
             )
             if ":" in str(node.value) and node.style is None:
                 raise self._fail(

@@ -9,6 +9,9 @@ other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
 
 The registry of installed markers is :func:`profwin.discovery.step_markers` (discovery reads the
 plugins' specs); this module holds only the type, so the plugin protocols can name it.
+A plugin's marker is added, never put ahead of core's ``ProfilerStep#`` (discovery counts its
+preference from 1; torch's is 0), and the user may choose another producer with
+``$PROFWIN_STEP_MARKER`` (:data:`MARKER_ENV`); summaries name the producer used.
 """
 
 from __future__ import annotations
@@ -18,7 +21,12 @@ from typing import Literal
 
 from attrs import field, frozen, validators
 
-__all__ = ["MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker"]
+__all__ = ["MARKER_ENV", "MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker"]
+
+MARKER_ENV = "PROFWIN_STEP_MARKER"
+"""The environment variable naming the producer whose markers a trace's steps come from, when the
+user chooses one over the default order (e.g. ``vllm`` for a vLLM trace that also holds
+``ProfilerStep#``)."""
 
 MAX_STEP_DIGITS = 18
 """A step number written with more digits than this is refused (it fits in an int64)."""
@@ -41,7 +49,8 @@ class StepMarker:
             name (``ph: "X"``; GPU-side copies, category ``gpu_*``, never count).
         numbering: ``"number"``: the pattern's first group is the step number, as written;
             ``"order"``: steps are numbered by their order in the trace, per process.
-        preference: when a trace holds several producers' markers the lowest wins.
+        preference: when a trace holds several producers' markers the lowest wins (a plugin's
+            counts from 1: only core's torch marker has 0).
     """
 
     producer: str = field(validator=validators.min_len(1))

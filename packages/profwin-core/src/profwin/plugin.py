@@ -15,12 +15,14 @@ Groups of names:
   (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
-  :data:`STEP_MARKER`, :func:`atomic_path`;
+  :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
+- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
   :func:`plain`, and :func:`spec_from_mapping`;
-- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes), imported on
-  first use so the plugin API itself stays free of command-line machinery;
+- a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
+  :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
+  imported on first use so the plugin API itself stays free of command-line machinery;
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
   :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
@@ -37,13 +39,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from profwin.activities import resolve_activities
-from profwin.atomic import atomic_path, check_output_path
+from profwin.atomic import atomic_path, check_output_path, write_atomic
 from profwin.config import spec_from_mapping
 from profwin.discovery import backend, cluster, engine_flavours
 from profwin.documents import plain, read_document, select
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
 from profwin.http import Reply, ServerClient, normalize_url, request
+from profwin.inputs import open_input, read_input
 from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.options import at_least, choice, flag, names, parse_options
@@ -75,7 +78,7 @@ from profwin.versions import EngineVersion, installed_version
 from profwin.window import Window
 
 if TYPE_CHECKING:
-    from profwin.cli_runner import run_cli
+    from profwin.cli_runner import CliParser, print_json, run_cli
 
 __all__ = [
     "BACKENDS_GROUP",
@@ -88,6 +91,7 @@ __all__ = [
     "TORCH_MARKER",
     "Artifact",
     "Backend",
+    "CliParser",
     "Cluster",
     "ClusterReport",
     "CollectInterrupted",
@@ -137,9 +141,12 @@ __all__ = [
     "merge_ranks",
     "names",
     "normalize_url",
+    "open_input",
     "parse_options",
     "plain",
+    "print_json",
     "read_document",
+    "read_input",
     "remote_session",
     "render_plan",
     "request",
@@ -154,16 +161,18 @@ __all__ = [
     "trace_files",
     "trim",
     "unknown_key",
+    "write_atomic",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    """``run_cli`` on first use, so importing the plugin API does not import command-line
-    machinery (argparse, signal handling); ``Ranks``, the old name of :data:`RankSelection`."""
-    if name == "run_cli":
-        from profwin.cli_runner import run_cli  # the top layer: only plugins with a command line need it
+    """``run_cli``, ``CliParser`` and ``print_json`` on first use, so importing the plugin API does
+    not import command-line machinery (argparse, signal handling); ``Ranks``, the old name of
+    :data:`RankSelection`."""
+    if name in ("run_cli", "CliParser", "print_json"):
+        from profwin import cli_runner  # the top layer: only plugins with a command line need it
 
-        return run_cli
+        return getattr(cli_runner, name)
     if name == "Ranks":
         import warnings
 

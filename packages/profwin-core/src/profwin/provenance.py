@@ -12,21 +12,25 @@ sidecar next to it, ``<trace>.profwin.json``, written atomically. The keys, all 
 ``producer``    what wrote the file; ``rank``; ``session`` (one id per profiling session)
 ``version``     profwin's version; ``source`` (for a trimmed trace: the trace it was cut from)
 
-Every trace tool reads it (:func:`provenance`): steps keep their session numbers without
-``--first-step``, a folder groups its traces by session, and summaries say where a trace came from.
+Every trace tool reads it (:func:`provenance`, and :func:`profwin.traces.ranks.peek` for a
+trace's top-level keys): steps keep their session numbers without ``--first-step``, a folder
+groups its traces by session, and summaries say where a trace came from. This module sits with
+the values (it needs only the atomic writer and the bounded reader), so the torch driver and
+remote sessions write provenance without importing the trace tools.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.atomic import atomic_path
+from profwin.atomic import write_atomic
+from profwin.errors import ConfigError
+from profwin.inputs import read_input
 
 __all__ = [
     "KEY",
@@ -68,22 +72,20 @@ def sidecar_path(trace: str | Path) -> Path:
 
 
 def write_sidecar(trace: str | Path, info: Mapping[str, Any]) -> Path:
-    """Write ``info`` (JSON-ready) next to ``trace``, atomically; returns the sidecar's path."""
+    """Write ``info`` (JSON-ready) next to ``trace``, atomically and never through a symbolic
+    link (:func:`profwin.atomic.write_atomic`); returns the sidecar's path."""
     path = sidecar_path(trace)
     data = {k: v for k, v in info.items() if v is not None}
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    return path
+    return write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 
 
 def read_sidecar(trace: str | Path) -> dict[str, Any]:
     """The sidecar of ``trace``, or ``{}`` when there is none or it is not profwin's."""
     path = sidecar_path(trace)
     try:
-        if os.stat(path).st_size > MAX_SIDECAR_BYTES:
-            return {}
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        # The bounded reader: a FIFO or device named like a sidecar never blocks or floods.
+        data = json.loads(read_input(path, limit=MAX_SIDECAR_BYTES, what="provenance sidecar").decode("utf-8"))
+    except (OSError, ValueError, ConfigError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -12,10 +12,17 @@
 What it does for every backend: plans each target (asking it for its version), starts all of them
 concurrently, and if one fails stops the ones that started (no server is left profiling) and
 raises :class:`SessionError` with every target's result; ``on_active="restart"`` stops a session
-someone else left running and starts again. The stop collects the files written since the start
+someone else left running and starts again. All or none: anything that goes wrong for one target
+(planning, an answer its backend cannot parse, an exception in the backend) is that target's
+failed result, never the end of the others' results, and ``profwin start`` rolls back exactly like
+:func:`remote_session` (its result for each rolled-back engine says so); Ctrl-C or SIGTERM while
+starting stops the engines that started before it propagates. The stop collects the files written since the start
 and warns when the window was not reached or ran only in part. ``profwin start`` and ``profwin
 stop`` are two processes: :meth:`RemoteSession.save_state` and :func:`resume_session` carry the
-session between them in a state file under the output directory.
+session between them in a state file under the output directory, written atomically (never
+through a symbolic link) and, when read back, bounded (:data:`MAX_STATE_BYTES`), typed, and
+refused unless its paths lie inside the session's output directory: a tampered state file must
+not make ``profwin stop`` collect, trim or delete files elsewhere.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -32,10 +40,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from profwin.atomic import write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
 from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.http import check_timeout
+from profwin.inputs import parse_spec_text, read_input
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.provenance import new_session_id, profwin_version, write_sidecar
@@ -59,6 +69,8 @@ OnActive = Literal["error", "restart"]
 """What to do when an engine already profiles: report it, or stop it and start again."""
 
 STATE_DIR = ".profwin-state"
+MAX_STATE_BYTES = 1 << 20
+"""Largest state file ``profwin stop`` reads (1 MiB; profwin writes a few KiB)."""
 _MAX_TARGETS = 16  # in flight at once
 
 
@@ -197,6 +209,8 @@ class RemoteSession:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
         except ConfigError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details())
+        except Exception as exc:  # a backend's bug, or an answer it could not take: this target's failure only
+            return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
         part.started = True
         part.session = self.session_id
         plan = part.plan
@@ -206,24 +220,42 @@ class RemoteSession:
         )
         return RemoteResult(target=name, ok=True, message=message, details=part.details())
 
-    def _start(self, check: bool) -> list[RemoteResult]:
-        results = fan_out(self._start_one, self._parts, max_workers=_MAX_TARGETS, thread_prefix=f"profwin-{self.engine.name}")
+    def _start(self) -> list[RemoteResult]:
+        try:
+            results = fan_out(self._start_one, self._parts, max_workers=_MAX_TARGETS, thread_prefix=f"profwin-{self.engine.name}")
+        except BaseException:  # Ctrl-C, SIGTERM: no engine is left profiling behind the user's back
+            if any(p.started for p in self._parts):
+                self._stop_all()
+            raise
+        failed = [r for r in results if not r.ok]
+        if failed and any(p.started for p in self._parts):
+            # All or none: the engines that started are stopped again (their files are not kept).
+            why = f"rolled back: {len(failed)} of {len(results)} engine(s) failed to start, so none profiles"
+            stops = {r.target: r for r in self._stop_all()}
+            results = [
+                r if not r.ok else RemoteResult(
+                    target=r.target, ok=False, message=f"{why}" + ("" if stops[r.target].ok else f"; stopping it failed: {stops[r.target].message}"),
+                    details={**r.details, "rolled_back": True},
+                )
+                for r in results
+            ]  # fmt: skip
         self.results = results
+        return results
+
+    def start(self, *, check: bool = True) -> list[RemoteResult]:
+        """Start on every target concurrently, all or none: when one fails, the targets that
+        started are stopped again and every result says what happened. With ``check`` that is a
+        :class:`SessionError`; without, the results are returned."""
+        results = self._start()
         failed = [r for r in results if not r.ok]
         if check and failed:
-            if any(p.started for p in self._parts):
-                self._stop_all()  # no engine is left profiling when the session as a whole failed
             lines = "\n".join(f"  {r.target}: {r.message}" for r in failed)
             raise SessionError(
                 f"profwin: could not start profiling on {len(failed)} of {len(results)} engine(s):\n{lines}", results
             )
-        _warn(results, "notes")
+        if not failed:
+            _warn(results, "notes")
         return results
-
-    def start(self, *, check: bool = True) -> list[RemoteResult]:
-        """Start on every target concurrently. With ``check``, a failure anywhere stops the targets
-        that started and raises :class:`SessionError`; without, each result says how it went."""
-        return self._start(check)
 
     # -- stop -------------------------------------------------------------------------------
 
@@ -235,9 +267,10 @@ class RemoteSession:
         try:
             plan = part.target.plan(part.spec, self.version, self._ctx)
             part.target.stop(plan, self._ctx)
-        except (TargetError, ConfigError) as exc:
+        except Exception as exc:
             details = exc.details if isinstance(exc, TargetError) else {}
-            return RemoteResult(target=name, ok=False, message=f"{why}; stopping it anyway failed: {exc}", details=details)
+            message = str(exc) if isinstance(exc, (TargetError, ConfigError)) else _failure(exc)
+            return RemoteResult(target=name, ok=False, message=f"{why}; stopping it anyway failed: {message}", details=details)
         return RemoteResult(target=name, ok=False, message=f"{why}; stopped its profiler, collected no files")
 
     def _stop_one(self, part: _Part) -> RemoteResult:
@@ -254,6 +287,8 @@ class RemoteSession:
             artifacts, notes = part.target.collect(plan, part.new_files, stopped=stopped)
         except TargetError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
+        except Exception as exc:  # one target's failure never hides the others' results
+            return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
         notes = notes + _window_notes(plan, artifacts)
         _record_provenance(plan, artifacts, part.session or self.session_id)
         traces = sum(a.kind == "trace" for a in artifacts)
@@ -296,8 +331,7 @@ class RemoteSession:
             if part.started:
                 path = self._state_file(part)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(json.dumps(part.state()))
-                written.append(path)
+                written.append(write_atomic(path, json.dumps(part.state()).encode()))
         return written
 
     def _resume(self) -> None:
@@ -346,20 +380,56 @@ async def _off_loop(call: Callable[[], T]) -> T:
 
 def _load_state(path: Path, part: _Part) -> str | None:
     """Restore one target's part from its state file; ``None``, or why it cannot."""
-    try:
-        data = json.loads(path.read_text())
-        plan = EnginePlan.from_dict(data["plan"])
-        before = {str(k): int(v) for k, v in data["before"].items()}
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return (
             f"no session started by profwin for this engine in {part.spec.output_dir} "
             "(run profwin start with the same --out first)"
         )
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, ConfigError) as exc:
-        return f"the state file {path} is damaged ({type(exc).__name__}: {exc}); stop the engine's profiler by hand"
+    try:
+        data = parse_spec_text(read_input(path, limit=MAX_STATE_BYTES, what="state file").decode(), source=str(path))
+        plan, before = _checked_state(data, part)
+    except (ConfigError, UnicodeDecodeError) as exc:
+        return f"the state file {path} is damaged or not profwin's ({_excerpt(str(exc))}); stop the engine's profiler by hand"
     part.plan, part.before, part.started = plan, before, True
     part.session = str(data.get("session") or "")
     return None
+
+
+def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:
+    """The plan and listing of a state file, checked before anything acts on them: typed, for
+    this target, and with the output directory inside the session's own (``--out``)."""
+    if not isinstance(data, dict) or not {"target", "plan", "before"} <= set(data) <= {"target", "plan", "before", "session"}:
+        raise ConfigError("must be an object with exactly 'target', 'plan', 'before' and (optionally) 'session'")
+    session = data.get("session", "")
+    if not isinstance(session, str) or not re.fullmatch(r"[\w.:-]{0,100}", session):
+        raise ConfigError(f"must be a session id (letters, digits, '.', ':', '-', '_'; got {shown(session)})", path="session")
+    if data["target"] != part.target.name:
+        raise ConfigError(f"is for {shown(data['target'])}, not {shown(part.target.name)}", path="target")
+    if not isinstance(data["plan"], dict):
+        raise ConfigError("must be an object", path="plan")
+    plan = EnginePlan.from_dict(data["plan"])
+    session_dir = part.spec.output_dir.resolve()
+    if not plan.output_dir.resolve().is_relative_to(session_dir):
+        raise ConfigError(
+            f"names {shown(str(plan.output_dir))}, outside this session's directory {str(session_dir)!r}", path="plan.output_dir"
+        )
+    before = data["before"]
+    if not isinstance(before, dict) or not all(
+        isinstance(k, str) and re.fullmatch(r"[^/\\\x00]{1,255}", k) and k not in (".", "..") and type(v) is int
+        for k, v in before.items()
+    ):
+        raise ConfigError("must map file names (no directories) to integer modification times", path="before")
+    return plan, dict(before)
+
+
+def _failure(exc: BaseException) -> str:
+    """One line for an unexpected exception of one target (a bounded excerpt of its text)."""
+    return f"failed unexpectedly ({type(exc).__name__}: {_excerpt(str(exc))})"
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text):,} characters)"
 
 
 def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
@@ -473,7 +543,7 @@ def resume_session(
 def start_remote(engine: str, urls: Sequence[str], spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
     """``profwin start``: start on every URL, keep the state ``profwin stop`` needs."""
     session = remote_session(engine, list(urls), spec, **kwargs)
-    results = session.start(check=False)
+    results = session.start(check=False)  # all or none, as remote_session: nothing to save on a failure
     session.save_state()
     return results
 

@@ -14,10 +14,13 @@ session's step index, so the markers in the trace are the window's own numbers.
 
 from __future__ import annotations
 
+import glob
 import gzip
 import json
 import os
+import re
 import time
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -296,10 +299,49 @@ def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -
     export never leaves a truncated file under ``final``."""
     gz = final.name.endswith(".gz")
     with atomic_path(final, suffix=".gz" if gz else "") as tmp:
-        prof.export_chrome_trace(str(tmp))
-        if drop_steps_from is not None:
-            _drop_step_markers(tmp, drop_steps_from, gz=gz)
+        try:
+            prof.export_chrome_trace(str(tmp))
+            _check_complete(tmp, final, gz=gz)
+            if drop_steps_from is not None:
+                _drop_step_markers(tmp, drop_steps_from, gz=gz)
+        finally:
+            # torch's exporter writes through files of its own named after ours ("<tmp>.tmp",
+            # renamed onto <tmp> when done); a write cut short (full disk, RLIMIT_FSIZE) leaves
+            # them behind. Our hidden name is unique (name, pid), so its prefix finds only those.
+            for leftover in tmp.parent.glob(glob.escape(tmp.name) + "?*"):
+                leftover.unlink(missing_ok=True)
     return final.stat().st_size
+
+
+# How a complete Chrome trace ends: the event array closed, then only "key": scalar pairs
+# (Kineto's "traceName"), then the object closed.
+_TRACE_END = re.compile(rb'\]\s*(?:,\s*"[^"\\]*"\s*:\s*(?:"[^"\\]*"|[-+.\w]+)\s*)*\}\s*$')
+
+
+def _check_complete(tmp: Path, final: Path, *, gz: bool) -> None:
+    """Raise a :class:`ConfigError` naming ``final`` unless torch wrote the whole trace.
+
+    torch's exporter (C++) does not report a failed write: on a full disk or under a file-size
+    limit (``RLIMIT_FSIZE``) it leaves a file cut short, and with ``.gz`` it compresses that cut
+    file without complaint. The end of a complete trace is checked instead.
+    """
+    tail = b""
+    try:
+        if gz:
+            with gzip.open(tmp, "rb") as f:
+                while chunk := f.read(1 << 20):
+                    tail = (tail + chunk)[-4096:]
+        else:
+            with open(tmp, "rb") as f:
+                f.seek(max(0, tmp.stat().st_size - 4096))
+                tail = f.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ConfigError(f"cannot write {str(final)!r}: the trace torch wrote cannot be read back ({exc})") from None
+    if not _TRACE_END.search(tail):
+        raise ConfigError(
+            f"cannot write {str(final)!r}: torch wrote a trace cut short (it does not end like a complete trace): "
+            "is the disk full, or a file-size limit (ulimit -f) in force?"
+        )
 
 
 def _drop_step_markers(path: Path, first_dropped: int, *, gz: bool) -> None:

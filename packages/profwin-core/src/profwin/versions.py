@@ -38,11 +38,15 @@ class EngineVersion:
     def parse(cls, text: object, *, path: str = "engine_version") -> EngineVersion:
         if isinstance(text, EngineVersion):
             return text
-        try:
-            parsed = Version(str(text).strip()) if isinstance(text, str) else None
-        except InvalidVersion:
-            parsed = None
-        if parsed is None or len(str(text)) > 64:
+        parsed = None
+        # The length first: packaging turns each number into an int, and Python refuses
+        # int() of a string past 4,300 digits with a ValueError (a server may answer anything).
+        if isinstance(text, str) and len(text.strip()) <= 64:
+            try:
+                parsed = Version(text.strip())
+            except (InvalidVersion, ValueError):
+                parsed = None
+        if parsed is None:
             raise ConfigError(f"must be a version like 0.32.0 or 0.12.0rc1 (got {shown(text)})", path=path)
         return cls(str(text).strip(), Version(parsed.public))
 

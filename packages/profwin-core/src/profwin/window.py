@@ -114,7 +114,7 @@ class Window:
                 # int() of thousands of digits is slow (and refused past 4,300): compare lengths first.
                 if len(part.lstrip("0")) > len(str(MAX_STEP)):
                     raise _too_large(f"{field_name} {label}", part)
-                bounds.append(int(part))
+                bounds.append(int(part.lstrip("0") or "0"))  # the digits that count, not a 5,000-zero prefix
             else:
                 raise ConfigError(
                     f"{field_name} {label} must be a non-negative integer or empty (got {shown(part)} in {shown(text)})"

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from profwin.plugin import run_cli
+from profwin.plugin import CliParser, print_json, run_cli
 from profwin_memory.provenance import UntrustedSnapshotError
 from profwin_memory.reader import summarize
 
@@ -49,7 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = argparse.ArgumentParser(prog="profwin-memory", description="read what the profwin memory profiler wrote")
+    parser = CliParser(prog="profwin-memory", description="read what the profwin memory profiler wrote")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("summarize", help="peak, per-step and top allocators of snapshots and timelines")
     p.add_argument("files", nargs="+", metavar="FILE", help="*.memory_snapshot.pickle or *.memory_timeline.json[.gz]")
@@ -71,11 +69,14 @@ def _main(argv: Sequence[str] | None) -> int:
         except (OSError, ValueError) as exc:
             error = f"cannot read {path}: {' '.join(str(exc).split())}"
         else:
-            print(json.dumps(summary) if args.json else _render(summary))
+            if args.json:
+                print_json(summary, indent=None)
+            else:
+                print(_render(summary))
             continue
         status = 1
         if args.json:  # one JSON object per file, failures included
-            print(json.dumps({"error": error, "path": str(path)}))
+            print_json({"error": error, "path": str(path)}, indent=None)
         else:
             print(f"profwin-memory: {error}", file=sys.stderr)
     return status

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, atomic_path
+from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, write_atomic
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 
@@ -74,9 +74,7 @@ class CpuTimelineDriver:
 
 def _write_json(final: Path, data: dict[str, Any], *, gz: bool) -> int:
     text = json.dumps(data, separators=(",", ":")).encode()
-    with atomic_path(final) as tmp:
-        tmp.write_bytes(gzip.compress(text) if gz else text)
-    return final.stat().st_size
+    return write_atomic(final, gzip.compress(text) if gz else text).stat().st_size
 
 
 def _step_number(name: str) -> int | None:

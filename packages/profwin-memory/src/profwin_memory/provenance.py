@@ -21,13 +21,15 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ProfwinError, atomic_path
+from profwin.plugin import ConfigError, ProfwinError, open_input, read_input, write_atomic
 
-__all__ = ["SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
+__all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
 SIDECAR_SUFFIX = ".sig.json"
 _FORMAT = "profwin.memory-snapshot-signature"
 _KEY_BYTES = 32
+MAX_SIDECAR_BYTES = 64 << 10
+"""Largest signature sidecar read (64 KiB; profwin writes well under 1 KiB)."""
 
 
 class UntrustedSnapshotError(ProfwinError, RuntimeError):
@@ -44,9 +46,13 @@ def key_file() -> Path:
 
 
 def _read_key(path: Path) -> bytes | None:
+    """The key in ``path``, or ``None`` when there is none or it is not a key: at most one byte
+    more than a key is read, and only from a regular file (``/dev/zero`` is not a key file)."""
+    if not os.path.lexists(path):
+        return None
     try:
-        key = path.read_bytes()
-    except FileNotFoundError:
+        key = read_input(path, limit=_KEY_BYTES, what="snapshot key file")
+    except ConfigError:
         return None
     return key if len(key) == _KEY_BYTES else None
 
@@ -77,7 +83,7 @@ def _key_id(key: bytes) -> str:
 
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_input(path, what="memory snapshot") as f:  # a FIFO or a device fails at once
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
@@ -105,10 +111,7 @@ def sign(snapshot: Path, *, final_name: str, details: dict[str, Any]) -> Path:
         "key_id": _key_id(key),
         **details,
     }
-    final_sidecar = sidecar_path(snapshot.with_name(final_name))
-    with atomic_path(final_sidecar) as tmp:
-        tmp.write_text(json.dumps(record, indent=1), encoding="utf-8")
-    return final_sidecar
+    return write_atomic(sidecar_path(snapshot.with_name(final_name)), json.dumps(record, indent=1).encode())
 
 
 def verify(snapshot: Path) -> dict[str, Any]:
@@ -122,7 +125,9 @@ def verify(snapshot: Path) -> dict[str, Any]:
         "pass trust=True (CLI: --trust) only if you know where this file came from"
     )
     try:
-        record = json.loads(sidecar.read_text(encoding="utf-8"))
+        if not os.path.lexists(sidecar):
+            raise FileNotFoundError(sidecar)
+        record = json.loads(read_input(sidecar, limit=MAX_SIDECAR_BYTES, what="snapshot signature").decode("utf-8"))
     except FileNotFoundError:
         raise UntrustedSnapshotError(
             f"{snapshot} has no profwin signature ({sidecar.name} is missing), so profwin did not write it; {advice}"

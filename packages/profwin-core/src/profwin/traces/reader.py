@@ -30,7 +30,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from profwin.errors import ProfwinError
+from profwin.errors import ConfigError, ProfwinError
+from profwin.inputs import open_input
 
 __all__ = [
     "CHUNK_CHARS",
@@ -114,9 +115,15 @@ class TraceReader:
     ) -> None:
         self.path = Path(path)
         try:
-            self._file: IO[bytes] = open(self.path, "rb")  # noqa: SIM115 (closed by close())
+            # core's one opener: a FIFO with no writer or a device fails at once instead of hanging.
+            self._file: IO[bytes] = open_input(self.path, what="trace")
         except OSError as exc:
             raise TraceError(self.path, f"cannot open: {exc.strerror or exc}") from None
+        except ConfigError as exc:
+            raise TraceError(self.path, f"cannot open: {exc}") from None
+        if not self._file.seekable():
+            self._file.close()
+            raise TraceError(self.path, "cannot open: it is a FIFO or pipe; a trace must be a regular file")
         self.size = self.path.stat().st_size
         self.compressed = self._file.read(2) == _GZIP_MAGIC
         self._file.seek(0)
@@ -228,6 +235,8 @@ class TraceReader:
                     raise TraceError(
                         self.path, f"invalid JSON in {what} at character {self._offset + exc.pos}: {exc.msg}"
                     ) from None
+            except ValueError as exc:  # not a JSONDecodeError: Python's int-string limit (4,300 digits)
+                raise TraceError(self.path, f"invalid number in {what} at character {self._offset + start}: {exc}") from None
             except RecursionError:
                 raise TraceError(
                     self.path,
@@ -443,6 +452,18 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
     """Open ``path`` (gzip is recognised by its magic bytes, whatever the suffix) for one pass;
     ``fast=False`` keeps to the standard library even where msgspec is installed."""
     return TraceReader(path, progress=progress, fast=fast)
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module (the ``fast`` extra: numpy goes with msgspec) when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+        return None
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy
 
 
 @functools.cache

@@ -1,6 +1,7 @@
 """One streaming pass over a trace that keeps what summarize and trim need, compactly.
 
-While the reader decodes events, :func:`scan` keeps:
+While the reader decodes events, a scan (:func:`profwin.traces.indexing.scan`, which picks
+this module's standard path or :mod:`profwin.traces.columnar`'s numpy one) keeps:
 
 * the top-level keys, process and thread names, and the step markers (few);
 * for every event, in file order, ``(offset, length, ts, end)``: where its text is and when it

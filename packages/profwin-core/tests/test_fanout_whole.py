@@ -1,0 +1,197 @@
+"""Fan-out wholeness and the state file as untrusted input, on core's remote session.
+
+The targets here are engine targets written in this file (core's ``EngineTarget`` contract): what
+a third-party backend can do wrong — plan with an answer it cannot parse, raise from ``start``,
+call ``sys.exit`` — cannot be made to happen on demand with a real engine. Files are real, in
+``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profwin import ConfigError, ProfileSpec, Window, WindowWarning
+from profwin.engine import EnginePlan, TargetContext
+from profwin.protocols import Artifact
+from profwin.remote import RemoteSession, SessionError
+
+
+class Target:
+    """A target that records its calls; ``fail`` names the call that goes wrong and how."""
+
+    def __init__(self, name: str, calls: list[str], fail: dict[str, Callable[[], Any]] | None = None) -> None:
+        self.name = name
+        self.calls = calls
+        self.fail = fail or {}
+
+    def _maybe(self, what: str) -> None:
+        self.calls.append(f"{what} {self.name}")
+        if what in self.fail:
+            self.fail[what]()
+
+    def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+        self._maybe("plan")
+        return EnginePlan(
+            engine="t", version="1.0", version_source="given", mechanism="per-session", window=spec.window,
+            records=spec.window, output_dir=spec.output_dir, details={"prefix": spec.prefix},
+        )  # fmt: skip
+
+    def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
+        self._maybe("start")
+
+    def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        self._maybe("stop")
+        return True
+
+    def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
+        self._maybe("collect")
+        for path in files():  # what SGLang's collect does to files it finds: trim or delete
+            path.unlink()
+        return [], []
+
+
+class Engine:
+    name = "t"
+
+
+def _huge_int() -> None:
+    int("9" * 5000)  # a 5000-digit version a backend tried to parse: ValueError
+
+
+def _bug() -> None:
+    raise ZeroDivisionError("division by zero in the backend")
+
+
+def _exit() -> None:
+    sys.exit(3)
+
+
+def session(tmp_path: Path, *targets: Target) -> RemoteSession:
+    spec = ProfileSpec(window=Window(2, 5), output_dir=tmp_path, prefix="s")
+    return RemoteSession(Engine(), list(targets), spec, timeout=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("stage", "fault", "said"), [
+    ("plan", _huge_int, "ValueError: Exceeds the limit (4300 digits)"),
+    ("start", _bug, "ZeroDivisionError: division by zero in the backend"),
+])  # fmt: skip
+@pytest.mark.parametrize("check", [True, False], ids=["remote_session", "profwin-start"])
+def test_one_bad_target_is_its_own_failed_result_and_the_others_roll_back(
+    tmp_path: Path, stage: str, fault: Callable[[], None], said: str, check: bool
+) -> None:
+    calls: list[str] = []
+    good, bad = Target("good", calls), Target("bad", calls, {stage: fault})
+    s = session(tmp_path, good, bad)
+    if check:
+        with pytest.raises(SessionError) as caught:
+            s.start()
+        results = caught.value.results
+    else:
+        results = s.start(check=False)
+    assert [r.target for r in results] == ["good", "bad"]
+    assert not results[1].ok
+    assert results[1].message.startswith(f"failed unexpectedly ({said}")
+    assert not results[0].ok
+    assert results[0].message == "rolled back: 1 of 2 engine(s) failed to start, so none profiles"
+    assert "stop good" in calls  # the healthy engine does not keep profiling
+    assert "stop bad" not in calls
+    assert s.save_state() == []  # nothing left for profwin stop
+
+
+def test_sys_exit_or_ctrl_c_in_one_backend_stops_the_started_ones_and_propagates(tmp_path: Path) -> None:
+    for fault, raised in ((_exit, SystemExit), (lambda: (_ for _ in ()).throw(KeyboardInterrupt), KeyboardInterrupt)):
+        calls: list[str] = []
+        good = Target("good", calls)
+        slow = Target("slow", calls, {"start": fault})
+        with pytest.raises(raised):
+            session(tmp_path, good, slow).start()
+        assert "stop good" in calls, calls
+
+
+def _started(tmp_path: Path) -> tuple[RemoteSession, Path]:
+    calls: list[str] = []
+    s = session(tmp_path, Target("http://h:1", calls))
+    s.start()
+    [state] = s.save_state()
+    return s, state
+
+
+def _resumed(tmp_path: Path) -> tuple[RemoteSession, list[str]]:
+    calls: list[str] = []
+    s = session(tmp_path, Target("http://h:1", calls))
+    s._resume()
+    return s, calls
+
+
+def test_the_state_file_is_written_atomically_and_never_through_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    _, state = _started(tmp_path)
+    state.unlink()
+    state.symlink_to(victim)
+    with pytest.raises(ConfigError, match="it is a symbolic link"):
+        _started(tmp_path)
+    assert victim.read_text() == "keep me"
+    assert not [p for p in state.parent.iterdir() if p.name.startswith(".")]  # no partial file left
+
+
+@pytest.mark.parametrize("tamper", ["outside", "parent", "deep", "huge", "dev-zero", "fifo", "before-path", "types"])
+def test_a_tampered_state_file_is_refused_before_anything_acts_on_it(tmp_path: Path, tamper: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    precious = elsewhere / "s-precious.trace.json.gz"
+    precious.write_bytes(b"data")
+    own = out / "s-mine.trace.json.gz"
+    own.write_bytes(b"mine")
+    _, state = _started(out)
+    data = json.loads(state.read_text())
+    if tamper == "outside":
+        data["plan"]["output_dir"] = str(elsewhere)
+        data["before"] = {}
+    elif tamper == "parent":
+        data["plan"]["output_dir"] = str(out / "..")
+    elif tamper == "before-path":
+        data["before"] = {"../elsewhere/s-precious.trace.json.gz": 1}
+    elif tamper == "types":
+        data["before"] = {"x": "1"}
+    state.unlink()
+    if tamper == "deep":
+        state.write_text("[" * 100_000 + "]" * 100_000)
+    elif tamper == "huge":
+        with open(state, "wb") as f:
+            f.truncate(600 << 20)  # sparse: 600 MB that cost no disk
+    elif tamper == "dev-zero":
+        state.symlink_to("/dev/zero")
+    elif tamper == "fifo":
+        os.mkfifo(state)
+    else:
+        state.write_text(json.dumps(data))
+    s, calls = _resumed(out)
+    [result] = s.stop()
+    assert not result.ok
+    assert "is damaged or not profwin's" in result.message, result.message
+    assert "stop the engine's profiler by hand" in result.message
+    assert len(result.message) < 1000
+    assert "collect http://h:1" not in calls  # nothing collected, trimmed or deleted
+    assert precious.read_bytes() == b"data"
+    assert own.read_bytes() == b"mine"
+
+
+def test_an_untampered_state_file_still_works(tmp_path: Path) -> None:
+    _started(tmp_path)
+    (tmp_path / "s-new.trace.json.gz").write_bytes(b"x")
+    s, calls = _resumed(tmp_path)
+    with pytest.warns(WindowWarning, match="no trace was written"):  # this target reports no trace
+        [result] = s.stop()
+    assert result.ok, result.message
+    assert calls == ["stop http://h:1", "collect http://h:1"]
+    assert not (tmp_path / "s-new.trace.json.gz").exists()  # the session's own new file, collected
