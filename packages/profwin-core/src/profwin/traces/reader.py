@@ -455,18 +455,6 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
 
 
 @functools.cache
-def numpy_or_none() -> Any:
-    """The numpy module (the ``fast`` extra: numpy goes with msgspec) when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
-        return None
-    try:
-        import numpy
-    except ImportError:
-        return None
-    return numpy
-
-
-@functools.cache
 def fast_decoder() -> Callable[[str], list[Any]] | None:
     """A msgspec decoder of event batches into :data:`Record` fields, when msgspec is importable
     (the ``fast`` extra), else ``None``. ``PROFWIN_TRACES_FAST=0`` turns it off (to compare)."""
