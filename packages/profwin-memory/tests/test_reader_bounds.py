@@ -51,6 +51,16 @@ def test_a_missing_file_says_no_such_file(tmp_path: Path, name: str) -> None:
     assert json.loads(done.stdout) == {"error": f"cannot read {tmp_path / name}: no such file", "path": str(tmp_path / name)}
 
 
+def test_json_is_one_document_for_several_files(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.memory_timeline.json.gz", tmp_path / "b.memory_snapshot.pickle"
+    done = memory_cli("summarize", str(a), str(b), "--json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == [
+        {"error": f"cannot read {a}: no such file", "path": str(a)},
+        {"error": f"cannot read {b}: no such file", "path": str(b)},
+    ]
+
+
 def test_cli_errors_are_one_line_or_json(tmp_path: Path) -> None:
     done = memory_cli("summarize")
     assert done.returncode == 2

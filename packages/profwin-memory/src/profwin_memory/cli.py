@@ -56,9 +56,12 @@ def _main(argv: Sequence[str] | None) -> int:
         action="store_true",
         help="read snapshots that profwin on this machine did not sign (unpickling runs code chosen by their author)",
     )
-    p.add_argument("--json", action="store_true", help="print one JSON object per file")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document: the file's object, or a list of them for several files"
+    )
     args = parser.parse_args(argv)
     status = 0
+    documents: list[dict[str, Any]] = []  # --json: one document on stdout, whatever happens per file
     for path in args.files:
         try:
             summary = summarize(path, trust=args.trust)
@@ -70,13 +73,15 @@ def _main(argv: Sequence[str] | None) -> int:
             error = f"cannot read {path}: {' '.join(str(exc).split())}"
         else:
             if args.json:
-                print_json(summary, indent=None)
+                documents.append(summary)
             else:
                 print(_render(summary))
             continue
         status = 1
-        if args.json:  # one JSON object per file, failures included
-            print_json({"error": error, "path": str(path)}, indent=None)
+        if args.json:  # failures are entries of the document too
+            documents.append({"error": error, "path": str(path)})
         else:
             print(f"profwin-memory: {error}", file=sys.stderr)
+    if args.json:
+        print_json(documents[0] if len(documents) == 1 else documents, indent=None)
     return status
