@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 VARIANTS = {"torch": ("unprofiled", "native schedule", "profwin"), "memory": ("unprofiled", "profwin")}
+VLLM_TAG = "VLLM-FIDELITY "  # vllm_fidelity.py's result line; vLLM prints to stdout too
 VLLM_VARIANTS = ("unprofiled", "native schedule", "profwin", "warmup 1", "warmup 2")
 
 
@@ -209,7 +210,8 @@ def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
                 str(tokens),
             ]
             done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, timeout=900)
-            results[variant].append(json.loads(done.stdout.strip().splitlines()[-1]))
+            line = next(x for x in done.stdout.splitlines() if x.startswith(VLLM_TAG))
+            results[variant].append(json.loads(line.removeprefix(VLLM_TAG)))
     print(f"vllm: tiny Llama, one prompt, {tokens} tokens (step 0 = prefill), window {start}:{end}; median of {runs} engine(s)")
     print("      'unprofiled' = the same step's engine step() wall, 5 unprofiled generate calls in the same process")
     positions = {"first": 0, "median": None, "last": end - start - 1}

@@ -19,7 +19,7 @@ is profiled with ``VARIANT``:
 * ``warmup 1`` / ``warmup 2``: profwin's delay with ``warmup_iterations`` 1 (delay ``START + 1``)
   or 2 (delay ``START``) in the launch config, the combinations docs/performance.md discusses.
 
-Prints one JSON line: the reference step walls, the profiled ``generate``'s step walls, and the
+Prints one line, ``VLLM-FIDELITY `` and JSON: the reference step walls, the profiled ``generate``'s step walls, and the
 durations of the trace's ``execute_…`` annotations (one per recorded step, in order).
 """
 
@@ -46,6 +46,8 @@ _BASE = {
     "torch_profiler_use_gzip": True,
     "ignore_frontend": True,
 }
+TAG = "VLLM-FIDELITY "
+"""Starts the result line: vLLM prints its own profiler tables and logs to stdout too."""
 _OPEN = 1 << 30  # active_iterations that never ends the schedule before max_iterations does
 
 
@@ -123,4 +125,4 @@ def run(variant: str, model: str, start: int, end: int, tokens: int) -> dict[str
 
 if __name__ == "__main__":
     variant, model, start, end, tokens = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:6])
-    print(json.dumps(run(variant, model, start, end, tokens)))
+    print(TAG + json.dumps(run(variant, model, start, end, tokens)), flush=True)

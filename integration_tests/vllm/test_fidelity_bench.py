@@ -32,7 +32,9 @@ def test_vllm_fidelity_child_reports_the_window(vllm_python: Path, tiny_model: P
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    lines = [x for x in proc.stdout.splitlines() if x.startswith("VLLM-FIDELITY ")]
+    assert len(lines) == 1, proc.stdout[-3000:]
+    result = json.loads(lines[0].removeprefix("VLLM-FIDELITY "))
     assert len(result["annotations"]) == end - start
     assert all(d > 0 for d in result["annotations"])
     # one engine step per token: the prefill makes the first, each decode one more
