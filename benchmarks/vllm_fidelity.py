@@ -35,17 +35,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration_tests" / "vllm"))
-from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported)
+from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
 
-_BASE = {
-    "profiler": "torch",
-    "torch_profiler_with_stack": False,
-    "torch_profiler_record_shapes": False,
-    "torch_profiler_with_memory": False,
-    "torch_profiler_with_flops": False,
-    "torch_profiler_use_gzip": True,
-    "ignore_frontend": True,
-}
 TAG = "VLLM-FIDELITY "
 """Starts the result line: vLLM prints its own profiler tables and logs to stdout too."""
 _OPEN = 1 << 30  # active_iterations that never ends the schedule before max_iterations does
@@ -59,8 +50,13 @@ def _annotations(path: Path) -> list[float]:
 
 
 def run(variant: str, model: str, start: int, end: int, tokens: int) -> dict[str, Any]:
+    import profwin
+    import profwin_vllm
+
     out = Path(tempfile.mkdtemp(prefix="profwin-vllm-fidelity-"))
-    config: dict[str, Any] = dict(_BASE, torch_profiler_dir=str(out))
+    spec = profwin.ProfileSpec(window=profwin.Window(start, end), output_dir=out)
+    # Every variant starts from profwin's launch config, so only the schedule and bounds differ.
+    config: dict[str, Any] = dict(profwin_vllm.VllmBackend().plan(spec).launch["profiler_config"])
     start_kwargs: dict[str, int] = {}
     if variant == "native schedule":
         config |= {"wait_iterations": start - 1, "warmup_iterations": 2, "active_iterations": end - start}
@@ -76,9 +72,6 @@ def run(variant: str, model: str, start: int, end: int, tokens: int) -> dict[str
 
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
-
-    import profwin
-    import profwin_vllm
 
     llm = tiny_llm(model, config)
     params = SamplingParams(max_tokens=tokens, ignore_eos=True, temperature=0.0)
@@ -109,7 +102,6 @@ def run(variant: str, model: str, start: int, end: int, tokens: int) -> dict[str
     walls.clear()
     began = time.perf_counter()
     if variant == "profwin":
-        spec = profwin.ProfileSpec(window=profwin.Window(start, end), output_dir=out)
         with profwin_vllm.session(llm, spec):
             llm.generate(prompt, params, use_tqdm=False)
     else:
