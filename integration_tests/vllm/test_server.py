@@ -150,7 +150,10 @@ def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Serve
     with pytest.raises(profwin_vllm.SessionError) as failed, profwin_vllm.session(urls, spec, api_key=API_KEY, timeout=120):
         pass
     by_url = {r.target: r for r in failed.value.results}
-    assert by_url[profiled.url].ok
+    # It started, and was rolled back (start is all or none since issue 22).
+    assert not by_url[profiled.url].ok
+    assert by_url[profiled.url].details["rolled_back"] is True, by_url[profiled.url]
+    assert by_url[profiled.url].message.startswith("rolled back: 1 of 2 engine(s) failed to start"), by_url[profiled.url]
     assert by_url[servers["plain"].url].details["status"] == 404
     assert by_url[profiled.url].details["request"]["profile_prefix"] == "fan-0"
     (again,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
