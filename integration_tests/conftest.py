@@ -23,6 +23,21 @@ def built_python(script: Path, *args: str, label: str, python: Path | None = Non
     return found
 
 
+def workspace_members() -> dict[str, Path]:
+    """The workspace's packages, name -> folder: ``packages/*`` less the root's ``exclude`` (profwin-ray
+    is a path source outside the workspace, so uv keeps ray out of the dev environment; it is tested
+    in the cached Ray environment, integration_tests/ray/)."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    outside = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["uv"]["workspace"].get("exclude", []))
+    return {
+        p.parent.name: p.parent
+        for p in sorted(root.glob("packages/*/pyproject.toml"))
+        if f"packages/{p.parent.name}" not in outside
+    }
+
+
 def dist_info_site(site: Path, *packages: str, groups: tuple[str, ...] | None = None) -> Path:
     """Write into ``site`` the ``*.dist-info`` folders pip would write for these workspace
     packages (``packages/<name>``): name, version and entry points (only ``groups`` when given),

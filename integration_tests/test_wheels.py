@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import built_python
+from .conftest import built_python, workspace_members
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,14 +40,8 @@ else:  # mypy brings tomli on 3.10
 pytestmark = [pytest.mark.wheels, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-# The workspace's members, released by release.yml. profwin-ray is a path source outside the
-# workspace (uv would put ray in the dev environment); it is tested in the cached Ray environment.
-_OUTSIDE = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"].get("exclude", []))
-PACKAGES = {
-    p.parent.name: tomllib.loads(p.read_text())["project"]
-    for p in sorted(ROOT.glob("packages/*/pyproject.toml"))
-    if f"packages/{p.parent.name}" not in _OUTSIDE
-}
+# The workspace's members, as release.yml builds them.
+PACKAGES = {name: tomllib.loads((path / "pyproject.toml").read_text())["project"] for name, path in workspace_members().items()}
 UMBRELLA = "profwin"
 CORE = "profwin-core"
 PLUGINS = sorted(name for name in PACKAGES if name not in (UMBRELLA, CORE))

@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 import yaml
 
+from .conftest import workspace_members
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # mypy brings tomli on 3.10
@@ -31,12 +33,7 @@ else:  # mypy brings tomli on 3.10
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
-# The workspace's members. profwin-ray is a path source outside the workspace (uv would put ray in
-# the dev environment); its tests run in the cached Ray environment (integration_tests/ray/).
-_OUTSIDE = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"].get("exclude", []))
-PACKAGES = {
-    p.parent.name: p.parent for p in sorted(ROOT.glob("packages/*/pyproject.toml")) if f"packages/{p.parent.name}" not in _OUTSIDE
-}
+PACKAGES = workspace_members()
 ROOT_CONFIG = tomllib.loads((ROOT / "pyproject.toml").read_text())
 MARKERS = {m.split(":")[0].strip() for m in ROOT_CONFIG["tool"]["pytest"]["ini_options"]["markers"]}
 # Commands a run step may start with: the runner's own, or what the steps before it install.
