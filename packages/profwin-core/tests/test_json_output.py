@@ -150,6 +150,35 @@ def test_argparse_errors_are_json_under_json(site: dict[str, str], args: list[st
     assert said in error["error"]
 
 
+@pytest.mark.parametrize(
+    ("module", "args", "prog"),
+    [
+        ("profwin", ["--help", "--json"], "profwin"),
+        ("profwin", ["summarize", "--json", "-h"], "profwin summarize"),
+        ("profwin_memory", ["summarize", "--help", "--json"], "profwin-memory summarize"),
+    ],
+)
+def test_help_is_one_json_document_under_json(module: str, args: list[str], prog: str) -> None:
+    done = run(dict(os.environ), *args, module=module)
+    assert done.returncode == 0, done.stderr
+    document = one_document(done)
+    assert isinstance(document, dict)
+    assert document["prog"] == prog
+    assert document["usage"].startswith(prog + " ")
+    assert document["help"].startswith("usage: " + prog)
+    plain = run(dict(os.environ), *[a for a in args if a != "--json"], module=module)
+    assert plain.stdout.startswith("usage: " + prog)  # people still get the text
+
+
+def test_version_is_one_json_document_under_json() -> None:
+    done = run(dict(os.environ), "--version", "--json")
+    assert done.returncode == 0, done.stderr
+    document = one_document(done)
+    assert isinstance(document, dict)
+    assert document["message"].startswith("profwin ")
+    assert "profwin-core" in document["message"]
+
+
 def test_profwin_memory_bad_subcommand_and_nan_totals(tmp_path: Path) -> None:
     env = dict(os.environ)
     done = run(env, "bogus", "--json", module="profwin_memory")

@@ -450,7 +450,8 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show core and plugin versions and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(_version_text())
+        assert isinstance(parser, CliParser)
+        parser.print_message(_version_text() + "\n")
         parser.exit()
 
 

@@ -20,7 +20,8 @@ and nothing else, whatever runs in the process: file descriptor 1 points at stde
 command runs (a plugin or library writing to it with ``os.write(1, ...)`` lands there), and only
 profwin's own ``sys.stdout`` reaches the real stdout. A command line argparse refuses (unknown
 flag, bad value) is an error document too (:class:`CliParser`), and so is a plugin or backend
-calling ``sys.exit()``: the exit code is then non-zero. Without ``--json``, control characters
+calling ``sys.exit()``: the exit code is then non-zero. ``--help`` and ``--version`` print a
+document too (``{"prog", "usage", "help"}``, ``{"prog", "message"}``). Without ``--json``, control characters
 in what is printed (ANSI escape sequences from a server's error or a trace's operator names) are
 shown escaped (``\x1b``), never sent to the terminal; JSON keeps every string exact.
 """
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import contextvars
 import io
 import json
 import math
@@ -77,13 +79,36 @@ class UsageError(ConfigError):
         self.prog = prog
 
 
+# Whether the command line being run has --json: what argparse prints itself (help, version) is
+# then a JSON document too.
+_as_json: contextvars.ContextVar[bool] = contextvars.ContextVar("profwin_cli_json", default=False)
+
+
 class CliParser(argparse.ArgumentParser):
     """``argparse.ArgumentParser`` whose errors are :class:`UsageError` exceptions instead of
-    ``sys.exit(2)``, so :func:`run_cli` reports them like any error (as JSON under ``--json``).
+    ``sys.exit(2)``, so :func:`run_cli` reports them like any error (as JSON under ``--json``),
+    and whose ``--help`` and ``--version`` output is one JSON document under ``--json``.
     Sub-command parsers inherit the class."""
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, usage=self.format_usage(), prog=self.prog)
+
+    def print_help(self, file: TextIO | None = None) -> None:
+        if _as_json.get() and file in (None, sys.stdout):
+            usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
+            print_json({"prog": self.prog, "usage": usage, "help": self.format_help()})
+            return
+        super().print_help(file)
+
+    def print_message(self, message: str) -> None:
+        """Print ``message`` on stdout, as ``{"prog", "message"}`` under ``--json`` (``--version``)."""
+        self._print_message(message, sys.stdout)
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        if _as_json.get() and message and file in (None, sys.stdout):
+            print_json({"prog": self.prog, "message": message.strip()})
+            return
+        super()._print_message(message, file)
 
 
 def clean_text(text: str) -> str:
@@ -216,6 +241,7 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
     shown_before = warnings.showwarning
     warnings.showwarning = _one_line_warnings(prog)
+    json_mode = _as_json.set(as_json)
     try:
         with _stdout(as_json) as out:
             try:
@@ -246,6 +272,8 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     except Terminated:
         print(f"{prog}: terminated", file=sys.stderr)
         return EXIT_TERMINATED
+    finally:
+        _as_json.reset(json_mode)
 
 
 def _report(exc: BaseException, prog: str, as_json: bool) -> int:
