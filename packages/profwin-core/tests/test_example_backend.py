@@ -137,3 +137,22 @@ def test_damaged_state_is_a_clear_failure(toy_site: Path, engine, capsys: pytest
     assert f"the state file {state} is damaged or not profwin's" in out
     assert engine.session is None
     assert not state.exists()
+
+
+def test_a_state_whose_backend_fields_were_changed_is_refused_by_the_backend(toy_site: Path, engine, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    """Core checks a state's types and directories; the toy backend's ``check_state`` checks the
+    prefix its collect trusts: a prefix that matches every file collects nothing."""
+    out_dir = str(engine.trace_dir)
+    older = engine.trace_dir / "other-1.trace.json"
+    older.write_text("{}")
+    assert run(capsys, "start", "--engine", "toy", "--url", engine.url, "--window", "0:2", "--out", out_dir)[0] == 0
+    (state,) = (engine.trace_dir / ".profwin-state").iterdir()
+    data = json.loads(state.read_text())
+    data["plan"]["request"]["prefix"] = ""
+    data["before"] = {}
+    state.write_text(json.dumps(data))
+    code, out, err = run(capsys, "stop", "--engine", "toy", "--url", engine.url, "--out", out_dir)
+    assert (code, err) == (1, "")
+    assert "plan.request.prefix: must be this session's prefix 'profwin'" in out
+    assert engine.session is None  # its profiler is still stopped
+    assert older.read_text() == "{}"

@@ -58,7 +58,15 @@ class Target:
 
 
 class Engine:
+    """The backend's own check of a state's plan: the file prefix its collect acts on."""
+
     name = "t"
+
+    def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
+        if plan.details.get("prefix") == "bug":
+            raise KeyError("the backend's own bug")
+        if plan.details.get("prefix") != spec.prefix:
+            raise ConfigError(f"must be this session's prefix {spec.prefix!r}", path="details.prefix")
 
 
 def _huge_int() -> None:
@@ -142,7 +150,9 @@ def test_the_state_file_is_written_atomically_and_never_through_a_symlink(tmp_pa
     assert not [p for p in state.parent.iterdir() if p.name.startswith(".")]  # no partial file left
 
 
-@pytest.mark.parametrize("tamper", ["outside", "parent", "deep", "huge", "dev-zero", "fifo", "before-path", "types"])
+@pytest.mark.parametrize(
+    "tamper", ["outside", "parent", "deep", "huge", "dev-zero", "fifo", "before-path", "types", "details", "backend-bug"]
+)
 def test_a_tampered_state_file_is_refused_before_anything_acts_on_it(tmp_path: Path, tamper: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -163,6 +173,11 @@ def test_a_tampered_state_file_is_refused_before_anything_acts_on_it(tmp_path: P
         data["before"] = {"../elsewhere/s-precious.trace.json.gz": 1}
     elif tamper == "types":
         data["before"] = {"x": "1"}
+    elif tamper == "details":  # a prefix matching every file: the backend refuses it
+        data["plan"]["details"]["prefix"] = ""
+        data["before"] = {}
+    elif tamper == "backend-bug":
+        data["plan"]["details"]["prefix"] = "bug"
     state.unlink()
     if tamper == "deep":
         state.write_text("[" * 100_000 + "]" * 100_000)
@@ -180,6 +195,10 @@ def test_a_tampered_state_file_is_refused_before_anything_acts_on_it(tmp_path: P
     assert not result.ok
     assert "is damaged or not profwin's" in result.message, result.message
     assert "stop the engine's profiler by hand" in result.message
+    if tamper == "details":
+        assert "plan.details.prefix: must be this session's prefix 's'" in result.message
+    if tamper == "backend-bug":
+        assert "backend 't' could not check it: failed unexpectedly (KeyError" in result.message
     assert len(result.message) < 1000
     assert "collect http://h:1" not in calls  # nothing collected, trimmed or deleted
     assert precious.read_bytes() == b"data"

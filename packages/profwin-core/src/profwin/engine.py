@@ -197,7 +197,16 @@ class EngineTarget(Protocol):
 
 @runtime_checkable
 class Backend(Protocol):
-    """An engine that owns its profiler and takes the window as arguments (vLLM, SGLang)."""
+    """An engine that owns its profiler and takes the window as arguments (vLLM, SGLang).
+
+    A backend may also define ``check_state(plan: EnginePlan, spec: ProfileSpec) -> None``:
+    ``profwin stop`` reads a plan back from a state file another process wrote (untrusted input),
+    checks its types and output directory, and then hands it to the backend, which must raise a
+    :class:`~profwin.ConfigError` (path relative to the plan: ``details.prefix``) for anything its
+    targets would act on that its ``plan`` could not have produced for ``spec`` (the stop's own
+    spec): a file prefix, an id, a count out of range, an unknown key in ``request`` or
+    ``details``. The state is then refused, and nothing is collected, trimmed or deleted.
+    """
 
     name: str
     default_form: str

@@ -337,7 +337,7 @@ class RemoteSession:
     def _resume(self) -> None:
         """Take over the targets :meth:`save_state` wrote; the others are stopped without collecting."""
         for part in self._parts:
-            part.unknown = _load_state(self._state_file(part), part) or ""
+            part.unknown = _load_state(self._state_file(part), part, self.engine) or ""
 
     def _forget(self) -> None:
         for part in self._parts:
@@ -378,7 +378,7 @@ async def _off_loop(call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
-def _load_state(path: Path, part: _Part) -> str | None:
+def _load_state(path: Path, part: _Part, engine: Backend) -> str | None:
     """Restore one target's part from its state file; ``None``, or why it cannot."""
     if not os.path.lexists(path):
         return (
@@ -388,6 +388,14 @@ def _load_state(path: Path, part: _Part) -> str | None:
     try:
         data = parse_spec_text(read_input(path, limit=MAX_STATE_BYTES, what="state file").decode(), source=str(path))
         plan, before = _checked_state(data, part)
+        check = getattr(engine, "check_state", None)
+        if check is not None:  # the fields only the backend knows the meaning of
+            try:
+                check(plan, part.spec)
+            except ConfigError as exc:
+                raise exc.at("plan") from None
+            except Exception as exc:  # the backend's own bug: refuse the state all the same
+                raise ConfigError(f"backend {engine.name!r} could not check it: {_failure(exc)}", path="plan") from None
     except (ConfigError, UnicodeDecodeError) as exc:
         return f"the state file {path} is damaged or not profwin's ({_excerpt(str(exc))}); stop the engine's profiler by hand"
     part.plan, part.before, part.started = plan, before, True

@@ -96,3 +96,8 @@ class ToyBackend:
         if not isinstance(target, str):
             raise ConfigError(f"toyserve is driven by URL (got {type(target).__name__})", path="target")
         return ToyServer(target, api_key=api_key, timeout=timeout)
+
+    def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
+        """``profwin stop`` read ``plan`` from a state file: collect trusts ``request["prefix"]``."""
+        if plan.request is None or plan.request.get("prefix") != spec.prefix:
+            raise ConfigError(f"must be this session's prefix {spec.prefix!r}", path="request.prefix")
