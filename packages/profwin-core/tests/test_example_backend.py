@@ -139,7 +139,7 @@ def test_damaged_state_is_a_clear_failure(toy_site: Path, engine, capsys: pytest
     assert not state.exists()
 
 
-def test_a_state_whose_backend_fields_were_changed_is_refused_by_the_backend(toy_site: Path, engine, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+def test_changed_backend_fields_are_refused(toy_site: Path, engine, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
     """Core checks a state's types and directories; the toy backend's ``check_state`` checks the
     prefix its collect trusts: a prefix that matches every file collects nothing."""
     out_dir = str(engine.trace_dir)
