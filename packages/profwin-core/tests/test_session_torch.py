@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import subprocess
 import sys
@@ -293,3 +295,28 @@ def test_window_at_step_0_pays_the_first_record_function_before_recording(tmp_pa
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split(maxsplit=1) == ["True", "[0, 1]\n"]
+
+
+def test_every_prefix_of_a_trace_is_refused_and_the_whole_trace_accepted(tmp_path: Path) -> None:
+    """What a failed export leaves is a prefix of the trace (torch's exporter writes through a
+    std::ofstream, which writes nothing after a failed write). Every prefix is refused, also the
+    ones that end like a whole trace (``]]}`` inside an event's args) or inside a string holding
+    brackets and escaped quotes; the whole trace, plain and gzipped, passes."""
+    from profwin.torch_driver import _check_complete
+
+    events = [
+        {"ph": "X", "name": 'aten::mm "q" [x]} {', "ts": 1, "dur": 2, "args": {"Input Dims": [[64, 64], [64]]}},
+        {"ph": "X", "name": "ProfilerStep#2", "ts": 0, "dur": 5, "args": {"Input Dims": [[1]]}},
+    ]
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events, "traceName": "t"}, indent=2).encode()
+    assert b"]]\n" in text or b"]]}" in text.replace(b" ", b"").replace(b"\n", b"")
+    whole = tmp_path / "whole.json"
+    whole.write_bytes(text)
+    _check_complete(whole, whole, gz=False)
+    (tmp_path / "whole.json.gz").write_bytes(gzip.compress(text))
+    _check_complete(tmp_path / "whole.json.gz", whole, gz=True)
+    cut = tmp_path / "cut.json"
+    for end in range(len(text.rstrip())):
+        cut.write_bytes(text[:end])
+        with pytest.raises(ConfigError, match="cut short"):
+            _check_complete(cut, whole, gz=False)

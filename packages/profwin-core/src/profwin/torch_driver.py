@@ -316,6 +316,47 @@ def _export_atomically(prof: Any, final: Path, *, drop_steps_from: int | None) -
 # How a complete Chrome trace ends: the event array closed, then only "key": scalar pairs
 # (Kineto's "traceName"), then the object closed.
 _TRACE_END = re.compile(rb'\]\s*(?:,\s*"[^"\\]*"\s*:\s*(?:"[^"\\]*"|[-+.\w]+)\s*)*\}\s*$')
+# A JSON string (no raw newline can stand in one), whose brackets are text, not structure.
+_JSON_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+# Past this much text without a newline the brackets are no longer counted (the end still is):
+# Kineto writes a line per field, so only a foreign exporter gets here.
+_MAX_LINE = 16 << 20
+
+
+class _Structure:
+    """The brackets of a JSON text outside its strings, counted chunk by chunk in C-level
+    operations (``re.sub``, ``bytes.count``), and its last 4 KiB.
+
+    Why counting is the whole check: Kineto writes through a ``std::ofstream``, which writes
+    nothing more once one write has failed, so a failed export is a *prefix* of the trace — and
+    every proper prefix of a JSON document leaves a bracket open, whatever its last bytes are
+    (a cut right after an event's ``"Input Dims": [[1]]}`` ends like a whole trace).
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.open_string = False
+        self.counted = True
+        self._line = b""
+        self.tail = b""
+
+    def feed(self, chunk: bytes, *, last: bool = False) -> None:
+        self.tail = (self.tail + chunk)[-4096:]
+        if not self.counted:
+            return
+        text = self._line + chunk
+        cut = len(text) if last else text.rfind(b"\n") + 1
+        self._line = text[cut:]
+        if len(self._line) > _MAX_LINE:
+            self.counted = False
+        body = _JSON_STRING.sub(b"", text[:cut])
+        self.depth += body.count(b"{") + body.count(b"[") - body.count(b"}") - body.count(b"]")
+        self.open_string = self.open_string or b'"' in body  # cut inside a string
+
+    def complete(self) -> bool:
+        self.feed(b"", last=True)
+        whole = not self.counted or (self.depth == 0 and not self.open_string)
+        return whole and _TRACE_END.search(self.tail) is not None
 
 
 def _check_complete(tmp: Path, final: Path, *, gz: bool) -> None:
@@ -323,21 +364,18 @@ def _check_complete(tmp: Path, final: Path, *, gz: bool) -> None:
 
     torch's exporter (C++) does not report a failed write: on a full disk or under a file-size
     limit (``RLIMIT_FSIZE``) it leaves a file cut short, and with ``.gz`` it compresses that cut
-    file without complaint. The end of a complete trace is checked instead.
+    file without complaint. The whole text is read back (decompressed, CRC checked) and its
+    structure counted (:class:`_Structure`).
     """
-    tail = b""
+    structure = _Structure()
+    opener: Any = gzip.open if gz else open
     try:
-        if gz:
-            with gzip.open(tmp, "rb") as f:
-                while chunk := f.read(1 << 20):
-                    tail = (tail + chunk)[-4096:]
-        else:
-            with open(tmp, "rb") as f:
-                f.seek(max(0, tmp.stat().st_size - 4096))
-                tail = f.read()
+        with opener(tmp, "rb") as f:
+            while chunk := f.read(1 << 20):
+                structure.feed(chunk)
     except (OSError, EOFError, zlib.error) as exc:
         raise ConfigError(f"cannot write {str(final)!r}: the trace torch wrote cannot be read back ({exc})") from None
-    if not _TRACE_END.search(tail):
+    if not structure.complete():
         raise ConfigError(
             f"cannot write {str(final)!r}: torch wrote a trace cut short (it does not end like a complete trace): "
             "is the disk full, or a file-size limit (ulimit -f) in force?"
