@@ -93,7 +93,7 @@ class CliParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, usage=self.format_usage(), prog=self.prog)
 
-    def print_help(self, file: TextIO | None = None) -> None:
+    def print_help(self, file: Any = None) -> None:
         if _as_json.get() and file in (None, sys.stdout):
             usage = " ".join(self.format_usage().split()).removeprefix("usage: ")
             print_json({"prog": self.prog, "usage": usage, "help": self.format_help()})
