@@ -1,9 +1,15 @@
-"""Suite-wide rule and fixture.
+"""Suite-wide rules and fixture.
 
 The rule: a test may skip only because this machine lacks the hardware it needs. A skip
 elsewhere is a setup bug that hides a test on a clean machine (a tool that is not there, a cache
 that was warm only on a developer's machine), so it fails the run, always, locally and in CI.
 Tests that need a device are marked ``cuda`` or ``npu`` and may skip where there is none.
+
+The grouping: scripts/test.sh runs the suite in parallel workers (pytest-xdist, ``--dist
+loadgroup``). The tests of one integration folder (``integration_tests/vllm/``, ``sglang/``, ...)
+share an engine's servers and cached environment through session and module fixtures, so each
+folder runs whole in one worker, and every other test file whole in one worker; the folders
+that start engines are handed out first, so the longest ones never start last.
 
 The fixture: :func:`stub_server`, the one stdlib HTTP server the tests stand up on 127.0.0.1
 when the other side of a real HTTP exchange is not a real engine (transport behaviour, the
@@ -16,12 +22,33 @@ import json
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
 HARDWARE_MARKERS = ("cuda", "npu")
+ROOT = Path(__file__).resolve().parent
+# The integration folders whose tests start real engines, longest first (measured: docs/performance.md).
+ENGINE_FOLDERS = ("sglang", "vllm", "verl", "ray", "router", "traces", "npu", "memory")
+
+
+def _group(item: pytest.Item) -> tuple[int, str]:
+    """(hand-out rank, xdist group) of a test: its integration folder or its file."""
+    parts = item.path.resolve().relative_to(ROOT).parts
+    if parts[0] == "integration_tests" and len(parts) > 2:
+        rank = ENGINE_FOLDERS.index(parts[1]) if parts[1] in ENGINE_FOLDERS else len(ENGINE_FOLDERS)
+        return rank, f"integration_tests/{parts[1]}"
+    return len(ENGINE_FOLDERS) + 1, "/".join(parts)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups = {id(item): _group(item) for item in items}
+    # A stable sort: within a group the tests keep their order (module fixtures stay warm).
+    items.sort(key=lambda item: groups[id(item)][0])
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[id(item)][1]))
 
 
 def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:
