@@ -5,11 +5,12 @@ elsewhere is a setup bug that hides a test on a clean machine (a tool that is no
 that was warm only on a developer's machine), so it fails the run, always, locally and in CI.
 Tests that need a device are marked ``cuda`` or ``npu`` and may skip where there is none.
 
-The grouping: scripts/test.sh runs the suite in parallel workers (pytest-xdist, ``--dist
-loadgroup``). The tests of one integration folder (``integration_tests/vllm/``, ``sglang/``, ...)
-share an engine's servers and cached environment through session and module fixtures, so each
-folder runs whole in one worker, and every other test file whole in one worker; the folders
-that start engines are handed out first, so the longest ones never start last.
+The grouping: scripts/test.sh runs the suite in parallel workers (pytest-xdist ``-n``). The
+tests of one integration folder (``integration_tests/vllm/``, ``sglang/``, ...) share an engine's
+servers and cached environment through session and module fixtures, so each folder runs whole
+in one worker, and every other test file whole in one worker (:func:`pytest_xdist_make_scheduler`:
+xdist's own ``--dist loadgroup`` does not group under pytest 9); the folders that start engines
+are handed out first, longest first, so the longest ones never start last.
 
 The fixture: :func:`stub_server`, the one stdlib HTTP server the tests stand up on 127.0.0.1
 when the other side of a real HTTP exchange is not a real engine (transport behaviour, the
@@ -22,33 +23,43 @@ import json
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
 HARDWARE_MARKERS = ("cuda", "npu")
-ROOT = Path(__file__).resolve().parent
-# The integration folders whose tests start real engines, longest first (measured: docs/performance.md).
-ENGINE_FOLDERS = ("sglang", "vllm", "verl", "ray", "router", "traces", "npu", "memory")
+# The integration folders whose tests start real engines, longest first (pytest --durations).
+ENGINE_FOLDERS = ("sglang", "verl", "ray", "vllm", "router", "traces", "npu", "memory")
 
 
-def _group(item: pytest.Item) -> tuple[int, str]:
-    """(hand-out rank, xdist group) of a test: its integration folder or its file."""
-    parts = item.path.resolve().relative_to(ROOT).parts
+def _group(nodeid: str) -> tuple[int, str]:
+    """(hand-out rank, group) of a test: its integration folder, or its file."""
+    path = nodeid.split("::", 1)[0]
+    parts = path.split("/")
     if parts[0] == "integration_tests" and len(parts) > 2:
         rank = ENGINE_FOLDERS.index(parts[1]) if parts[1] in ENGINE_FOLDERS else len(ENGINE_FOLDERS)
-        return rank, f"integration_tests/{parts[1]}"
-    return len(ENGINE_FOLDERS) + 1, "/".join(parts)
+        return rank, "/".join(parts[:2])
+    return len(ENGINE_FOLDERS) + 1, path
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    groups = {id(item): _group(item) for item in items}
     # A stable sort: within a group the tests keep their order (module fixtures stay warm).
-    items.sort(key=lambda item: groups[id(item)][0])
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[id(item)][1]))
+    items.sort(key=lambda item: _group(item.nodeid)[0])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``pytest -n N``: a group (:func:`_group`) is one unit of work, handed out in the
+    collection's order (engine folders first), never split between workers."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)[1]
+
+    config.option.loadscopereorder = False  # keep the collection's order, not largest first
+    return ByGroup(config, log)
 
 
 def _reason(report: pytest.TestReport | pytest.CollectReport) -> str:

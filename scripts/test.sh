@@ -35,5 +35,7 @@ if grep -E 'WARNING|ERROR' "$docs_log" >&2; then
 fi
 echo "== pytest" >&2
 # Hardware-only tests (cuda, npu) skip themselves elsewhere; pytest's exit code 5 (no tests
-# collected) fails this script like any other failure.
-uv run --no-sync pytest "$@"
+# collected) fails this script like any other failure. One worker per core (pytest-xdist): an
+# engine folder's tests run together in one worker (the root conftest.py's scheduler), so the
+# engines of different folders start and wait concurrently.
+uv run --no-sync pytest -n auto "$@"
