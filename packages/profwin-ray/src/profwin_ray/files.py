@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from attrs import frozen
 
-from profwin.plugin import Summary, TraceError, Window, atomic_path, summarize, trace_files
+from profwin.plugin import Summary, TraceError, TraceFacts, Window, atomic_path, summarize, trace_facts, trace_files
 
 __all__ = [
     "MANIFEST",
@@ -133,11 +133,11 @@ def read_chunk(file: NodeFile, offset: int, size: int) -> bytes:
         return f.read(size)
 
 
-def resolve_traces(paths: Sequence[str]) -> list[tuple[int, str, int, int, bool]]:
+def resolve_traces(paths: Sequence[str]) -> list[tuple[int, int, bool, TraceFacts]]:
     """The trace files ``paths`` name on this node, as ``profwin summarize`` reads them (files as
-    given, folders expanded; ``~`` and ``$VAR`` expanded here): ``(index of the path given, file,
-    size, mtime_ns, found in a folder)``. Paths this node does not have are left out. Runs on the
-    node."""
+    given, folders expanded; ``~`` and ``$VAR`` expanded here): ``(index of the path given, size,
+    found in a folder, what choosing a session needs of it)``, the facts' path being the file's
+    on this node. Paths this node does not have are left out. Runs on the node."""
     found = []
     for i, given in enumerate(on_node(p) for p in paths):
         if not os.path.exists(given):
@@ -148,10 +148,10 @@ def resolve_traces(paths: Sequence[str]) -> list[tuple[int, str, int, int, bool]
             continue  # a folder without traces here; another node may have them
         for file in files:
             try:
-                info = os.stat(file)
+                size = os.stat(file).st_size
             except OSError:
                 continue
-            found.append((i, str(file), info.st_size, info.st_mtime_ns, os.path.isdir(given)))
+            found.append((i, size, os.path.isdir(given), trace_facts(file)))
     return found
 
 
@@ -182,8 +182,12 @@ class Receiver:
 
     def write_all(self, chunks: Iterable[bytes]) -> None:
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.final) as tmp, open(tmp, "wb") as out:
-            self._write(chunks, out)
+        with atomic_path(self.final) as tmp:
+            with open(tmp, "wb") as out:
+                self._write(chunks, out)
+            # The node's file time, as `cp -p` keeps it: "each rank's newest session" is then the
+            # same choice on the collected files as on the nodes.
+            os.utime(tmp, ns=(self.expected.mtime_ns, self.expected.mtime_ns))
 
     def _write(self, chunks: Iterable[bytes], out: IO[bytes]) -> None:
         for chunk in chunks:
