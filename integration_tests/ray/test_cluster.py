@@ -186,3 +186,4 @@ def test_scale_out_bench_smoke(ray_python: Path) -> None:
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["nodes"] for r in rows] == [1, 2]
     assert all(0 < r["b_bytes"] < r["a_bytes"] for r in rows)  # only summaries travel in (b)
+    assert [len(r["b_node_cpu_s"]) for r in rows] == [1, 2]  # every node's share of the work, measured there

@@ -19,6 +19,7 @@ from profwin_ray.files import (
     read_chunk,
     resolve_traces,
     save_manifest,
+    summarize_one,
 )
 
 
@@ -95,3 +96,14 @@ def test_a_second_run_skips_only_the_same_content(tmp_path: Path) -> None:
     os.utime(final, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
     assert not already_collected(final, "node/sub/b.json.gz", file, manifest)
     assert not already_collected(dest / "node" / "missing", "k", file, manifest)
+
+
+def test_a_summary_on_the_node_says_what_it_cost_there(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}')
+    status, reason, cpu_s = summarize_one(str(tmp_path / "t.json"), None, 20, None)
+    assert (status, reason) == ("no steps", reason)
+    assert reason.startswith("no step markers")
+    assert isinstance(cpu_s, float)
+    assert cpu_s >= 0.0
+    status, _, _ = summarize_one(str(tmp_path / "missing.json"), None, 20, None)
+    assert status == "error"

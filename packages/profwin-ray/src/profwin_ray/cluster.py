@@ -338,10 +338,14 @@ def collect(
 
 @frozen
 class Travelled:
-    """What an in-place summary moved over the network: the summaries' pickled bytes."""
+    """What an in-place summary moved over the network (the answers' pickled bytes), and the work
+    it left on each node: the CPU seconds of that node's summaries, measured there. Nodes do their
+    share side by side, so on separate machines the summaries take about the largest share, not
+    the sum (``benchmarks/scale_out_bench.py`` prints both)."""
 
     files: int
     bytes: int
+    node_cpu_s: dict[str, float] = field(factory=dict)
 
 
 def summarize(
@@ -389,9 +393,12 @@ def summarize(
     refs = [_on(ray, node_id, node.summarize_one).remote(f.path, window, top, first_step) for _, f, _, node_id in found]
     answers = ray.get(refs)
     if travelled is not None:
-        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers)))
+        cpu: dict[str, float] = {}
+        for (_, _, name, _), answer in zip(found, answers, strict=True):
+            cpu[name] = cpu.get(name, 0.0) + answer[2]
+        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers), cpu))
     summaries: list[Summary] = []
-    for (_, facts, name, _), (status, value) in zip(found, answers, strict=True):
+    for (_, facts, name, _), (status, value, _) in zip(found, answers, strict=True):
         if status == "error":
             raise TraceError(f"{name}:{facts.path}", value)
         if status == "ok":
@@ -399,7 +406,7 @@ def summarize(
         else:  # as summarize_ranks says it for a file without steps
             notes.append(f"{os.path.basename(facts.path)}: no step markers; left out")
     if one:
-        (status, value), (_, facts, name, _) = answers[0], found[0]
+        (status, value, _), (_, facts, name, _) = answers[0], found[0]
         if status == "no steps":  # one trace, as ``profwin summarize FILE`` says it
             raise TraceError(f"{name}:{facts.path}", value)
         return value  # type: ignore[no-any-return]

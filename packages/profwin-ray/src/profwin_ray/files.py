@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import stat
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -155,15 +156,18 @@ def resolve_traces(paths: Sequence[str]) -> list[tuple[int, int, bool, TraceFact
     return found
 
 
-def summarize_one(path: str, window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any]:
-    """``profwin summarize`` of one trace, where it lies: ``("ok", Summary)``, ``("no steps",
-    reason)`` (a trace without step markers) or ``("error", reason)``. Errors travel as text:
+def summarize_one(path: str, window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any, float]:
+    """``profwin summarize`` of one trace, where it lies: ``("ok", Summary, cpu_s)``, ``("no steps",
+    reason, cpu_s)`` (a trace without step markers) or ``("error", reason, cpu_s)``; ``cpu_s``: the
+    CPU seconds the summary took on the node (this thread's). Errors travel as text:
     :class:`TraceError` does not pickle. Runs on the node."""
+    began = time.thread_time()
     try:
         summary: Summary = summarize(path, window=window, top=top, first_step=first_step)
     except TraceError as exc:
-        return ("no steps" if exc.reason.startswith("no step markers") else "error"), exc.reason
-    return "ok", summary
+        status = "no steps" if exc.reason.startswith("no step markers") else "error"
+        return status, exc.reason, time.thread_time() - began
+    return "ok", summary, time.thread_time() - began
 
 
 # -- the caller's side ---------------------------------------------------------------------
