@@ -14,9 +14,7 @@ Heavy (two engines on this machine's two cores): a tiny random model, 8 tokens p
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +27,7 @@ import profwin
 from profwin.http import request
 from profwin.traces import summarize
 
-from ..conftest import built_python
+from ..conftest import built_python, end_process_group
 from .conftest import API_KEY, ENGINE_VERSION, REPO, Server, free_port
 from .test_server import DECODE, PREFILL, PROMPT, step_names
 
@@ -107,13 +105,7 @@ class Router:
         assert reply.data["usage"]["completion_tokens"] == TOKENS
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=20)
+        end_process_group(self.proc)
 
 
 @pytest.fixture(scope="module")
