@@ -159,7 +159,7 @@ def main() -> None:
         cases = {
             "newest": [],
             "one": ["--session", head_older],
-            "prefix": ["--session", head_older[:-3]],
+            "prefix": ["--session", head_older[:-2]],
             "nope": ["--session", "nope"],
         }
         sessions: dict[str, Any] = {"collected_ok": collected_sessions.ok, "older": sorted(older)}

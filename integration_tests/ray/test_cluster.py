@@ -99,7 +99,7 @@ def test_summarize_in_place_chooses_the_session_as_summarize_does_locally(report
     nope = sessions["nope"]
     assert (nope["in_place_code"], nope["local_code"]) == (2, 2)
     assert nope["in_place"]["path"] == "session"
-    assert nope["in_place"]["error"].startswith("'nope' matches no session; the traces hold: ")
+    assert nope["in_place"]["error"].startswith("session: 'nope' matches no session; the traces hold: ")
     one = sessions["file"]
     assert (one["in_place_code"], one["local_code"]) == (0, 0)
     assert [s["number"] for s in one["in_place"]["steps"]] == [2, 3, 4, 5]  # one trace: its own summary
