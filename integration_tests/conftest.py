@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +23,19 @@ def built_python(script: Path, *args: str, label: str, python: Path | None = Non
         pytest.fail(f"the {label} environment could not be built ({script.name} exit {proc.returncode}):\n{proc.stderr[-3000:]}")
     print(f"{label} environment ready in {time.monotonic() - started:.0f} s: {found}", file=sys.stderr)
     return found
+
+
+def end_process_group(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    """SIGTERM to the process group ``proc`` leads (started with ``start_new_session=True``), then
+    SIGKILL if it is still there after ``timeout`` seconds."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=timeout)
 
 
 def workspace_members() -> dict[str, Path]:

@@ -40,13 +40,21 @@ else:  # mypy brings tomli on 3.10
 pytestmark = [pytest.mark.wheels, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-# The workspace's members, as release.yml builds them.
-PACKAGES = {name: tomllib.loads((path / "pyproject.toml").read_text())["project"] for name, path in workspace_members().items()}
+MEMBERS = workspace_members()
+# Outside the uv workspace: profwin-ray, a path source (uv would sync its ray into the dev env).
+OUTSIDE = {p.parent.name: p.parent for p in sorted(ROOT.glob("packages/*/pyproject.toml")) if p.parent.name not in MEMBERS}
+# Every distribution, as release.yml builds them (by folder).
+PACKAGES = {
+    name: tomllib.loads((path / "pyproject.toml").read_text())["project"] for name, path in {**MEMBERS, **OUTSIDE}.items()
+}
 UMBRELLA = "profwin"
 CORE = "profwin-core"
-PLUGINS = sorted(name for name in PACKAGES if name not in (UMBRELLA, CORE))
+RAY = "profwin-ray"
+PLUGINS = sorted(name for name in MEMBERS if name not in (UMBRELLA, CORE))  # the light ones, in profwin[all]
 ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
-LISTED_GROUPS = ("profwin.backends", "profwin.profilers")  # what `profwin plugins` lists
+LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.clusters")  # what `profwin plugins` lists
+# The cached Ray environment's ray (integration_tests/ray/build_env.sh), so uv's cache holds it.
+RAY_VERSION = "2.60.0"
 
 
 def _norm(name: str) -> str:
@@ -72,7 +80,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     builds = {
         name: subprocess.Popen(
-            ["uv", "build", "--quiet", "--package", name, "--no-sources", "--out-dir", str(out / name)],
+            ["uv", "build", "--quiet", str(ROOT / "packages" / name), "--no-sources", "--out-dir", str(out / name)],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -125,6 +133,8 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     hard = [r for r in requires if "extra ==" not in r]
     # A trainer that pins its engine must be able to install profwin next to it.
     assert not {_requirement_name(r) for r in hard} & ENGINE_DISTS, hard
+    # ray is profwin-ray's own dependency and nobody else's (profwin[ray] goes through profwin-ray).
+    assert ("ray" in {_requirement_name(r) for r in requires}) == (name == RAY), requires
     for req in hard:
         if _requirement_name(req).startswith("profwin"):
             assert "==" not in req, f"{name}: {req!r} pins a sibling; use a compatible range"
@@ -135,7 +145,7 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
         assert code == [], f"the umbrella must ship no code, has {code}"
         extras = set(meta.get_all("Provides-Extra") or [])
         assert extras == {"vllm", "sglang", "npu", "memory", "verl", "ray", "plot", "fast", "all"}
-        for extra in ("vllm", "sglang", "npu", "memory", "verl"):
+        for extra in ("vllm", "sglang", "npu", "memory", "verl", "ray"):
             assert any(r.startswith(f"profwin-{extra}") and f"extra == '{extra}'" in r for r in requires), extra
     else:
         assert code == [_import_name(name) if name != CORE else "profwin"]
@@ -146,6 +156,8 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     if name in PLUGINS:
         assert any(_requirement_name(r) == CORE for r in hard), f"{name} must require {CORE}"
         assert "engine" in (meta.get_all("Provides-Extra") or []), f"{name}: the engine must be the extra 'engine'"
+    if name == RAY:  # no engine extra: ray is what it is for
+        assert sorted(_requirement_name(r) for r in hard) == [CORE, "ray"], hard
 
     with tarfile.open(sdist) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
@@ -206,12 +218,27 @@ class Venv:
         pin = _torch_pin()
         self.constraints.write_text(f"torch=={pin}\n" if pin else "")
 
-    def install(self, *requirements: str) -> None:
+    def install(self, *requirements: str, uv: bool = False) -> None:
+        """pip, as users install; ``uv``: uv's pip, which links what uv's cache holds (ray's
+        wheel is hundreds of MB unpacked: the cached Ray environment's build put it there)."""
         links = [arg for link in (str(self.dist), *_configured_find_links()) for arg in ("--find-links", link)]
+        if uv:
+            installer = ["uv", "pip", "install", "--quiet", "--python", str(self.python)]
+            env = {**self.env, "UV_NO_CONFIG": "1"}
+        else:
+            installer = [
+                *_pip(),
+                "--python",
+                str(self.python),
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--disable-pip-version-check",
+            ]
+            env = self.env
         result = subprocess.run(
-            [*_pip(), "--python", str(self.python), "install", "--quiet", "--no-compile", "--disable-pip-version-check",
-             *links, "--constraint", str(self.constraints), *requirements],
-            capture_output=True, text=True, env=self.env, cwd=self.path,
+            [*installer, *links, "--constraint", str(self.constraints), *requirements],
+            capture_output=True, text=True, env=env, cwd=self.path,
         )  # fmt: skip
         assert result.returncode == 0, f"pip install {' '.join(requirements)} failed:\n{result.stdout}\n{result.stderr}"
 
@@ -461,3 +488,44 @@ def test_profwin_verl_from_its_wheel_is_found_through_its_entry_point_next_to_ve
             [str(verl_venv.python), "-c", _AUTOPATCHED], capture_output=True, text=True, env=env, cwd=verl_venv.path
         )
         assert done.stdout.strip() == "True", f"{module}:\n{done.stdout}\n{done.stderr[-3000:]}"
+
+
+# -- profwin-ray and ray -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ray_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """profwin-ray alone from its wheel, with the real ray (uv links it from its cache: no download
+    once the cached Ray environment was built, and ray is installed once for both tests below)."""
+    # Waits for the cached Ray environment's build (scripts/test.sh starts it in the background):
+    # its `uv pip install ray` is what put ray in uv's cache.
+    built_python(ROOT / "integration_tests" / "ray" / "build_env.sh", label=f"Ray {RAY_VERSION}")
+    venv = Venv(tmp_path_factory.mktemp("venv-ray") / "venv", dist)
+    with venv.constraints.open("a") as f:
+        f.write(f"ray=={RAY_VERSION}\n")
+    venv.install(f"{RAY}=={PACKAGES[RAY]['version']}", uv=True)
+    return venv
+
+
+def test_profwin_ray_from_its_wheel_is_found_through_its_entry_point(ray_venv: Venv) -> None:
+    versions = ray_venv.distributions()
+    assert {d for d in versions if d.startswith("profwin")} == {CORE, RAY}
+    assert versions["ray"] == RAY_VERSION
+    assert "torch" not in versions
+    plugins = ray_venv.plugins()
+    _assert_listed(plugins, _declared_plugins(CORE, RAY), versions)
+    assert (plugins["ray"]["group"], plugins["ray"]["status"]) == ("profwin.clusters", "ok"), plugins["ray"]
+    report = _assert_no_undeclared_imports(ray_venv, RAY)
+    assert report["failures"] == {}, report
+    code = "import ray; from profwin.plugin import cluster; c = cluster('ray'); print(type(c).__module__, ray.__version__)"
+    assert ray_venv.run(str(ray_venv.python), "-I", "-c", code).split() == ["profwin_ray", RAY_VERSION]
+
+
+def test_the_umbrellas_ray_extra_is_profwin_ray(ray_venv: Venv) -> None:
+    """``profwin[ray]`` by pip into the venv above: it resolves to the profwin-ray there (and so to
+    ray), installs no other plugin, and ray stays the one installed."""
+    ray_venv.install(f"profwin[ray]=={PACKAGES[UMBRELLA]['version']}")
+    versions = ray_venv.distributions()
+    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, RAY}
+    assert versions["ray"] == RAY_VERSION
+    assert ray_venv.plugins()["ray"]["status"] == "ok"

@@ -168,7 +168,8 @@ def test_release_builds_the_tagged_package_without_sources() -> None:
     assert release["on"] == {"push": {"tags": ["*==*"]}}
     build_runs = [step.get("run", "") for step in release["jobs"]["build"]["steps"]]
     assert any("check_tag.py" in r for r in build_runs)
-    assert any('uv build --package "$PACKAGE" --no-sources' in r for r in build_runs)
+    # By the folder check_tag.py names: profwin-ray is outside the workspace, `--package` misses it.
+    assert any('uv build "$DIRECTORY" --no-sources' in r for r in build_runs)
     assert any("smoke_test.py" in r for r in build_runs)
     assert release["jobs"]["publish"]["needs"] == "build"
 
@@ -197,8 +198,9 @@ def _script(workspace: Path, name: str, *args: str) -> subprocess.CompletedProce
     )  # fmt: skip
 
 
-def test_bump_then_tag_check_then_notes(workspace: Path) -> None:
-    package = "profwin-vllm"
+# profwin-ray: outside the uv workspace (a path source), which `uv version --package` cannot name.
+@pytest.mark.parametrize("package", ["profwin-vllm", "profwin-ray"])
+def test_bump_then_tag_check_then_notes(workspace: Path, package: str) -> None:
     directory = workspace / "packages" / package
     before = tomllib.loads((directory / "pyproject.toml").read_text())["project"]["version"]
     major, minor, _ = (int(x) for x in before.split(".")[:3])
@@ -216,6 +218,7 @@ def test_bump_then_tag_check_then_notes(workspace: Path) -> None:
     assert tomllib.loads((directory / "pyproject.toml").read_text())["project"]["version"] == expected
     lock = tomllib.loads((workspace / "uv.lock").read_text())
     assert {p["name"]: p.get("version") for p in lock["package"]}[package] == expected
+    assert not (directory / "uv.lock").exists(), "the root's lock is the one lock"
     text = changelog.read_text()
     assert text.index("## Unreleased") < text.index(f"## {expected} — 2030-01-02")
 

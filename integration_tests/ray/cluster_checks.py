@@ -141,6 +141,50 @@ def main() -> None:
             "trace_bytes": first.bytes_moved,
         }
 
+        # 3c. two profiling sessions per node in one folder: the session choice, in place and on
+        # the collected files. The newer session (by file time) is recorded second but its trace
+        # name sorts first, so the copies are written in the other order: the collected files
+        # must keep the nodes' file times for "each rank's newest" to choose the same.
+        for n in names:
+            ray.get(engines[n].record.remote("2:6", 8, sub="sessions"))
+            ray.get(engines[n].record.remote("1:4", 8, sub="sessions"))
+        report["session_ids"] = {n: ray.get(engines[n].sessions.remote("sessions")) for n in names}
+        watching = True
+        collected_sessions = profwin_ray.collect("$PROFWIN_NODE_DIR/sessions/*", WORK / "sessions")
+        watching = False
+        files = sorted(str(p) for p in (WORK / "sessions").glob("*/*") if not p.name.startswith("."))
+        older = {ids[name] for ids in report["session_ids"].values() for name in ids if "w2-6" in name}
+        head_older = next(i for name, i in report["session_ids"]["head"].items() if "w2-6" in name)
+        head_file = next(name for name in report["session_ids"]["head"] if "w2-6" in name)
+        cases = {
+            "newest": [],
+            "one": ["--session", head_older],
+            "prefix": ["--session", head_older[:-2]],
+            "nope": ["--session", "nope"],
+        }
+        sessions: dict[str, Any] = {"collected_ok": collected_sessions.ok, "older": sorted(older)}
+        for case, extra in cases.items():
+            watching = True
+            code, in_place = cli("summarize", "--ray", cluster.address, "$PROFWIN_NODE_DIR/sessions", *extra, "--json")
+            watching = False
+            local_code, local = cli("summarize", *files, *extra, "--json")
+            sessions[case] = {
+                "in_place_code": code, "local_code": local_code, "equal": normalized(in_place) == normalized(local),
+                "in_place": normalized(in_place),
+            }  # fmt: skip
+        for case, extra in {"file": ["--session", head_older], "file_nope": ["--session", "nope"]}.items():
+            one = f"$PROFWIN_NODE_DIR/sessions/{head_file}"  # on the head node only
+            watching = True
+            code, in_place = cli("summarize", "--ray", cluster.address, one, *extra, "--json")
+            watching = False
+            local_file = str(WORK / "sessions" / label["head"] / head_file)
+            local_code, local = cli("summarize", local_file, *extra, "--json")
+            sessions[case] = {
+                "in_place_code": code, "local_code": local_code, "equal": normalized(in_place) == normalized(local),
+                "in_place": normalized(in_place),
+            }  # fmt: skip
+        report["sessions"] = sessions
+
         # 3b. a worker on n1 delivers its trace to the head node (where this driver runs)
         (n1_trace,) = report["traces"]["n1"]
         delivered = ray.get(engines["n1"].deliver.remote(n1_trace, str(WORK / "delivered")))

@@ -81,6 +81,12 @@ class Engine:
         finally:
             del os.environ["PROFWIN_VERL_DELIVER"]
 
+    def sessions(self, sub: str) -> dict[str, str | None]:
+        """Each trace in this node's ``sub`` folder and the session id its provenance names."""
+        from profwin.traces import trace_facts
+
+        return {p.name: trace_facts(p).session for p in sorted((self.dir / sub).glob("*.json*"))}
+
     def where(self) -> str:
         return str(self.dir)
 

@@ -73,6 +73,39 @@ def test_summarize_in_place_equals_summarizing_the_collected_files(report: dict[
     assert summary["summary_bytes"] < summary["trace_bytes"]
 
 
+def test_summarize_in_place_chooses_the_session_as_summarize_does_locally(report: dict[str, Any]) -> None:
+    """Two sessions per node in one folder (2:6 recorded first, then 1:4): with ``--ray`` the
+    same choice as ``profwin summarize`` of the collected files: each rank's newest by default,
+    said so; ``--session ID`` or a prefix; an unknown id the same error."""
+    sessions = report["sessions"]
+    assert sessions["collected_ok"]
+    for case in ("newest", "one", "prefix", "nope", "file", "file_nope"):
+        assert sessions[case]["equal"], (case, sessions[case])
+    newest = sessions["newest"]
+    assert (newest["in_place_code"], newest["local_code"]) == (0, 0)
+    assert [(r["rank"], r["steps"]) for r in newest["in_place"]["ranks"]] == [(0, 3), (1, 3), (2, 3)]  # the 1:4 sessions
+    (note,) = [n for n in newest["in_place"]["notes"] if "several profiling sessions" in n]
+    newer = sorted({i for ids in report["session_ids"].values() for name, i in ids.items() if "w1-4" in name})
+    assert note == (
+        "up to 2 traces per rank here (several profiling sessions); summarizing each rank's newest "
+        f"(session {', '.join(newer)}); choose another with --session ID"
+    )
+    head_older = next(i for name, i in report["session_ids"]["head"].items() if "w2-6" in name)
+    for case in ("one", "prefix"):
+        chosen = sessions[case]
+        assert (chosen["in_place_code"], chosen["local_code"]) == (0, 0)
+        assert [(r["rank"], r["steps"]) for r in chosen["in_place"]["ranks"]] == [(0, 4)]  # head's 2:6 session only
+        assert f"session {head_older}: 1 of 6 traces" in chosen["in_place"]["notes"]
+    nope = sessions["nope"]
+    assert (nope["in_place_code"], nope["local_code"]) == (2, 2)
+    assert nope["in_place"]["path"] == "session"
+    assert nope["in_place"]["error"].startswith("session: 'nope' matches no session; the traces hold: ")
+    one = sessions["file"]
+    assert (one["in_place_code"], one["local_code"]) == (0, 0)
+    assert [s["number"] for s in one["in_place"]["steps"]] == [2, 3, 4, 5]  # one trace: its own summary
+    assert (sessions["file_nope"]["in_place_code"], sessions["file_nope"]["local_code"]) == (2, 2)
+
+
 def test_a_file_removed_mid_copy_fails_that_node_only(report: dict[str, Any]) -> None:
     removed = report["removed"]
     nodes = _by_node(removed)
@@ -153,3 +186,4 @@ def test_scale_out_bench_smoke(ray_python: Path) -> None:
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["nodes"] for r in rows] == [1, 2]
     assert all(0 < r["b_bytes"] < r["a_bytes"] for r in rows)  # only summaries travel in (b)
+    assert [len(r["b_node_cpu_s"]) for r in rows] == [1, 2]  # every node's share of the work, measured there

@@ -3,8 +3,9 @@
 
 The workers behind them here are stand-ins (a fake, declared: an HTTP server answering 200 with
 a small JSON body to every path, enough for the routers' start-up and health checks); what is
-tested is the routers' own answer. Real SGLang servers behind the real router are in
-integration_tests/sglang/test_router.py.
+tested is the routers' own answer. Real SGLang servers behind the real sglang-router are in
+integration_tests/sglang/test_router.py, real vLLM servers behind the real vllm-router in
+integration_tests/vllm/test_router.py.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 
 1. refuses if the package's CHANGELOG.md has nothing under ``## Unreleased``;
 2. runs ``uv version --package NAME --bump PART --no-sync`` (or sets an explicit version), which
-   rewrites the package's pyproject.toml and uv.lock and leaves .venv alone;
+   rewrites the package's pyproject.toml and uv.lock and leaves .venv alone; for a package outside
+   the workspace (profwin-ray) ``uv version --project DIR ... --frozen``, then ``uv lock``;
 3. renames the ``## Unreleased`` section to ``## VERSION — DATE`` and opens a new, empty one;
 4. for profwin-core, lists the packages whose ``profwin-core`` range excludes the new version;
 5. prints the commit, tag and push commands (docs/releasing.md).
@@ -15,10 +16,9 @@ from __future__ import annotations
 import argparse
 import datetime
 import re
-import subprocess
 import sys
 
-from _workspace import ROOT, UNRELEASED, project, projects
+from _workspace import ROOT, UNRELEASED, current_version, project, projects, set_version
 
 BUMPS = ("major", "minor", "patch", "stable", "alpha", "beta", "rc", "post", "dev")
 CORE = "profwin-core"
@@ -62,11 +62,8 @@ def main() -> int:
     stamp(changelog.read_text(), "check", args.date)  # fail before touching anything
 
     how = ["--bump", args.bump] if args.bump in BUMPS else [args.bump]
-    subprocess.run(["uv", "version", "--package", args.package, *how, "--no-sync"], cwd=ROOT, check=True)
-    version = subprocess.run(
-        ["uv", "version", "--package", args.package, "--short", "--frozen"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    set_version(args.package, how)
+    version = current_version(args.package)
     changelog.write_text(stamp(changelog.read_text(), version, args.date))
 
     if args.package == CORE:

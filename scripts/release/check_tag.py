@@ -4,16 +4,17 @@
 
 Prints ``package=``, ``version=`` and ``directory=`` lines. Fails (exit 1, reason on stderr) when
 the tag is malformed, names no distribution of the workspace, differs from
-``uv version --package NAME --short``, or the package's CHANGELOG.md has no section for it.
+``uv version --package NAME --short`` (``--project DIR`` for a package outside the workspace,
+profwin-ray), or the package's CHANGELOG.md has no section for it. release.yml builds
+``directory``, which works for both.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
-from _workspace import ROOT, changelog_section, project
+from _workspace import ROOT, changelog_section, current_version, project
 
 TAG = re.compile(r"^(?P<name>[a-z0-9][a-z0-9-]*)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 
@@ -29,10 +30,7 @@ def main() -> int:
         return 1
     name, version = match["name"], match["version"]
     directory, _ = project(name)
-    current = subprocess.run(
-        ["uv", "version", "--package", name, "--short", "--frozen"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    current = current_version(name)
     if current != version:
         print(f"tag {tag} does not match {name}'s version {current} in {directory}/pyproject.toml", file=sys.stderr)
         return 1

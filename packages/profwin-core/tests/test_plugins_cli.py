@@ -18,6 +18,7 @@ import pytest
 import profwin
 from profwin import PluginError, Window
 from profwin.cli import main
+from profwin.plugin import cluster
 
 FAKE_BACKEND = """
 from profwin.plugin import EnginePlan, PluginSpec
@@ -48,6 +49,27 @@ oldapi = fakeplug_old:PLUGIN
 
 [profwin.profilers]
 needy = fakeplug_needy:PLUGIN
+
+[profwin.clusters]
+swarm = fakeplug_swarm:CLUSTER
+lonely = fakeplug_swarm:LONELY
+notacluster = fakeplug_swarm:NOT_ONE
+"""
+
+FAKE_CLUSTER = """
+class Swarm:
+    summary = "test cluster"
+    def __init__(self, requires=()):
+        self.requires = requires
+        self.install_hint = "fakeplug[swarm]"
+    def collect(self, pattern, dest, **kw): ...
+    def summarize(self, paths, **kw): ...
+    def deliver(self, paths, dest): ...
+
+
+CLUSTER = Swarm()
+LONELY = Swarm(requires=("no_such_module_xyz",))
+NOT_ONE = object()
 """
 
 
@@ -59,6 +81,7 @@ def fake_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 1.2.3\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS)
     (site / "fakeplug_echo.py").write_text(FAKE_BACKEND)
+    (site / "fakeplug_swarm.py").write_text(FAKE_CLUSTER)
     (site / "fakeplug_broken.py").write_text("raise RuntimeError('this plugin is broken on purpose')\n")
     (site / "fakeplug_needy.py").write_text(
         "from profwin.plugin import PluginSpec\n"
@@ -90,6 +113,19 @@ def test_broken_and_needy_plugins_are_reported_without_hiding_others(fake_site: 
     assert infos["notaspec"].status == "failed"
     assert "not a profwin PluginSpec" in infos["notaspec"].detail
     assert infos["torch"].distribution == "profwin-core"  # core's own driver is still listed
+
+
+def test_cluster_plugins_are_listed_with_what_they_need(fake_site: Path) -> None:
+    infos = by_name()
+    swarm = infos["swarm"]
+    assert (swarm.group, swarm.status, swarm.distribution) == ("profwin.clusters", "ok", "fakeplug")
+    assert swarm.to_dict()["summary"] == "test cluster"
+    assert (infos["lonely"].status, infos["lonely"].detail) == (
+        "missing dependency", "needs no_such_module_xyz; install fakeplug[swarm]"
+    )  # fmt: skip
+    assert infos["notacluster"].status == "failed"
+    assert infos["notacluster"].detail == "fakeplug_swarm:NOT_ONE is a object, not a profwin Cluster"
+    assert cluster("swarm").summary == "test cluster"  # what --ray loads
 
 
 def test_loading_plugins(fake_site: Path) -> None:

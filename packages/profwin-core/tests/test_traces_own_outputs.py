@@ -196,6 +196,41 @@ def test_a_folder_with_two_sessions_of_one_rank(tmp_path: Path, capsys: pytest.C
     assert "session: 'nope' matches no session; the traces hold: " in capsys.readouterr().err
 
 
+def test_one_trace_is_summarized_only_for_its_own_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--steps", "6", "--window", "1:4", "--quiet", "--out", str(tmp_path)]) == 0
+    (trace,) = tmp_path.glob("*.pt.trace.json.gz")
+    own = load(trace)["profwin"]["session"]
+    capsys.readouterr()
+    assert main(["summarize", str(trace), "--session", own[:10], "--json"]) == 0
+    assert [s["number"] for s in json.loads(capsys.readouterr().out)["steps"]] == [1, 2, 3]
+    assert main(["summarize", str(trace), "--session", "nope"]) == 2
+    assert capsys.readouterr().err == f"profwin: error: session: 'nope' matches no session; the traces hold: {own}\n"
+
+
+def test_the_session_choice_is_made_on_facts_alone() -> None:
+    """What profwin-ray sends from the nodes (:class:`TraceFacts`) is all the choice needs."""
+    from profwin.traces import TraceFacts, choose_session
+
+    facts = [
+        TraceFacts("n0/a", rank=0, session="s1-a", mtime_ns=1),
+        TraceFacts("n0/b", rank=0, session="s2-b", mtime_ns=5),
+        TraceFacts("n1/c", rank=1, session="s2-c", mtime_ns=4),
+        TraceFacts("n1/d", rank=1, session="s1-d", mtime_ns=2),
+    ]
+    chosen, notes = choose_session(facts)
+    assert [f.path for f in chosen] == ["n0/b", "n1/c"]  # each rank's newest, in the order given
+    assert notes == [
+        "up to 2 traces per rank here (several profiling sessions); summarizing each rank's newest "
+        "(session s2-b, s2-c); choose another with --session ID"
+    ]
+    chosen, notes = choose_session(facts, "s1")
+    assert [f.path for f in chosen] == ["n0/a", "n1/d"]
+    assert notes == ["session s1-a, s1-d: 2 of 4 traces"]
+    assert choose_session(facts[:1] + facts[2:3]) == (facts[:1] + facts[2:3], [])  # no choice to make
+    copies = [TraceFacts("x", rank=0, session=None, mtime_ns=1), TraceFacts("y", rank=0, session=None, mtime_ns=2)]
+    assert choose_session(copies) == (copies, [])  # not told apart: summarizing says rank 0 twice
+
+
 def test_yaml_base60_window_is_explained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("yaml")
     spec = tmp_path / "spec.yaml"

@@ -19,6 +19,7 @@ from profwin_ray.files import (
     read_chunk,
     resolve_traces,
     save_manifest,
+    summarize_one,
 )
 
 
@@ -43,7 +44,9 @@ def test_variables_and_home_are_expanded_on_the_node(tmp_path: Path, monkeypatch
     _tree(tmp_path)
     monkeypatch.setenv("PROFWIN_TEST_NODE", str(tmp_path))
     assert [f.name for f in list_files("$PROFWIN_TEST_NODE/*.json")] == ["a.json"]
-    assert [(i, Path(p).name) for i, p, *_ in resolve_traces(["$PROFWIN_TEST_NODE/sub", "/nowhere"])] == [(0, "b.json.gz")]
+    found = resolve_traces(["$PROFWIN_TEST_NODE/sub", "/nowhere"])
+    assert [(i, size, folder, Path(facts.path).name) for i, size, folder, facts in found] == [(0, 3000, True, "b.json.gz")]
+    assert found[0][3].path == str(tmp_path / "sub" / "b.json.gz")  # the node's own path, expanded there
 
 
 def test_a_file_removed_or_changed_under_the_copy_is_said_so(tmp_path: Path) -> None:
@@ -64,6 +67,7 @@ def test_a_file_is_renamed_into_place_only_whole_and_with_its_checksum(tmp_path:
     dest = tmp_path / "dest" / "node" / file.name
     Receiver(dest, file).write_all([b"b" * 1000, b"b" * 2000])
     assert dest.read_bytes() == b"b" * 3000
+    assert dest.stat().st_mtime_ns == file.mtime_ns  # the node's file time is kept (newest session per rank)
 
     def cut_short():  # the node died after one chunk
         yield b"b" * 1000
@@ -92,3 +96,14 @@ def test_a_second_run_skips_only_the_same_content(tmp_path: Path) -> None:
     os.utime(final, ns=(info.st_atime_ns, info.st_mtime_ns + 10**9))
     assert not already_collected(final, "node/sub/b.json.gz", file, manifest)
     assert not already_collected(dest / "node" / "missing", "k", file, manifest)
+
+
+def test_a_summary_on_the_node_says_what_it_cost_there(tmp_path: Path) -> None:
+    (tmp_path / "t.json").write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]}')
+    status, reason, cpu_s = summarize_one(str(tmp_path / "t.json"), None, 20, None)
+    assert (status, reason) == ("no steps", reason)
+    assert reason.startswith("no step markers")
+    assert isinstance(cpu_s, float)
+    assert cpu_s >= 0.0
+    status, _, _ = summarize_one(str(tmp_path / "missing.json"), None, 20, None)
+    assert status == "error"

@@ -301,12 +301,14 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
     from profwin.traces import (
         Summary,
+        choose_session,
         plot_ranks,
         plot_steps,
         render_ranks,
         render_summary,
         summarize,
         summarize_ranks,
+        trace_facts,
         trace_files,
         tty_progress,
     )
@@ -315,8 +317,10 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         _check_plot(args.plot, args.trace)
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
-        result = cluster("ray").summarize(args.trace, address=args.ray, **options)
+        result = cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
     elif len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+        if args.session is not None:  # one trace: it must be of that session
+            choose_session([trace_facts(args.trace[0])], args.session)
         result = summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
     else:
         result = summarize_ranks(
@@ -549,7 +553,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
     p.add_argument(
         "--session", metavar="ID",
-        help="of a folder holding several profiling sessions, this one (an id or its prefix; default: the newest)",
+        help="of traces from several profiling sessions, this one (an id or its prefix; default: each rank's newest, "
+        "said so); with --ray the same, on the nodes' traces",
     )  # fmt: skip
     p.add_argument(
         "--plot", metavar="PNG",

@@ -56,10 +56,10 @@ __all__ = [
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
-_GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP)
+_GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP, CLUSTERS_GROUP)
 # Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
 _PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
-_OWN_DISTRIBUTIONS = frozenset({"profwin-core", *(f"profwin-{extra}" for extra in _PUBLISHED.values())})
+_OWN_DISTRIBUTIONS = frozenset({"profwin-core", "profwin-ray", *(f"profwin-{extra}" for extra in _PUBLISHED.values())})
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
 _noisy: dict[str, str] = {}
@@ -76,10 +76,12 @@ class PluginInfo(JsonForm):
     status: Status
     detail: str = ""
     spec: PluginSpec | None = None
+    summary: str = ""
+    """One line: the spec's, or a cluster plugin's own ``summary``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
-        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
+        """``profwin plugins --json``: the fields, with the one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec", "summary")), "summary": self.spec.summary if self.spec else self.summary}
 
 
 def _missing(requires: tuple[str, ...]) -> list[str]:
@@ -135,6 +137,8 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
         spec = _guarded(f"module {ep.module}", ep.load)
     except PluginError as exc:
         return PluginInfo(**base, status="failed", detail=str(exc))
+    if group == CLUSTERS_GROUP:
+        return _cluster_info(ep, spec, base)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != PLUGIN_API:
@@ -150,6 +154,21 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
         hint = f"; install {spec.install_hint}" if spec.install_hint else ""
         return PluginInfo(**base, status="missing dependency", detail=f"needs {', '.join(missing)}{hint}", spec=spec)
     return PluginInfo(**base, status="ok", spec=spec)
+
+
+def _cluster_info(ep: importlib.metadata.EntryPoint, obj: object, base: dict[str, Any]) -> PluginInfo:
+    """A ``profwin.clusters`` entry point: a :class:`~profwin.protocols.Cluster` object, which may
+    name what it needs (``requires``: import names, ``install_hint``) and a ``summary`` line."""
+    if not isinstance(obj, Cluster):
+        return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(obj).__name__}, not a profwin Cluster")
+    summary = str(getattr(obj, "summary", ""))
+    requires = getattr(obj, "requires", ())
+    missing = _missing(tuple(requires)) if isinstance(requires, tuple) else []
+    if missing:
+        hint = str(getattr(obj, "install_hint", ""))
+        detail = f"needs {', '.join(missing)}" + (f"; install {hint}" if hint else "")
+        return PluginInfo(**base, status="missing dependency", detail=detail, summary=summary)
+    return PluginInfo(**base, status="ok", summary=summary)
 
 
 def plugins(group: str | None = None) -> list[PluginInfo]:

@@ -26,7 +26,9 @@ Groups of names:
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
   :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
-  :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``);
+  :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
+  the session choice split the same way: :func:`trace_facts` (where the trace lies) and
+  :func:`choose_session` (on the caller) over :class:`TraceFacts`;
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -73,7 +75,18 @@ from profwin.render import render_plan
 from profwin.spec import ProfileSpec, RankSelection
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
 from profwin.traces import Ranks as TraceRanks
-from profwin.traces import Summary, TraceError, count_steps, merge_ranks, summarize, trace_files, trim
+from profwin.traces import (
+    Summary,
+    TraceError,
+    TraceFacts,
+    choose_session,
+    count_steps,
+    merge_ranks,
+    summarize,
+    trace_facts,
+    trace_files,
+    trim,
+)
 from profwin.versions import EngineVersion, installed_version
 from profwin.window import Window
 
@@ -121,6 +134,7 @@ __all__ = [
     "TargetContext",
     "TargetError",
     "TraceError",
+    "TraceFacts",
     "TraceRanks",
     "VersionSource",
     "Window",
@@ -131,6 +145,7 @@ __all__ = [
     "backend",
     "check_output_path",
     "choice",
+    "choose_session",
     "cluster",
     "count_steps",
     "engine_flavours",
@@ -158,6 +173,7 @@ __all__ = [
     "spec_from_mapping",
     "summarize",
     "to_json",
+    "trace_facts",
     "trace_files",
     "trim",
     "unknown_key",

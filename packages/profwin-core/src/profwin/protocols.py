@@ -234,10 +234,12 @@ class Cluster(Protocol):
         window: Window | str | None = None,
         top: int = 20,
         first_step: int | None = None,
+        session: str | None = None,
     ) -> Any:
         """Summarize ``paths`` on the nodes that hold them; the merged result is what
         :func:`profwin.traces.summarize` (one file) or :func:`~profwin.traces.summarize_ranks`
-        (several) gives for the same files on one disk."""
+        (several) gives for the same files on one disk, the session chosen as there
+        (``session``: an id or its prefix; default: each rank's newest, said so in a note)."""
 
     def deliver(self, paths: Sequence[str | Path], dest: str | Path) -> list[str]:
         """From inside a cluster worker: copy this node's ``paths`` into the folder ``dest`` on

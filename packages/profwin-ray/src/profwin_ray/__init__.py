@@ -52,6 +52,9 @@ class RayCluster:
     --ray`` use."""
 
     name = "ray"
+    summary = "a session's files from every Ray node (profwin collect --ray), summaries where the traces are"
+    requires = ("ray",)
+    install_hint = "pip install 'profwin[ray]'"
 
     def collect(
         self, pattern: str, dest: Path, *, address: str | None = None, chunk_bytes: int = 1 << 22, progress: bool = False
@@ -66,8 +69,9 @@ class RayCluster:
         window: Any = None,
         top: int = 20,
         first_step: int | None = None,
+        session: str | None = None,
     ) -> Any:
-        return summarize(paths, address=address, window=window, top=top, first_step=first_step)
+        return summarize(paths, address=address, window=window, top=top, first_step=first_step, session=session)
 
     def deliver(self, paths: Sequence[str | Path], dest: str | Path) -> list[str]:
         """Copy this node's ``paths`` into ``dest`` on the head node; the paths there that

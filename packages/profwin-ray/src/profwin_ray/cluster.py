@@ -31,8 +31,10 @@ from profwin.plugin import (
     ConfigError,
     Summary,
     TraceError,
+    TraceFacts,
     TraceRanks,
     Window,
+    choose_session,
     merge_ranks,
     to_json,
 )
@@ -336,10 +338,14 @@ def collect(
 
 @frozen
 class Travelled:
-    """What an in-place summary moved over the network: the summaries' pickled bytes."""
+    """What an in-place summary moved over the network (the answers' pickled bytes), and the work
+    it left on each node: the CPU seconds of that node's summaries, measured there. Nodes do their
+    share side by side, so on separate machines the summaries take about the largest share, not
+    the sum (``benchmarks/scale_out_bench.py`` prints both)."""
 
     files: int
     bytes: int
+    node_cpu_s: dict[str, float] = field(factory=dict)
 
 
 def summarize(
@@ -349,6 +355,7 @@ def summarize(
     window: Window | str | None = None,
     top: int = 20,
     first_step: int | None = None,
+    session: str | None = None,
     travelled: list[Travelled] | None = None,
 ) -> Summary | TraceRanks:
     """``profwin summarize PATHS`` run on the nodes that hold the traces, merged here.
@@ -356,7 +363,9 @@ def summarize(
     ``paths`` are paths on the nodes (files, or folders of per-rank traces). One file in all gives
     its :class:`Summary`, several give :class:`Ranks`, exactly as the same files on one disk
     would. A file found on several nodes with the same size and mtime (a shared disk) is read
-    once. ``travelled``, when given, receives how many bytes of summaries came back.
+    once. Traces of several profiling sessions are chosen among here as on one disk: ``session``
+    (an id or its prefix), else each rank's newest, said so in a note; only the chosen traces are
+    summarized. ``travelled``, when given, receives how many bytes of summaries came back.
     """
     import pickle
 
@@ -364,34 +373,42 @@ def summarize(
     nodes = _alive_nodes(ray)
     listings = ray.get([_on(ray, i, node.resolve_traces).remote(list(paths)) for _, i in nodes])
     seen: set[tuple[str, int, int]] = set()
-    found: list[tuple[int, str, str, str]] = []  # (index of path given, file, node name, node id)
+    found: list[tuple[int, TraceFacts, str, str]] = []  # (index of path given, the trace, node name, node id)
     in_folder = False
     for (name, node_id), listing in zip(nodes, listings, strict=True):
-        for index, file, size, mtime, folder in listing:
-            if (file, size, mtime) not in seen:
-                seen.add((file, size, mtime))
-                found.append((index, file, name, node_id))
+        for index, size, folder, facts in listing:
+            if (facts.path, size, facts.mtime_ns) not in seen:
+                seen.add((facts.path, size, facts.mtime_ns))
+                found.append((index, facts, name, node_id))
                 in_folder |= folder
     if not found:
         raise TraceError(", ".join(paths), f"not found on any of the {len(nodes)} Ray node(s)")
-    found.sort(key=lambda f: (f[0], f[1], f[2]))
-    refs = [_on(ray, node_id, node.summarize_one).remote(file, window, top, first_step) for _, file, _, node_id in found]
+    found.sort(key=lambda f: (f[0], f[1].path, f[2]))
+    one = len(paths) == 1 and len(found) == 1 and not in_folder
+    chosen, notes = choose_session([facts for _, facts, _, _ in found], session)
+    if not one:  # one trace is summarized as it is (once its session was checked)
+        found = [f for f in found if any(f[1] is c for c in chosen)]
+    else:
+        notes = []
+    refs = [_on(ray, node_id, node.summarize_one).remote(f.path, window, top, first_step) for _, f, _, node_id in found]
     answers = ray.get(refs)
     if travelled is not None:
-        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers)))
+        cpu: dict[str, float] = {}
+        for (_, _, name, _), answer in zip(found, answers, strict=True):
+            cpu[name] = cpu.get(name, 0.0) + answer[2]
+        travelled.append(Travelled(len(answers), sum(len(pickle.dumps(a)) for a in answers), cpu))
     summaries: list[Summary] = []
-    notes: list[str] = []
-    for (_, file, name, _), (status, value) in zip(found, answers, strict=True):
+    for (_, facts, name, _), (status, value, _) in zip(found, answers, strict=True):
         if status == "error":
-            raise TraceError(f"{name}:{file}", value)
+            raise TraceError(f"{name}:{facts.path}", value)
         if status == "ok":
             summaries.append(value)
         else:  # as summarize_ranks says it for a file without steps
-            notes.append(f"{os.path.basename(file)}: no step markers; left out")
-    if len(paths) == 1 and len(found) == 1 and not in_folder:
-        (status, value), (_, file, name, _) = answers[0], found[0]
+            notes.append(f"{os.path.basename(facts.path)}: no step markers; left out")
+    if one:
+        (status, value, _), (_, facts, name, _) = answers[0], found[0]
         if status == "no steps":  # one trace, as ``profwin summarize FILE`` says it
-            raise TraceError(f"{name}:{file}", value)
+            raise TraceError(f"{name}:{facts.path}", value)
         return value  # type: ignore[no-any-return]
     if not summaries:
         raise TraceError(", ".join(paths), "no trace with step markers")

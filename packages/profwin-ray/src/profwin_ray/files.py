@@ -13,13 +13,14 @@ import hashlib
 import json
 import os
 import stat
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from attrs import frozen
 
-from profwin.plugin import Summary, TraceError, Window, atomic_path, summarize, trace_files
+from profwin.plugin import Summary, TraceError, TraceFacts, Window, atomic_path, summarize, trace_facts, trace_files
 
 __all__ = [
     "MANIFEST",
@@ -133,11 +134,11 @@ def read_chunk(file: NodeFile, offset: int, size: int) -> bytes:
         return f.read(size)
 
 
-def resolve_traces(paths: Sequence[str]) -> list[tuple[int, str, int, int, bool]]:
+def resolve_traces(paths: Sequence[str]) -> list[tuple[int, int, bool, TraceFacts]]:
     """The trace files ``paths`` name on this node, as ``profwin summarize`` reads them (files as
-    given, folders expanded; ``~`` and ``$VAR`` expanded here): ``(index of the path given, file,
-    size, mtime_ns, found in a folder)``. Paths this node does not have are left out. Runs on the
-    node."""
+    given, folders expanded; ``~`` and ``$VAR`` expanded here): ``(index of the path given, size,
+    found in a folder, what choosing a session needs of it)``, the facts' path being the file's
+    on this node. Paths this node does not have are left out. Runs on the node."""
     found = []
     for i, given in enumerate(on_node(p) for p in paths):
         if not os.path.exists(given):
@@ -148,22 +149,25 @@ def resolve_traces(paths: Sequence[str]) -> list[tuple[int, str, int, int, bool]
             continue  # a folder without traces here; another node may have them
         for file in files:
             try:
-                info = os.stat(file)
+                size = os.stat(file).st_size
             except OSError:
                 continue
-            found.append((i, str(file), info.st_size, info.st_mtime_ns, os.path.isdir(given)))
+            found.append((i, size, os.path.isdir(given), trace_facts(file)))
     return found
 
 
-def summarize_one(path: str, window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any]:
-    """``profwin summarize`` of one trace, where it lies: ``("ok", Summary)``, ``("no steps",
-    reason)`` (a trace without step markers) or ``("error", reason)``. Errors travel as text:
+def summarize_one(path: str, window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any, float]:
+    """``profwin summarize`` of one trace, where it lies: ``("ok", Summary, cpu_s)``, ``("no steps",
+    reason, cpu_s)`` (a trace without step markers) or ``("error", reason, cpu_s)``; ``cpu_s``: the
+    CPU seconds the summary took on the node (this thread's). Errors travel as text:
     :class:`TraceError` does not pickle. Runs on the node."""
+    began = time.thread_time()
     try:
         summary: Summary = summarize(path, window=window, top=top, first_step=first_step)
     except TraceError as exc:
-        return ("no steps" if exc.reason.startswith("no step markers") else "error"), exc.reason
-    return "ok", summary
+        status = "no steps" if exc.reason.startswith("no step markers") else "error"
+        return status, exc.reason, time.thread_time() - began
+    return "ok", summary, time.thread_time() - began
 
 
 # -- the caller's side ---------------------------------------------------------------------
@@ -182,8 +186,12 @@ class Receiver:
 
     def write_all(self, chunks: Iterable[bytes]) -> None:
         self.final.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_path(self.final) as tmp, open(tmp, "wb") as out:
-            self._write(chunks, out)
+        with atomic_path(self.final) as tmp:
+            with open(tmp, "wb") as out:
+                self._write(chunks, out)
+            # The node's file time, as `cp -p` keeps it: "each rank's newest session" is then the
+            # same choice on the collected files as on the nodes.
+            os.utime(tmp, ns=(self.expected.mtime_ns, self.expected.mtime_ns))
 
     def _write(self, chunks: Iterable[bytes], out: IO[bytes]) -> None:
         for chunk in chunks:

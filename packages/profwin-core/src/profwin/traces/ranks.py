@@ -11,6 +11,7 @@ profwin's torch driver always does), else the one its file name carries: profwin
 
 from __future__ import annotations
 
+import os
 import re
 import statistics
 from collections.abc import Callable, Iterable, Sequence
@@ -31,11 +32,14 @@ __all__ = [
     "RankStat",
     "Ranks",
     "StepSpread",
+    "TraceFacts",
+    "choose_session",
     "merge_ranks",
     "pick_session",
     "rank_of",
     "render_ranks",
     "summarize_ranks",
+    "trace_facts",
     "trace_files",
 ]
 
@@ -154,44 +158,78 @@ def _rank_hint(path: Path, origin: dict[str, Any], header: dict[str, Any]) -> in
     return None
 
 
-def pick_session(files: Sequence[Path], session: str | None = None) -> tuple[list[Path], list[str]]:
-    """The traces of one profiling session, and a note when there was a choice.
+@frozen
+class TraceFacts:
+    """What choosing a session knows of one trace (:func:`trace_facts`): its rank as the trace
+    declares it, the session id its provenance names, and its file time. Small and picklable, so
+    a node can read them where the trace lies and send them to the caller (profwin-ray)."""
+
+    path: str
+    rank: int | None
+    session: str | None
+    mtime_ns: int
+
+
+def trace_facts(path: str | Path) -> TraceFacts:
+    """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its events)."""
+    origin, header = peek(path)
+    session = origin.get("session")
+    try:
+        mtime_ns = os.stat(path).st_mtime_ns
+    except OSError:  # not there (or not readable): summarizing it says so
+        mtime_ns = 0
+    return TraceFacts(
+        path=str(path),
+        rank=_rank_hint(Path(path), origin, header),
+        session=session if isinstance(session, str) else None,
+        mtime_ns=mtime_ns,
+    )
+
+
+def choose_session(facts: Sequence[TraceFacts], session: str | None = None) -> tuple[list[TraceFacts], list[str]]:
+    """The traces of one profiling session among ``facts``, and a note when there was a choice.
 
     ``session``: the traces whose provenance names this session id (or a unique prefix of one).
     Without it, when a rank has several traces (``profwin start``/``stop`` twice into one
     folder), each rank's newest trace is taken (by file time), which is the newest session on
-    every rank even when each rank's process had an id of its own."""
+    every rank even when each rank's process had an id of its own. Order is kept."""
     if session is not None:
-        ids = {path: peek(path)[0].get("session") for path in files}
-        known = sorted({i for i in ids.values() if isinstance(i, str)})
+        known = sorted({f.session for f in facts if f.session is not None})
         matches = [i for i in known if i == session] or [i for i in known if i.startswith(session)]
         if not matches:
             raise ConfigError(
                 f"{session!r} matches no session; the traces hold: {', '.join(known) or 'no session ids'}", path="session"
             )
-        chosen = [p for p, i in ids.items() if i in matches]
-        return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(files)} traces"]
-    by_rank: dict[Any, list[Path]] = {}
-    for path in files:
-        rank = _rank_hint(path, *peek(path))
-        by_rank.setdefault(path if rank is None else rank, []).append(path)
+        chosen = [f for f in facts if f.session in matches]
+        return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(facts)} traces"]
+    by_rank: dict[Any, list[TraceFacts]] = {}
+    for f in facts:
+        by_rank.setdefault(("path", f.path) if f.rank is None else f.rank, []).append(f)
     if all(len(group) == 1 for group in by_rank.values()):
-        return list(files), []
+        return list(facts), []
     for group in by_rank.values():
-        sessions = [peek(p)[0].get("session") for p in group]
+        sessions = [f.session for f in group]
         if len(group) > 1 and (None in sessions or len(set(sessions)) < len(sessions)):
             # Not told apart by session (copies, or traces without provenance): summarizing
             # refuses the repeated rank, saying why, rather than guessing which to drop.
-            return list(files), []
-    newest = {key: max(group, key=lambda p: p.stat().st_mtime) for key, group in by_rank.items()}
-    chosen = [p for p in files if p in newest.values()]
+            return list(facts), []
+    newest = [max(group, key=lambda f: f.mtime_ns) for group in by_rank.values()]
+    chosen = [f for f in facts if any(f is n for n in newest)]
     repeated = max(len(group) for group in by_rank.values())
-    chosen_ids = sorted({str(peek(p)[0].get("session")) for p in chosen})
+    chosen_ids = sorted({str(f.session) for f in chosen})
     note = (
         f"up to {repeated} traces per rank here (several profiling sessions); summarizing each rank's newest "
         f"(session {', '.join(chosen_ids)}); choose another with --session ID"
     )
     return chosen, [note]
+
+
+def pick_session(files: Sequence[Path], session: str | None = None) -> tuple[list[Path], list[str]]:
+    """:func:`choose_session` for trace files on this disk: the files of one profiling session,
+    and a note when there was a choice."""
+    chosen, notes = choose_session([trace_facts(p) for p in files], session)
+    keep = {f.path for f in chosen}
+    return [p for p in files if str(p) in keep], notes
 
 
 def summarize_ranks(
