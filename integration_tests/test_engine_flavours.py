@@ -11,7 +11,7 @@ from profwin import ConfigError, ProfileSpec, Window
 pytest.importorskip("profwin_npu", reason="needs profwin-npu installed (the workspace installs it)")
 from profwin.versions import EngineVersion
 from profwin_npu import NpuOptionIgnored
-from profwin_sglang.request import activities_for
+from profwin_sglang import activities_for
 from profwin_vllm import plan_for
 
 

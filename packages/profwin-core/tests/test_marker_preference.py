@@ -5,8 +5,7 @@ is a real dist-info distribution on sys.path; the trace is a real file."""
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,20 +27,8 @@ PLUGIN = PluginSpec(
 
 
 @pytest.fixture
-def hijacker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    site = tmp_path / "site"
-    dist = site / "hijack-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: hijack\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[profwin.backends]\nhijack = hijack_plugin:PLUGIN\n")
-    (site / "hijack_plugin.py").write_text(_HIJACKER)
-    monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr("profwin.discovery._loaded", {})
-    step_markers.cache_clear()
-    yield
-    monkeypatch.undo()
-    sys.modules.pop("hijack_plugin", None)
-    step_markers.cache_clear()
+def hijacker(install_backend: Callable[[str, str], None]) -> None:
+    install_backend("hijack", _HIJACKER)
 
 
 def _torch_trace(path: Path) -> Path:

@@ -4,8 +4,7 @@ PluginSpec, found through entry points; a new engine's marker needs no edit in c
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,21 +77,9 @@ PLUGIN = PluginSpec(
 
 
 @pytest.fixture
-def toy_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A third engine's distribution, installed the way pip would leave it (a dist-info folder
-    with entry points next to its module), without touching core."""
-    site = tmp_path / "site"
-    dist = site / "toyengine-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toyengine\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[profwin.backends]\ntoyengine = toyengine_plugin:PLUGIN\n")
-    (site / "toyengine_plugin.py").write_text(_PLUGIN_MODULE)
-    monkeypatch.syspath_prepend(str(site))
-    step_markers.cache_clear()
-    yield
-    monkeypatch.undo()
-    sys.modules.pop("toyengine_plugin", None)
-    step_markers.cache_clear()
+def toy_engine(install_backend: Callable[[str, str], None]) -> None:
+    """A third engine's distribution, installed the way pip would leave it, without touching core."""
+    install_backend("toyengine", _PLUGIN_MODULE)
 
 
 @pytest.mark.usefixtures("toy_engine")

@@ -25,22 +25,12 @@ from typing import Any, Literal, cast
 import attrs
 from attrs import frozen
 
+from profwin import protocols
 from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
-from profwin.protocols import (
-    BACKENDS_GROUP,
-    CLUSTERS_GROUP,
-    ENGINE_FLAVOURS_GROUP,
-    PLUGIN_API,
-    PROFILERS_GROUP,
-    SPEC_FORMATS_GROUP,
-    Cluster,
-    PluginSpec,
-    Profiler,
-    SpecFormat,
-)
+from profwin.protocols import Cluster, PluginSpec, Profiler, SpecFormat
 from profwin.spec import ProfileSpec
 
 __all__ = [
@@ -56,7 +46,7 @@ __all__ = [
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
-_GROUPS = (BACKENDS_GROUP, PROFILERS_GROUP, CLUSTERS_GROUP)
+_GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.CLUSTERS_GROUP)
 # Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
 _PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
 _OWN_DISTRIBUTIONS = frozenset({"profwin-core", "profwin-ray", *(f"profwin-{extra}" for extra in _PUBLISHED.values())})
@@ -137,16 +127,16 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
         spec = _guarded(f"module {ep.module}", ep.load)
     except PluginError as exc:
         return PluginInfo(**base, status="failed", detail=str(exc))
-    if group == CLUSTERS_GROUP:
+    if group == protocols.CLUSTERS_GROUP:
         return _cluster_info(ep, spec, base)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
-    if spec.api != PLUGIN_API:
-        upgrade = "upgrade the plugin" if spec.api < PLUGIN_API else "upgrade profwin-core"
+    if spec.api != protocols.PLUGIN_API:
+        upgrade = "upgrade the plugin" if spec.api < protocols.PLUGIN_API else "upgrade profwin-core"
         return PluginInfo(
             **base,
             status="incompatible",
-            detail=f"written for plugin API {spec.api}, this profwin-core speaks {PLUGIN_API}: {upgrade}",
+            detail=f"written for plugin API {spec.api}, this profwin-core speaks {protocols.PLUGIN_API}: {upgrade}",
             spec=spec,
         )
     missing = _missing(spec.requires)
@@ -218,7 +208,7 @@ def _load(group: str, name: str) -> object:
     if key in _loaded:
         return _loaded[key]
     infos = {p.name: p for p in plugins(group) if p.status != "shadowed"}
-    kind = "backend" if group == BACKENDS_GROUP else "profiler"
+    kind = "backend" if group == protocols.BACKENDS_GROUP else "profiler"
     if name not in infos:
         installed = ", ".join(sorted(infos)) or "none"
         extra = _PUBLISHED.get(name)
@@ -235,12 +225,12 @@ def _load(group: str, name: str) -> object:
 
 def backend(name: str) -> Backend:
     """Load the backend plugin ``name`` (``vllm``, ``sglang``); an unknown name lists the installed ones."""
-    return cast(Backend, _load(BACKENDS_GROUP, name))
+    return cast(Backend, _load(protocols.BACKENDS_GROUP, name))
 
 
 def profiler(name: str) -> Profiler:
     """Load the profiler plugin ``name`` (``torch``, ``npu``, ``memory``)."""
-    return cast(Profiler, _load(PROFILERS_GROUP, name))
+    return cast(Profiler, _load(protocols.PROFILERS_GROUP, name))
 
 
 def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
@@ -272,11 +262,11 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
         try:
             if check is not None:
                 check(options)
-            elif info.group != BACKENDS_GROUP:
+            elif info.group != protocols.BACKENDS_GROUP:
                 notes.append(
                     f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
                 )
-            if info.group == BACKENDS_GROUP:
+            if info.group == protocols.BACKENDS_GROUP:
                 cast(Backend, instance).plan(spec)
         except ConfigError as exc:
             errors.extend(exc.errors or [exc])
@@ -291,7 +281,7 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
     when it has nothing to say. Backends call this so they never import a sibling plugin.
     """
     found: list[Mapping[str, Any]] = []
-    for ep in importlib.metadata.entry_points(group=ENGINE_FLAVOURS_GROUP):
+    for ep in importlib.metadata.entry_points(group=protocols.ENGINE_FLAVOURS_GROUP):
         describe = cast(Callable[..., Any], _guarded(f"module {ep.module}", ep.load))
         flavour = describe(engine, version, spec)
         if flavour is not None:
@@ -331,7 +321,7 @@ def spec_formats() -> tuple[SpecFormat, ...]:
     its module (``python -c "import MODULE"``) shows why.
     """
     found = []
-    for ep in sorted(importlib.metadata.entry_points(group=SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
+    for ep in sorted(importlib.metadata.entry_points(group=protocols.SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
         try:
             found.append(cast(SpecFormat, _guarded(f"module {ep.module}", ep.load)))
         except PluginError:
@@ -342,7 +332,7 @@ def spec_formats() -> tuple[SpecFormat, ...]:
 def cluster(name: str) -> Cluster:
     """The :class:`~profwin.protocols.Cluster` registered as ``name`` (``ray``: profwin-ray).
     Raises :class:`PluginError` with what to install when none is, or when it fails to load."""
-    found = [ep for ep in importlib.metadata.entry_points(group=CLUSTERS_GROUP) if ep.name == name]
+    found = [ep for ep in importlib.metadata.entry_points(group=protocols.CLUSTERS_GROUP) if ep.name == name]
     if not found:
         raise PluginError(f"no {name!r} cluster support installed: pip install 'profwin[{name}]' (profwin-{name})")
     obj = _guarded(f"module {found[0].module}", found[0].load)

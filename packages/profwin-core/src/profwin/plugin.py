@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from profwin import protocols
 from profwin.activities import resolve_activities
 from profwin.atomic import atomic_path, check_output_path, write_atomic
 from profwin.config import spec_from_mapping
@@ -52,24 +53,7 @@ from profwin.inputs import open_input, read_input
 from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.options import at_least, choice, flag, names, parse_options
-from profwin.protocols import (
-    BACKENDS_GROUP,
-    CLUSTERS_GROUP,
-    ENGINE_FLAVOURS_GROUP,
-    PLUGIN_API,
-    PROFILERS_GROUP,
-    SPEC_FORMATS_GROUP,
-    Artifact,
-    Cluster,
-    ClusterReport,
-    CollectInterrupted,
-    Driver,
-    PluginSpec,
-    Profiler,
-    RemoteResult,
-    SpecFormat,
-    fan_out,
-)
+from profwin.protocols import *  # noqa: F403  (all of protocols.__all__, added to this __all__ below)
 from profwin.remote import OnActive, RemoteSession, SessionError, remote_session, session_function
 from profwin.render import render_plan
 from profwin.spec import ProfileSpec, RankSelection
@@ -94,22 +78,11 @@ if TYPE_CHECKING:
     from profwin.cli_runner import CliParser, print_json, run_cli
 
 __all__ = [
-    "BACKENDS_GROUP",
-    "CLUSTERS_GROUP",
-    "ENGINE_FLAVOURS_GROUP",
-    "PLUGIN_API",
-    "PROFILERS_GROUP",
-    "SPEC_FORMATS_GROUP",
     "STEP_MARKER",
     "TORCH_MARKER",
-    "Artifact",
     "Backend",
     "CliParser",
-    "Cluster",
-    "ClusterReport",
-    "CollectInterrupted",
     "ConfigError",
-    "Driver",
     "EngineBusy",
     "EnginePlan",
     "EngineTarget",
@@ -117,18 +90,14 @@ __all__ = [
     "JsonForm",
     "OnActive",
     "PluginError",
-    "PluginSpec",
     "ProfileSpec",
-    "Profiler",
     "ProfilingDisabled",
     "ProfwinError",
     "RankSelection",
-    "RemoteResult",
     "RemoteSession",
     "Reply",
     "ServerClient",
     "SessionError",
-    "SpecFormat",
     "StepMarker",
     "Summary",
     "TargetContext",
@@ -149,7 +118,6 @@ __all__ = [
     "cluster",
     "count_steps",
     "engine_flavours",
-    "fan_out",
     "flag",
     "installed_version",
     "json_ready",
@@ -179,6 +147,7 @@ __all__ = [
     "unknown_key",
     "write_atomic",
 ]
+__all__ += protocols.__all__  # the entry-point groups, PluginSpec and the plugin protocols
 
 
 def __getattr__(name: str) -> Any:

@@ -13,21 +13,14 @@ from __future__ import annotations
 
 from profwin.plugin import SessionError
 from profwin_sglang.backend import SglangBackend
-from profwin_sglang.plan import START_MODES, Plan, plan_window
-from profwin_sglang.request import (
-    SGLANG_ACTIVITIES,
-    SglangOptions,
-    activities_for,
-    launch_env,
-    options_of,
-    plan_for,
-    profile_request,
-)
+from profwin_sglang.options import SGLANG_ACTIVITIES, START_MODES, SglangOptions, options_of
+from profwin_sglang.plan import activities_for, launch_env, plan_for, profile_request
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.session import session
 from profwin_sglang.targets import ServerInfo, SglangEngine, SglangServer
 from profwin_sglang.traces import trim_in_place
 from profwin_sglang.versions import VERIFIED_VERSION, Features, features, sglang_version
+from profwin_sglang.window import Plan, plan_window
 
 __all__ = [
     "RELATIVE_BASE",

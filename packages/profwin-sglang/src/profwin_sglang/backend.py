@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, parse_options, shown
-from profwin_sglang.request import SglangOptions, plan_for
+from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, shown
+from profwin_sglang.options import options_of
+from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import unavailable_here
 from profwin_sglang.targets import SglangEngine, SglangServer, is_engine
 from profwin_sglang.versions import sglang_version
@@ -43,4 +44,4 @@ class SglangBackend:
         raise ConfigError(f"must be an sglang Engine, a server URL or a list of URLs (got {shown(target)})", path="target")
 
     def validate_options(self, options: Mapping[str, Any]) -> None:
-        parse_options(SglangOptions, options, "sglang")
+        options_of(options)

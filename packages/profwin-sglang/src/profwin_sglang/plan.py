@@ -1,124 +1,201 @@
-"""How a session-relative window becomes SGLang's ``start_step``/``num_steps`` (pure functions).
+"""Spec -> the :class:`~profwin.plugin.EnginePlan` an SGLang server takes: the ``ProfileReq``
+fields of ``/start_profile`` and the launch environment (pure functions, no sglang import).
 
-SGLang counts batches per scheduler from launch (``forward_ct``) and compares ``start_step`` with
-that absolute count. profwin's window counts from the session start. Three exact ways exist:
+:func:`plan_for` reads ``options.sglang`` once and chooses the window's encoding once
+(:func:`profwin_sglang.window.plan_window`); the pieces it is made of (:func:`activities_for`,
+:func:`profile_request`, :func:`launch_env`) are public for callers that build a request
+themselves.
 
-``relative``
-    The server runs the profwin-sglang server plugin (:mod:`profwin_sglang.server_plugin`), which
-    rewrites an encoded ``start_step = RELATIVE_BASE + start`` to ``forward_ct + 1 + start`` on the
-    scheduler thread when the request arrives. Records exactly ``[start, end)``.
-``immediate``
-    ``start == 0`` and no ``start_step``: SGLang starts at the next batch and records ``num_steps``
-    batches (0.5.23; one fewer before PR #30215). Exact without any plugin.
-``trim``
-    The fallback: record ``[0, end)`` in immediate mode, then cut the first ``start`` batches out of
-    the trace after the stop (:func:`profwin_sglang.traces.trim_trace`). The steps are right, but the
-    server records ``start`` extra batches, and a trace the client cannot read stays untrimmed.
-
-``by_stage`` is SGLang's own mode: the first ``num_steps`` prefill batches and the first
-``num_steps`` decode batches, in two files; it has no start offset.
+SGLang drops activity names it does not know without a word, and ``with_stack``/``record_shapes``
+default to *on* in 0.5.23 when left out, so profwin validates every activity name before sending
+and always sends both booleans.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import time
+import uuid
+from typing import Any
 
-from attrs import frozen
-
-from profwin.plugin import ConfigError, Window
+from profwin.plugin import EnginePlan, ProfileSpec, engine_flavours, resolve_activities
+from profwin_sglang.options import SglangOptions, options_of
 from profwin_sglang.server_plugin import RELATIVE_BASE
-from profwin_sglang.versions import Features
+from profwin_sglang.versions import Features, features
+from profwin_sglang.window import Plan, plan_window, trim_records
 
-__all__ = ["START_MODES", "Plan", "plan_window"]
+__all__ = ["activities_for", "launch_env", "new_profile_id", "plan_for", "profile_request"]
 
-Mode = Literal["relative", "immediate", "trim", "by_stage"]
-START_MODES: tuple[str, ...] = ("auto", "relative", "trim")
-"""Values of the ``start`` option: choose, require the server plugin, or force trimming."""
+# profwin activity -> SGLang activity. On Ascend SGLang patches ProfilerActivity.CUDA to NPU, so
+# "GPU" is what records the NPU there.
+_ACTIVITY = {"cpu": "CPU", "cuda": "GPU", "npu": "GPU", "xpu": "XPU"}
+# server device -> the profwin activity that records its accelerator
+_ACCELERATOR = {"cuda": "cuda", "musa": "cuda", "rocm": "cuda", "hip": "cuda", "npu": "npu", "xpu": "xpu"}
 
 
-@frozen(kw_only=True)
-class Plan:
-    """What one start request asks for and what the trace will hold.
+def activities_for(spec: ProfileSpec, device: str | None, *, options: SglangOptions | None = None) -> tuple[list[str], list[str]]:
+    """The SGLang activity names for ``spec`` on a server whose ``--device`` is ``device``.
 
-    Attributes:
-        mode: how the window is realised (module docstring).
-        start_step: the ``start_step`` field to send (``None``: immediate).
-        num_steps: the ``num_steps`` field (``None``: until ``/stop_profile``).
-        window: the session steps the kept trace covers when everything ran.
-        recorded: the session steps the server records (wider than ``window`` in ``trim``).
-        warning: what the user must know about this plan, or ``""``.
+    Returns ``(activities, dropped)``; ``dropped`` lists what the device cannot record when
+    ``spec.on_unavailable == "drop"`` (otherwise that raises a ConfigError). ``device=None``
+    (unknown) trusts the spec. ``options``: ``spec``'s ``options.sglang`` when already read.
     """
-
-    mode: Mode
-    start_step: int | None
-    num_steps: int | None
-    window: Window
-    recorded: Window
-    warning: str = ""
-
-    @property
-    def trims(self) -> bool:
-        """Whether the trace is cut to :attr:`window` after the stop."""
-        return self.mode == "trim"
-
-
-def plan_window(
-    window: Window, *, features: Features, plugin: bool, start: str = "auto", by_stage: bool = False, inactive: str = ""
-) -> Plan:
-    """Choose how to record ``window`` on a server with ``features`` (``plugin``: the server
-    plugin answered). ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when
-    known, is why the plugin is not active there (it goes into the trim warning)."""
-    if start not in START_MODES:
-        raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
-    if by_stage:
-        return _by_stage(window)
-    if start == "relative" and not plugin:
-        raise ConfigError(
-            "needs the profwin-sglang server plugin in the SGLang server's environment "
-            "(pip install profwin-sglang there, then restart the server); the server does not report it. "
-            "Use start='auto' or 'trim' to record steps 0:end and trim the trace instead",
-            path="options.sglang.start",
-        )
-    if plugin and start != "trim":
-        return Plan(
-            mode="relative",
-            start_step=RELATIVE_BASE + window.start,
-            num_steps=window.length,
-            window=window,
-            recorded=window,
-        )
-    if window.start == 0 and features.exact_immediate and start != "trim":
-        return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
-    return _trim(window, features, forced=start == "trim", inactive="" if plugin else inactive)
-
-
-def _by_stage(window: Window) -> Plan:
-    if window.start != 0 or window.end is None:
-        raise ConfigError(
-            f"by-stage mode records the first N prefill and the first N decode batches; give the window as ':N' (got {window})",
-            path="options.sglang.by_stage",
-        )
-    return Plan(mode="by_stage", start_step=None, num_steps=window.end, window=window, recorded=window)
-
-
-def _trim(window: Window, features: Features, *, forced: bool, inactive: str = "") -> Plan:
-    recorded = Window(0, window.end)
-    # Before SGLang PR #30215 immediate mode stopped one batch early: ask for one more, and the
-    # trim keeps batches by their position in the trace either way.
-    extra = 0 if features.exact_immediate else 1
-    num_steps = None if window.end is None else window.end + extra
-    if forced:
-        why = "as options.sglang.start is 'trim',"
-    elif inactive:
-        why = f"with the profwin-sglang server plugin not active on this SGLang ({inactive}),"
-    elif features.exact_immediate:
-        why = "without the profwin-sglang server plugin"
+    options = options if options is not None else options_of(spec)
+    accelerator = None if device is None else _ACCELERATOR.get(device)
+    if accelerator == "npu" or (spec.activities is not None and "npu" in spec.activities):
+        # Installed hardware plugins (profwin-npu) warn once for what SGLang on NPU ignores.
+        engine_flavours("sglang", None, spec)
+    # (what the user asked for, SGLang name): profwin names for the spec's activities, SGLang's own
+    # names for options.sglang.activities, MEM and CUDA_PROFILER for the record options.
+    wanted: list[tuple[str, str]]
+    if options.activities is not None:
+        wanted = [(name, name) for name in options.activities]
+    elif spec.activities is None:
+        wanted = [("cpu", "CPU")]
+        if accelerator is not None or device is None:
+            wanted.append((accelerator or "cuda", _ACTIVITY[accelerator or "cuda"]))
     else:
-        why = f"on SGLang {features.label}, whose immediate mode may record one batch fewer (PR #30215),"
-    cut = f"the first {window.start} batch(es) are cut out of" if window.start else "any extra batch is cut from"
-    warning = (
-        f"SGLang counts start_step from server launch, so {why} window {window} is recorded as steps {recorded} "
-        f"from the session start and {cut} the trace after the stop; a trace this machine cannot read keeps "
-        f"all that was recorded"
+        wanted = [(name, _ACTIVITY[name]) for name in spec.activities]
+    if spec.memory:
+        wanted.append(("memory", "MEM"))
+    if options.cuda_profiler:
+        wanted.append(("cuda_profiler", "CUDA_PROFILER"))
+    sglang_name = dict(wanted)
+    why = {} if device is None else {asked: _unavailable(asked, name, device, accelerator) for asked, name in wanted}
+    kept, dropped = resolve_activities(
+        spec.replace(activities=None),
+        default=[asked for asked, _ in wanted],
+        unavailable={k: v for k, v in why.items() if v is not None},
+        warn=False,
     )
-    return Plan(mode="trim", start_step=None, num_steps=num_steps, window=window, recorded=recorded, warning=warning)
+    return list(dict.fromkeys(sglang_name[a] for a in kept)), list(dropped)
+
+
+def _unavailable(asked: str, name: str, device: str, accelerator: str | None) -> str | None:
+    if name == "CPU":
+        return None
+    if name in ("MEM", "CUDA_PROFILER"):
+        # SGLang calls torch.cuda.memory._record_memory_history / cudaProfilerStart on the scheduler
+        # thread; on a CPU build that raises and takes the scheduler down.
+        return None if accelerator == "cuda" else f"needs a CUDA server (this one runs --device {device})"
+    if name == "RPD":
+        return None if device in ("rocm", "hip", "cuda") else f"needs ROCm (this server runs --device {device})"
+    if asked in ("cuda", "npu", "xpu") and asked != accelerator:
+        return f"the server runs --device {device}"
+    if name in ("GPU", "XPU") and accelerator is None:
+        return f"the server runs --device {device}"
+    return None
+
+
+def new_profile_id() -> str:
+    """A profile id no other session shares: seconds since the epoch plus 8 random hex digits."""
+    return f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
+
+
+def profile_request(
+    spec: ProfileSpec, plan: Plan, *, activities: list[str], profile_id: str, options: SglangOptions | None = None
+) -> dict[str, Any]:
+    """The JSON body of ``POST /start_profile`` (and the ``Engine.start_profile`` keywords);
+    ``options``: ``spec``'s ``options.sglang`` when already read."""
+    options = options if options is not None else options_of(spec)
+    body: dict[str, Any] = {
+        "output_dir": str(spec.output_dir),
+        "activities": list(activities),
+        "with_stack": spec.stack,
+        "record_shapes": spec.shapes,
+        "profile_prefix": spec.prefix,
+        "profile_id": profile_id,
+        "merge_profiles": options.merge_profiles,
+        "profile_by_stage": plan.mode == "by_stage",
+    }
+    if plan.start_step is not None:
+        body["start_step"] = plan.start_step
+    if plan.num_steps is not None:
+        body["num_steps"] = plan.num_steps
+    if options.detailed_annotations:
+        body["detailed_annotations"] = True
+    return body
+
+
+def launch_env(spec: ProfileSpec) -> dict[str, str]:
+    """Environment for launching an SGLang server that profwin will drive.
+
+    ``SGLANG_PROFILE_WITH_STACK``/``..._RECORD_SHAPES`` only ever turn recording *off* in SGLang, so
+    they are set to false when the spec does not want them (a guard against clients that leave the
+    fields out); ``SGLANG_PROFILE_V2`` must stay off because the v2 manager refuses ``start_step``.
+    """
+    env = {"SGLANG_TORCH_PROFILER_DIR": str(spec.output_dir), "SGLANG_PROFILE_V2": "0"}
+    if not spec.stack:
+        env["SGLANG_PROFILE_WITH_STACK"] = "false"
+    if not spec.shapes:
+        env["SGLANG_PROFILE_RECORD_SHAPES"] = "false"
+    return env
+
+
+# A server whose version cannot be read: assume the older, less exact behaviour.
+_UNKNOWN = Features(version=None, req_type=True, client_profile_id=False, exact_immediate=False, server_info_path="/server_info")
+_PLUGIN = (
+    "the profwin-sglang server plugin in the SGLang server's environment (pip install profwin-sglang there, then restart it)"
+)
+
+
+def plan_for(
+    spec: ProfileSpec,
+    *,
+    version: str | None,
+    given: bool,
+    plugin: bool | None,
+    device: str | None,
+    profile_id: str | None = None,
+    inactive: str = "",
+) -> EnginePlan:
+    """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
+    ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
+    only exact way, and says what happens without it). ``inactive``: why the plugin is not
+    active on that server, for the warning of the trim fallback."""
+    options = options_of(spec)
+    feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
+    assume = plugin is None and options.start != "trim" and spec.window.start > 0
+    chosen = plan_window(
+        spec.window,
+        features=feats,
+        plugin=bool(plugin) or assume,
+        start=options.start,
+        by_stage=options.by_stage,
+        inactive=inactive,
+    )
+    activities, dropped = activities_for(spec, device, options=options)
+    body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
+    notes = [chosen.warning] if chosen.warning else []
+    if dropped:
+        notes.append(f"dropped {', '.join(dropped)}")
+    relative = chosen.mode == "relative" and spec.window.start > 0
+    fallback = None
+    if relative:
+        fallback = (
+            f"start_step {RELATIVE_BASE}+{spec.window.start} is never reached: nothing is recorded; a session "
+            f"(profwin.remote_session) sees the plugin is missing and records {trim_records(spec.window)}, then trims "
+            f"the trace to {spec.window}"
+        )
+    return EnginePlan(
+        engine="sglang",
+        version=None if feats.version is None else str(feats.version),
+        version_source="given" if given else ("assumed" if not version else "server" if plugin is not None else "installed"),
+        mechanism=chosen.mode.replace("_", "-"),
+        window=chosen.window,
+        records=chosen.recorded,
+        output_dir=spec.output_dir,
+        env=launch_env(spec),
+        request=body,
+        server_requirement=_PLUGIN if relative else None,
+        fallback=fallback,
+        notes=tuple(notes),
+        details={
+            "mode": chosen.mode,
+            "plugin": plugin,
+            "plugin_inactive": inactive or None,
+            "device": device,
+            "profile_id": body["profile_id"],
+            "client_profile_id": feats.client_profile_id,
+            "prefix": spec.prefix,
+        },
+    )

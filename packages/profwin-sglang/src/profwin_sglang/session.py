@@ -8,7 +8,7 @@
 
 A thin wrapper over :func:`profwin.remote_session` with the ``sglang`` backend. Start: read each
 server's version, device and whether the profwin-sglang server plugin answers; choose a plan
-(:mod:`profwin_sglang.plan`); send ``/start_profile`` with this session's own ``profile_id``.
+(:mod:`profwin_sglang.window`); send ``/start_profile`` with this session's own ``profile_id``.
 Stop: ``/stop_profile``, which writes the trace if the profiler is still recording (SGLang's
 auto-stop only fires when the batch *after* the window runs); disarm a window never reached;
 collect the files, trim them in ``trim`` mode, and say which steps each holds.

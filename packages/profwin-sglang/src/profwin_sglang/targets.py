@@ -26,7 +26,7 @@ from profwin.plugin import (
     TargetContext,
     TargetError,
 )
-from profwin_sglang.request import plan_for
+from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version

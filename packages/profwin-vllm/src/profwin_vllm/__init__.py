@@ -13,9 +13,11 @@ See docs/backends/vllm.md for the version table and the off-by-one.
 from __future__ import annotations
 
 from profwin.plugin import SessionError
-from profwin_vllm.backend import VllmBackend, VllmEngine, VllmServer
-from profwin_vllm.plan import PLATFORMS, VllmOptions, delay_iterations, max_iterations, plan_for
+from profwin_vllm.backend import VllmBackend
+from profwin_vllm.options import PLATFORMS, VllmOptions
+from profwin_vllm.plan import delay_iterations, max_iterations, plan_for
 from profwin_vllm.session import session
+from profwin_vllm.targets import VllmEngine, VllmServer
 from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, session_artifacts
 from profwin_vllm.versions import DISTRIBUTIONS, NEWEST_KNOWN, Mechanism, mechanism, resolve_version
 

@@ -21,8 +21,6 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from attrs import field, frozen
-
 from profwin.plugin import (
     ConfigError,
     EnginePlan,
@@ -30,18 +28,13 @@ from profwin.plugin import (
     ProfileSpec,
     VersionSource,
     Window,
-    choice,
     engine_flavours,
-    flag,
-    parse_options,
     resolve_activities,
 )
+from profwin_vllm.options import VllmOptions, options_of
 from profwin_vllm.versions import Mechanism, mechanism, reads_env, takes_prefix
 
-__all__ = ["PLATFORMS", "VllmOptions", "delay_iterations", "max_iterations", "plan_for"]
-
-PLATFORMS: tuple[str, ...] = ("cpu", "cuda", "rocm", "xpu", "ascend")
-"""vLLM platforms whose accepted profiler activities profwin knows."""
+__all__ = ["delay_iterations", "max_iterations", "plan_for"]
 
 # The activities each platform's worker accepts (vllm/config/profiler.py,
 # validate_worker_profiler_config); the CPU platform accepts CPU only.
@@ -59,24 +52,6 @@ def delay_iterations(window: Window) -> int:
 def max_iterations(window: Window) -> int:
     """vLLM's ``max_iterations``: the window's length, or 0 (vLLM's "no limit") when it is open."""
     return 0 if window.length is None else window.length
-
-
-@frozen(kw_only=True)
-class VllmOptions:
-    """``options.vllm`` of a spec.
-
-    Attributes:
-        frontend: also run the AsyncLLM (API-server) CPU profiler. Off by default because that
-            profiler ignores ``delay_iterations``/``max_iterations`` and records the whole
-            session, which is the trace a window exists to avoid (vLLM PR #28987).
-        gzip: write ``.pt.trace.json.gz`` (vLLM's default) rather than plain JSON.
-        platform: the engine's platform (``cpu``, ``cuda``, ``rocm``, ``xpu``, ``ascend``), when
-            known, to check activities before launch; ``None`` lets vLLM check at worker start.
-    """
-
-    frontend: bool = field(default=False, validator=flag)
-    gzip: bool = field(default=True, validator=flag)
-    platform: str | None = field(default=None, validator=choice(None, *PLATFORMS))
 
 
 def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion) -> list[str] | None:
@@ -166,7 +141,7 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
     Raises :class:`~profwin.ConfigError` when the version cannot honour the spec: a window on
     vLLM < 0.12, an activity the platform rejects, an unknown ``options.vllm`` key.
     """
-    options = parse_options(VllmOptions, spec, "vllm")
+    options = options_of(spec)
     window = spec.window
     _check_window_supported(window, version, options)
     if options.platform == "ascend":

@@ -1,0 +1,129 @@
+"""How a session-relative window becomes SGLang's ``start_step``/``num_steps`` (pure functions).
+
+SGLang counts batches per scheduler from launch (``forward_ct``) and compares ``start_step`` with
+that absolute count. profwin's window counts from the session start. Three exact ways exist:
+
+``relative``
+    The server runs the profwin-sglang server plugin (:mod:`profwin_sglang.server_plugin`), which
+    rewrites an encoded ``start_step = RELATIVE_BASE + start`` to ``forward_ct + 1 + start`` on the
+    scheduler thread when the request arrives. Records exactly ``[start, end)``.
+``immediate``
+    ``start == 0`` and no ``start_step``: SGLang starts at the next batch and records ``num_steps``
+    batches (0.5.23; one fewer before PR #30215). Exact without any plugin.
+``trim``
+    The fallback: record ``[0, end)`` in immediate mode, then cut the first ``start`` batches out of
+    the trace after the stop (:func:`profwin_sglang.trim_in_place`). The steps are right, but the
+    server records ``start`` extra batches, and a trace the client cannot read stays untrimmed.
+
+``by_stage`` is SGLang's own mode: the first ``num_steps`` prefill batches and the first
+``num_steps`` decode batches, in two files; it has no start offset.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from attrs import frozen
+
+from profwin.plugin import ConfigError, Window
+from profwin_sglang.options import START_MODES
+from profwin_sglang.server_plugin import RELATIVE_BASE
+from profwin_sglang.versions import Features
+
+__all__ = ["Plan", "plan_window", "trim_records"]
+
+Mode = Literal["relative", "immediate", "trim", "by_stage"]
+
+
+@frozen(kw_only=True)
+class Plan:
+    """What one start request asks for and what the trace will hold.
+
+    Attributes:
+        mode: how the window is realised (module docstring).
+        start_step: the ``start_step`` field to send (``None``: immediate).
+        num_steps: the ``num_steps`` field (``None``: until ``/stop_profile``).
+        window: the session steps the kept trace covers when everything ran.
+        recorded: the session steps the server records (wider than ``window`` in ``trim``).
+        warning: what the user must know about this plan, or ``""``.
+    """
+
+    mode: Mode
+    start_step: int | None
+    num_steps: int | None
+    window: Window
+    recorded: Window
+    warning: str = ""
+
+    @property
+    def trims(self) -> bool:
+        """Whether the trace is cut to :attr:`window` after the stop."""
+        return self.mode == "trim"
+
+
+def plan_window(
+    window: Window, *, features: Features, plugin: bool, start: str = "auto", by_stage: bool = False, inactive: str = ""
+) -> Plan:
+    """Choose how to record ``window`` on a server with ``features`` (``plugin``: the server
+    plugin answered). ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when
+    known, is why the plugin is not active there (it goes into the trim warning)."""
+    if start not in START_MODES:
+        raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
+    if by_stage:
+        return _by_stage(window)
+    if start == "relative" and not plugin:
+        raise ConfigError(
+            "needs the profwin-sglang server plugin in the SGLang server's environment "
+            "(pip install profwin-sglang there, then restart the server); the server does not report it. "
+            "Use start='auto' or 'trim' to record steps 0:end and trim the trace instead",
+            path="options.sglang.start",
+        )
+    if plugin and start != "trim":
+        return Plan(
+            mode="relative",
+            start_step=RELATIVE_BASE + window.start,
+            num_steps=window.length,
+            window=window,
+            recorded=window,
+        )
+    if window.start == 0 and features.exact_immediate and start != "trim":
+        return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
+    return _trim(window, features, forced=start == "trim", inactive="" if plugin else inactive)
+
+
+def _by_stage(window: Window) -> Plan:
+    if window.start != 0 or window.end is None:
+        raise ConfigError(
+            f"by-stage mode records the first N prefill and the first N decode batches; give the window as ':N' (got {window})",
+            path="options.sglang.by_stage",
+        )
+    return Plan(mode="by_stage", start_step=None, num_steps=window.end, window=window, recorded=window)
+
+
+def trim_records(window: Window) -> Window:
+    """What the server records when ``window`` is kept by trimming: the steps from the session
+    start to the window's end (immediate mode has no start offset)."""
+    return Window(0, window.end)
+
+
+def _trim(window: Window, features: Features, *, forced: bool, inactive: str = "") -> Plan:
+    recorded = trim_records(window)
+    # Before SGLang PR #30215 immediate mode stopped one batch early: ask for one more, and the
+    # trim keeps batches by their position in the trace either way.
+    extra = 0 if features.exact_immediate else 1
+    num_steps = None if window.end is None else window.end + extra
+    if forced:
+        why = "as options.sglang.start is 'trim',"
+    elif inactive:
+        why = f"with the profwin-sglang server plugin not active on this SGLang ({inactive}),"
+    elif features.exact_immediate:
+        why = "without the profwin-sglang server plugin"
+    else:
+        why = f"on SGLang {features.label}, whose immediate mode may record one batch fewer (PR #30215),"
+    cut = f"the first {window.start} batch(es) are cut out of" if window.start else "any extra batch is cut from"
+    warning = (
+        f"SGLang counts start_step from server launch, so {why} window {window} is recorded as steps {recorded} "
+        f"from the session start and {cut} the trace after the stop; a trace this machine cannot read keeps "
+        f"all that was recorded"
+    )
+    return Plan(mode="trim", start_step=None, num_steps=num_steps, window=window, recorded=recorded, warning=warning)

@@ -1,0 +1,188 @@
+"""The two kinds of live vLLM engine a session drives: a ``vllm serve`` server by URL, and an
+in-process ``LLM`` or ``AsyncLLM``.
+
+On stop a session always calls ``stop_profile``: vLLM's own auto-stop at the window's end
+writes the trace but leaves the frontend's "session active" flag set, and the next
+``start_profile`` would fail without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from profwin.plugin import (
+    Artifact,
+    ConfigError,
+    EngineBusy,
+    EnginePlan,
+    EngineVersion,
+    PluginError,
+    ProfileSpec,
+    Reply,
+    ServerClient,
+    TargetContext,
+    TargetError,
+    VersionSource,
+    render_plan,
+)
+from profwin_vllm.plan import plan_for
+from profwin_vllm.traces import session_artifacts
+from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, resolve_version
+
+__all__ = ["VllmEngine", "VllmServer"]
+
+
+def _relaunch_hint(plan: EnginePlan) -> str:
+    if plan.launch:
+        return render_plan(plan, "serve").splitlines()[0]
+    return "these environment variables: " + "; ".join(f"{k}={v}" for k, v in plan.env.items())
+
+
+def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -> tuple[list[Artifact], list[str]]:
+    prefix = plan.details["start_kwargs"].get("profile_prefix") if plan.details["takes_prefix"] else None
+    artifacts = session_artifacts(files(), window=plan.window, prefix=prefix, ranks=plan.details["ranks"], producer=producer)
+    return artifacts, []
+
+
+class VllmServer:
+    """A ``vllm serve`` server, by URL."""
+
+    def __init__(self, url: str, *, api_key: str | None, timeout: float) -> None:
+        self.client = ServerClient(url, api_key, timeout)
+        self.name = self.client.url
+
+    def _post(self, path: str, plan: EnginePlan, body: Mapping[str, Any] | None = None) -> Reply:
+        reply = self.client.call(path, body=body)
+        if not reply.ok:
+            raise (EngineBusy if reply.status == 409 else TargetError)(self._failure(path, reply, plan), status=reply.status)
+        return reply
+
+    def _failure(self, path: str, reply: Reply, plan: EnginePlan) -> str:
+        """The message for a failed POST, saying what to do about it."""
+        if reply.status is None or reply.status not in (400, 404, 409):
+            return reply.describe()
+        said = f"POST {path} returned {reply.status}"
+        if reply.status == 404:
+            return (
+                f"{said}: this server was started without a profiler, so it has no profiling endpoints. "
+                f"Relaunch it with {_relaunch_hint(plan)}"
+            )
+        if reply.status == 409:
+            return (
+                f"{said}: a profiling session is already active on this server ({reply.detail}). "
+                f"Stop it with `profwin stop --engine vllm --url {self.name} --out DIR`, or pass on_active='restart' "
+                "to stop it and start again"
+            )
+        return f"{said}: vLLM rejected the request: {reply.detail}"
+
+    def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+        source: VersionSource = "given"
+        notes: tuple[str, ...] = ()
+        if version is None:
+            reply = self.client.call("/version", method="GET", expect="object")
+            if reply.status is None:
+                raise TargetError(f"GET /version failed: {reply.error}")
+            found = reply.data.get("version") if reply.ok and isinstance(reply.data, Mapping) else None
+            try:
+                version, source = str(EngineVersion.parse(found)), "server"
+            except ConfigError:
+                version, source = str(NEWEST_KNOWN), "assumed"
+                notes = (f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}",)
+        plan = plan_for(spec, EngineVersion.parse(version), source)
+        if not plan.per_session:
+            notes += (
+                f"vLLM {plan.version} takes the window only at launch and profwin cannot read a server's launch "
+                f"config over HTTP: it records window {plan.window} only if the server was launched with "
+                f"{_relaunch_hint(plan)}",
+            )
+        return plan.replace(notes=plan.notes + notes)
+
+    def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
+        self._post("/start_profile", plan, plan.request if plan.per_session else None)
+
+    def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        self._post("/stop_profile", plan)
+        return True
+
+    def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
+        return _collect(plan, files, f"vllm@{self.name}")
+
+
+class VllmEngine:
+    """An in-process ``vllm.LLM`` or ``AsyncLLM`` (whose calls are coroutines: ``async with``)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self.name = f"engine:{type(engine).__name__}@{id(engine):x}"
+        vllm_config = getattr(engine, "vllm_config", None)
+        if vllm_config is None and hasattr(engine, "llm_engine"):
+            vllm_config = getattr(engine.llm_engine, "vllm_config", None)
+        if vllm_config is None:
+            raise ConfigError(f"expected a vllm.LLM, an AsyncLLM or server URL(s) (got {type(engine).__name__})", path="target")
+        self.config = getattr(vllm_config, "profiler_config", None)
+
+    def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+        if version is None and "vllm" in sys.modules:
+            version = getattr(sys.modules["vllm"], "__version__", None)
+        planned, source = resolve_version(version)
+        config = self.config
+        plan = plan_for(_with_platform(spec), planned, source)
+        if config is None or getattr(config, "profiler", None) is None:
+            raise ConfigError(
+                f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",
+                path="target",
+            )
+        if config.profiler != "torch":
+            raise PluginError(f"profwin-vllm reads torch traces; this engine runs the {config.profiler!r} profiler")
+        wanted = (plan.details["delay_iterations"], plan.details["max_iterations"])
+        if plan.mechanism != Mechanism.PER_SESSION.value and (config.delay_iterations, config.max_iterations) != wanted:
+            raise ConfigError(
+                f"vLLM {planned} fixes the window at launch, and this engine was built with delay_iterations="
+                f"{config.delay_iterations}, max_iterations={config.max_iterations}; window {spec.window} needs "
+                f"delay_iterations={wanted[0]}, max_iterations={wanted[1]}: rebuild it with "
+                f"{render_plan(plan, 'python').splitlines()[0]}",
+                path="window",
+            )
+        directory = str(config.torch_profiler_dir)
+        if "://" in directory:
+            raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
+        return plan.replace(output_dir=Path(directory))
+
+    def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
+        kwargs = dict(plan.details["start_kwargs"])
+        try:
+            ctx.call(lambda: self.engine.start_profile(**kwargs), "start_profile")
+        except (TargetError, ConfigError):
+            raise
+        except Exception as exc:
+            text = str(exc).lower()
+            busy = "already" in text and ("active" in text or "running" in text or "progress" in text)
+            message = f"vLLM refused start_profile: {type(exc).__name__}: {exc}"
+            raise (EngineBusy if busy else TargetError)(message) from exc
+
+    def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        try:
+            ctx.call(self.engine.stop_profile, "stop_profile")
+        except (TargetError, ConfigError):
+            raise
+        except Exception as exc:
+            raise TargetError(f"stop_profile failed: {type(exc).__name__}: {exc}") from exc
+        return True
+
+    def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
+        return _collect(plan, files, "vllm")
+
+
+def _with_platform(spec: ProfileSpec) -> ProfileSpec:
+    """The spec with ``options.vllm.platform`` set from the loaded vLLM, so activities are checked now."""
+    options = dict(spec.plugin_options("vllm"))
+    if "platform" in options:
+        return spec
+    platforms = sys.modules.get("vllm.platforms")
+    device = getattr(getattr(platforms, "current_platform", None), "device_type", None)
+    if device not in ("cpu", "cuda", "xpu"):
+        return spec
+    return spec.replace(options={**spec.options, "vllm": {**options, "platform": device}})
