@@ -52,8 +52,8 @@ MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
 
 _PH = {"X": 0, "M": 1}
-_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
-_GETTERS = tuple(attrgetter(f) for f in _FIELDS)
+_PH_OF, _CAT_OF, _NAME_OF, _TS_OF, _DUR_OF = map(attrgetter, ("ph", "cat", "name", "ts", "dur"))
+_THREAD_OF = attrgetter("pid", "tid")
 _CORRELATION = attrgetter("args.correlation")
 _ARG_NAME = attrgetter("args.name")
 
@@ -62,8 +62,9 @@ _ARG_NAME = attrgetter("args.name")
 def column_decoder() -> Callable[[str], list[Any]] | None:
     """A msgspec decoder of event batches into typed structs, or ``None`` without the fast extra.
 
-    The types are what torch writes; a batch with other types (``"ts": "12"``) fails to decode
-    and the reader reads it the standard way, so nothing is lost."""
+    The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``) fails
+    to decode and the reader reads it the standard way, so nothing is lost. A missing ``ts`` or
+    ``dur`` is nan, so that each column is one ``numpy.fromiter``."""
     if numpy_or_none() is None:
         return None
     try:
@@ -75,7 +76,7 @@ def column_decoder() -> Callable[[str], list[Any]] | None:
         "ColumnEvent",
         [
             ("ph", str | None, None), ("cat", str | None, None), ("name", str | None, None), ("pid", Any, None),
-            ("tid", Any, None), ("ts", float | None, None), ("dur", float | None, None),
+            ("tid", Any, None), ("ts", float, math.nan), ("dur", float, math.nan),
             ("args", args, msgspec.field(default_factory=args)),
         ],
         gc=False,
@@ -171,20 +172,21 @@ class ColumnFiller(_Filler):
 
     # -- lookups, once per distinct value -------------------------------------------------------
 
-    def _threads(self, pid: list[Any], tid: list[Any], timed: Any) -> Any:
-        """Each timed event's thread id (-1 for untimed events); new threads checked, in file order."""
-        np, ids, n = self.np, self.thread_ids, len(pid)
+    def _threads(self, threads: list[tuple[Any, Any]], timed: Any) -> Any:
+        """Each timed event's thread id (-1 for untimed events) from its ``(pid, tid)``; new
+        threads checked, in file order."""
+        np, ids, n = self.np, self.thread_ids, len(threads)
         try:
-            found = np.fromiter(map(ids.get, zip(pid, tid, strict=True), repeat(-1)), np.int64, n)
+            found = np.fromiter(map(ids.get, threads, repeat(-1)), np.int64, n)
         except TypeError:  # an unhashable pid or tid somewhere: look up one by one
-            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in zip(pid, tid, strict=True)], np.int64)
+            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in threads], np.int64)
         missing = np.flatnonzero((found < 0) & timed).tolist()
         if not missing:
             return found
         index = self.index
         wanted = np.zeros(n, bool)
         wanted[missing] = True
-        keys = list(compress(zip(pid, tid, strict=True), wanted.tolist()))  # the missing rows' keys, in C
+        keys = list(compress(threads, wanted.tolist()))  # the missing rows' keys, in C
         try:
             new = [k for k in dict.fromkeys(keys) if k not in ids]
         except TypeError:  # an unhashable id: refuse the first one, naming its event
@@ -266,23 +268,24 @@ class ColumnFiller(_Filler):
         offsets = np.concatenate([np.asarray(o, np.int64) for o, _ in spans])
         lengths = np.concatenate([np.asarray(n, np.int32) for _, n in spans])
         self.base = index.events
-        ph, cat, name, pid, tid, raw_ts, raw_dur = (list(map(get, events)) for get in _GETTERS)
-        code = np.fromiter(map(_PH.get, ph, repeat(2)), np.int8, n)
+        # One C-level pass per field: no per-event Python, no lists kept but the thread keys.
+        code = np.fromiter(map(_PH.get, map(_PH_OF, events), repeat(2)), np.int8, n)
         try:
-            ts = np.fromiter(raw_ts, np.float64, n)
+            ts = np.fromiter(map(_TS_OF, events), np.float64, n)
         except TypeError:  # a missing ts (None): nan
-            ts = np.array(raw_ts, np.float64)
+            ts = np.array(list(map(_TS_OF, events)), np.float64)
         index.bad_times += int(np.isinf(ts).sum())
         metadata = code == 1
         timed = ~metadata & np.isfinite(ts)
         for i in np.flatnonzero(metadata).tolist():
             index.events = self.base + i
-            self.metadata(name[i], pid[i], tid[i], _ARG_NAME(events[i]))
+            event = events[i]
+            self.metadata(event.name, event.pid, event.tid, _ARG_NAME(event))
         start = np.where(timed, ts, -np.inf)
         end = np.where(timed, ts, np.inf)
         rows = np.flatnonzero(timed)
         if len(rows):
-            self.timed_events(rows, code, ts, end, cat, name, pid, tid, raw_dur, events)
+            self.timed_events(rows, code, ts, end, events)
         index.events = self.base + n
         placed = index.placed.columns
         placed[0].frombytes(offsets.tobytes())
@@ -292,31 +295,31 @@ class ColumnFiller(_Filler):
         index.placed.maybe_spill()
         return int(lengths.sum())
 
-    def timed_events(
-        self, rows: Any, code: Any, ts: Any, end: Any, cat: list[Any], name: list[Any], pid: list[Any],
-        tid: list[Any], raw_dur: list[Any], events: list[Any],
-    ) -> None:  # fmt: skip
+    def timed_events(self, rows: Any, code: Any, ts: Any, end: Any, events: list[Any]) -> None:
         np, index = self.np, self.index
         timed = np.zeros(len(code), bool)
         timed[rows] = True
-        thread = self._threads(pid, tid, timed)
+        thread = self._threads(list(map(_THREAD_OF, events)), timed)
         self.thread_counts += np.bincount(thread[rows], minlength=len(self.thread_counts))
         x_rows = rows[code[rows] == 0]
         if not len(x_rows):
             return
         thread = thread[x_rows]
         start = ts[x_rows]
-        dur = np.array(raw_dur, np.float64)[x_rows]
+        try:
+            dur = np.fromiter(map(_DUR_OF, events), np.float64, len(events))[x_rows]
+        except TypeError:  # a missing dur (None): nan
+            dur = np.array(list(map(_DUR_OF, events)), np.float64)[x_rows]
         dur[np.isnan(dur)] = 0.0  # no dur: an instant
         bad = ~((dur >= 0.0) & (dur < np.inf))
         index.bad_times += int(bad.sum())
         dur[bad] = 0.0
         stop = start + dur
         end[x_rows] = stop
-        cats = self._categories(cat)[x_rows]
+        cats = self._categories(list(map(_CAT_OF, events)))[x_rows]
         flags = self.cat_flags[cats]
         not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
-        names = self._names(name)[x_rows]
+        names = self._names(list(map(_NAME_OF, events)))[x_rows]
         special = (self.name_marks[names] & ~is_gpu) | not_op
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
@@ -330,11 +333,12 @@ class ColumnFiller(_Filler):
             texts = self.name_text
             for j in np.flatnonzero(special).tolist():
                 row, name_id = int(x_rows[j]), int(names[j])
+                event = events[row]
                 marker = self.name_marker[name_id] if not is_gpu[j] else None
-                category = cat[row] if type(cat[row]) is str else ""
-                raw = name[row] if type(name[row]) is str else texts[name_id]
+                category = event.cat if type(event.cat) is str else ""
+                raw = event.name if type(event.name) is str else texts[name_id]
                 self.index.events = self.base + row
-                self.special(pid[row], float(start[j]), float(stop[j]), raw, category, marker)
+                self.special(event.pid, float(start[j]), float(stop[j]), raw, category, marker)
         kernel = plain & is_kernel
         if kernel.any():
             work = index.device.columns

@@ -21,6 +21,7 @@ import codecs
 import functools
 import gzip
 import io
+import itertools
 import json
 import os
 import re
@@ -61,9 +62,6 @@ MAX_VALUE_CHARS = 16 << 20
 """One event or top-level value larger than this (JSON text) is refused: real ones are KiB."""
 MAX_HEADER_CHARS = 16 << 20
 """All top-level values other than ``traceEvents`` together, as JSON text."""
-_TAIL = 1 << 16  # the last separator of a buffer is looked for in its last 64 KiB first
-_SEPARATOR = re.compile(r"\},[ \t\n\r]*\{")
-_SPAN_LOOK = 16  # characters after "}," searched for the next event's "{"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
@@ -172,30 +170,48 @@ class TraceReader:
 
     # -- buffer ------------------------------------------------------------------------------
 
-    def _fill(self) -> bool:
-        """Append one chunk to the buffer, dropping what was consumed; False at end of file."""
-        if self._eof:
-            return False
+    def _read(self, into: bytearray | None = None) -> bytes:
+        """The next block of the (decompressed) file, ``b""`` at its end; or, given ``into``,
+        that block appended to it in place (and ``b""`` returned)."""
         try:
-            data = self._binary.read(self._chunk)
-            text = self._decoder.decode(data, final=not data)
+            if into is None:
+                data = self._binary.read(self._chunk)
+                n = len(data)
+            else:
+                data, end = b"", len(into)
+                into.extend(bytes(self._chunk))  # then filled in place: no copy of the block
+                with memoryview(into) as view:
+                    n = self._binary.readinto(view[end:])
+                del into[end + n :]
         except EOFError:
             raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:
             raise TraceError(self.path, f"corrupt gzip data ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise TraceError(self.path, f"not UTF-8 text near byte {exc.start}; expected {_EXPECTED}") from None
         except OSError as exc:
             raise TraceError(self.path, f"read failed: {exc}") from None
+        if not n:
+            self._eof = True
+        if self._progress is not None:
+            self._progress(self._counter.done, self.size)
+        return data
+
+    def _text(self, data: bytes) -> str:
+        try:
+            return self._decoder.decode(data, final=self._eof)
+        except UnicodeDecodeError as exc:
+            raise TraceError(self.path, f"not UTF-8 text near byte {exc.start}; expected {_EXPECTED}") from None
+
+    def _fill(self) -> bool:
+        """Append one chunk to the buffer, dropping what was consumed; False at end of file."""
+        if self._eof:
+            return False
+        data = self._read()
+        text = self._text(data)
         if self._pos:
             self._offset += self._pos
             self._buf = self._buf[self._pos :]
             self._pos = 0
         self._buf += text
-        if not data:
-            self._eof = True
-        if self._progress is not None:
-            self._progress(self._counter.done, self.size)
         return bool(text) or not self._eof
 
     def _skip_ws(self) -> str:
@@ -353,8 +369,6 @@ class TraceReader:
             self._pos += 1
             return
         while True:
-            if self._batch is not None and self._offset + self._pos >= self._plain_until:
-                yield from self._batches()
             event, start, end = self._value(f"event {self.events_read}")
             if not isinstance(event, dict):
                 raise TraceError(
@@ -362,71 +376,64 @@ class TraceReader:
                 )
             self.events_read += 1
             yield [event], [self._offset + start], [end - start]
+            after = self._offset + end
             if self._expect(",]", "',' or ']' after an event") == "]":
                 return
+            if (
+                self._batch is not None
+                and self._skip_ws() == "{"
+                and after >= self._offset
+                and self._offset + self._pos >= self._plain_until
+            ):
+                # The separator this file writes between events ("},\n  {" from Kineto).
+                yield from self._batches("}" + self._buf[after - self._offset : self._pos] + "{")
 
-    def _batches(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
-        """Decode the buffered events up to the last ``},{`` in one call each time; return,
-        leaving the cursor on an event, when a batch cannot be taken that way."""
+    def _batches(self, separator: str) -> Iterator[tuple[list[Any], Any, Any]]:
+        """Decode the events up to the last ``separator`` in the buffered bytes in one call, a
+        buffer at a time; return, leaving the text buffer on an event, at the end of the array
+        or when a batch cannot be taken that way (see the module docstring)."""
         assert self._batch is not None
-        while True:
-            self._skip_ws()
-            buf, start = self._buf, self._pos
-            last = None
-            for last in _SEPARATOR.finditer(buf, max(start, len(buf) - _TAIL)):  # noqa: B007 (the last one)
-                pass
-            if last is None or self._offset + start < self._plain_until:
-                return
-            cut = last.start() + 1
-            text = buf[start:cut]
-            spans = self._spans(text) if self._arrays is not None else None
-            if spans is None:
-                separators = [m.span() for m in _SEPARATOR.finditer(text)]
-                spans = [0, *[b - 1 for _, b in separators]], [*[a + 1 for a, _ in separators], len(text)]
-            try:
-                events = self._batch("[" + text + "]")
-            except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
-                events = None
-            if events is None or len(spans[0]) != len(events):
-                # A "},{" inside a string or a nested list: read this buffer one event at a time.
-                self._plain_until = self._offset + cut
-                return
-            base = self._offset + start
-            begins, ends = spans
-            self.events_read += len(events)
-            if self._arrays is not None:
-                yield events, begins + base, ends - begins  # type: ignore[misc, operator]
-            else:
-                yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
-            self._pos = last.end() - 1
-            if len(self._buf) - self._pos < self._chunk // 2:
-                self._fill()
-
-    def _spans(self, text: str) -> tuple[Any, Any] | None:
-        """Where each event of ``text`` (events joined by ``},{`` with whitespace) begins and ends,
-        as numpy arrays found in C: the separators' regular expression, vectorized. ``None``
-        for text that is not ASCII (character offsets would not be byte offsets)."""
+        sep = separator.encode("ascii")
+        gap = len(sep) - 2  # characters between one event's "}" and the next one's "{"
         np = self._arrays
-        if not text.isascii():
-            return None
-        b = np.frombuffer(text.encode("ascii") + b"\0" * _SPAN_LOOK, np.uint8)
-        closes = np.flatnonzero(b[: len(text) - 1] == 0x7D)  # '}'
-        closes = closes[b[closes + 1] == 0x2C]  # followed by ','
-        # The '{' after the comma: within _SPAN_LOOK characters of whitespace (Kineto writes
-        # ",\n  {"); a longer run sends the buffer to the regular expression instead.
-        opens = np.full(len(closes), -1, np.int64)
-        for k in range(2, _SPAN_LOOK):
-            c = b[closes + k]
-            here = (opens < 0) & (c == 0x7B)
-            opens[here] = closes[here] + k
-            pending = (opens < 0) & ((c == 0x20) | (c == 0x0A) | (c == 0x0D) | (c == 0x09))
-            if not pending.any():
-                break
-            if k == _SPAN_LOOK - 1:
-                return None
-            opens[~pending & (opens < 0)] = -2  # not a separator
-        ok = opens >= 0
-        return np.concatenate([[0], opens[ok]]), np.concatenate([closes[ok] + 1, [len(text)]])
+        # To bytes: the rest of the text buffer, then the file's bytes as they come, after a "["
+        # so that a batch is decoded where it lies (its last separator's "," set to "]").
+        data = bytearray(b"[")
+        data += self._buf[self._pos :].encode("utf-8")
+        data += self._decoder.getstate()[0]
+        self._decoder.reset()
+        at = self._offset + self._pos  # character offset of data[1]
+        try:
+            while True:
+                if not self._eof:
+                    self._read(into=data)
+                cut = data.rfind(sep, 1)
+                if cut < 0:
+                    return
+                data[cut + 1] = 0x5D  # "]"
+                with memoryview(data) as view:
+                    try:
+                        events = self._batch(view[: cut + 2])
+                    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+                        events = None
+                    spans = None if events is None else _spans(np, view[1 : cut + 1], sep, len(events), data.isascii())
+                data[cut + 1] = 0x2C  # ","
+                if spans is None:
+                    # A separator inside a string or a nested list, types the decoder does not
+                    # take, or not UTF-8: read this batch one event at a time.
+                    self._plain_until = at + cut
+                    return
+                offsets, lengths, chars = spans
+                self.events_read += len(events)
+                yield events, offsets + at if np is not None else [at + o for o in offsets], lengths
+                at += chars + gap  # up to the next event's "{"
+                rest = data[cut + len(sep) - 1 :]
+                data = bytearray(b"[")
+                data += rest
+        finally:
+            # Back to text, at the event that begins data[1:].
+            self._offset, self._pos = at, 0
+            self._buf = self._text(bytes(data[1:]))
 
     def _end(self) -> None:
         if self._skip_ws():
@@ -438,6 +445,46 @@ class TraceReader:
         """Yield each event as a dict."""
         for event, _, _ in self.raw_events():
             yield event
+
+
+def _spans(np: Any, batch: Any, sep: bytes, n: int, plain: bool) -> tuple[Any, Any, int] | None:
+    """Where each of the ``n`` events of ``batch`` (bytes, ASCII if ``plain``, events joined by
+    ``sep``) begins and how long it is, in characters, and the batch's length in characters:
+    numpy arrays found in C where numpy is installed. ``None`` when ``sep`` does not occur
+    exactly ``n - 1`` times or the batch is not UTF-8."""
+    k = len(sep)
+    if np is None:
+        parts = bytes(batch).split(sep)
+        if len(parts) != n:
+            return None
+        try:
+            sizes = list(map(len, parts)) if plain else [len(p.decode("utf-8")) for p in parts]
+        except UnicodeDecodeError:
+            return None
+        lengths = [size + 2 for size in sizes]
+        lengths[0] -= 1
+        lengths[-1] -= 1
+        offsets = list(itertools.accumulate((size + k - 2 for size in lengths[:-1]), initial=0))
+        return offsets, lengths, offsets[-1] + lengths[-1]
+    b = np.frombuffer(batch, np.uint8)
+    opens = np.flatnonzero(b == sep[-1])  # each separator's "{", among every "{"
+    opens = opens[opens >= k - 1]
+    for j in range(k - 1):
+        opens = opens[b[opens - (k - 1) + j] == sep[j]]
+    if len(opens) != n - 1:
+        return None
+    begins = np.concatenate([[0], opens])
+    ends = np.concatenate([opens - (k - 2), [len(b)]])
+    chars = len(b)
+    if not plain:  # byte positions to character positions: less the continuation bytes before
+        try:
+            codecs.decode(batch, "utf-8")
+        except UnicodeDecodeError:
+            return None
+        before = np.concatenate([[0], np.cumsum((b & 0xC0) == 0x80)])
+        begins, ends = begins - before[begins], ends - before[ends]
+        chars -= int(before[-1])
+    return begins, ends - begins, chars
 
 
 def _record(event: dict[str, Any]) -> Record:
