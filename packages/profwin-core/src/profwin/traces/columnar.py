@@ -213,10 +213,15 @@ class ColumnFiller(_Filler):
         """Each value's id in ``ids``; values not seen before go to ``register`` first, once each."""
         np = self.np
         found = np.fromiter(map(ids.get, values, repeat(-1)), np.int64, len(values))
-        if not (found < 0).any():
+        missing = np.flatnonzero(found < 0)
+        if not len(missing):
             return found
-        register([v for v in dict.fromkeys(values) if v not in ids])
-        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
+        wanted = np.zeros(len(values), bool)
+        wanted[missing] = True
+        new = list(compress(values, wanted.tolist()))  # the missing rows' values, in C
+        register(list(dict.fromkeys(new)))
+        found[missing] = np.fromiter(map(ids.__getitem__, new), np.int64, len(new))
+        return found
 
     def _categories(self, cats: list[Any]) -> Any:
         return self._ids(self.cat_ids, cats, self._new_categories)

@@ -170,19 +170,15 @@ class TraceReader:
 
     # -- buffer ------------------------------------------------------------------------------
 
-    def _read(self, into: bytearray | None = None) -> bytes:
+    def _read(self, into: memoryview | None = None) -> Any:
         """The next block of the (decompressed) file, ``b""`` at its end; or, given ``into``,
-        that block appended to it in place (and ``b""`` returned)."""
+        as much as fits read into it, and how many bytes that was (0 at the end)."""
         try:
             if into is None:
                 data = self._binary.read(self._chunk)
                 n = len(data)
             else:
-                data, end = b"", len(into)
-                into.extend(bytes(self._chunk))  # then filled in place: no copy of the block
-                with memoryview(into) as view:
-                    n = self._binary.readinto(view[end:])
-                del into[end + n :]
+                data = n = self._binary.readinto(into)  # type: ignore[attr-defined]
         except EOFError:
             raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
         except (gzip.BadGzipFile, zlib.error) as exc:
@@ -396,28 +392,32 @@ class TraceReader:
         sep = separator.encode("ascii")
         gap = len(sep) - 2  # characters between one event's "}" and the next one's "{"
         np = self._arrays
-        # To bytes: the rest of the text buffer, then the file's bytes as they come, after a "["
-        # so that a batch is decoded where it lies (its last separator's "," set to "]").
-        data = bytearray(b"[")
-        data += self._buf[self._pos :].encode("utf-8")
-        data += self._decoder.getstate()[0]
+        # To bytes: the rest of the text buffer, then the file's bytes read into one buffer
+        # after a "[", so that a batch is decoded where it lies (its last separator's "," set
+        # to "]"); what follows the batch moves to the front for the next read.
+        rest = self._buf[self._pos :].encode("utf-8") + self._decoder.getstate()[0]
         self._decoder.reset()
-        at = self._offset + self._pos  # character offset of data[1]
+        at = self._offset + self._pos  # character offset of buf[1]
+        buf = bytearray(max(2 * self._chunk, len(rest) + self._chunk) + 2)
+        view = memoryview(buf)
+        buf[0] = 0x5B  # "["
+        end = 1 + len(rest)
+        buf[1:end] = rest
         try:
             while True:
-                if not self._eof:
-                    self._read(into=data)
-                cut = data.rfind(sep, 1)
+                if not self._eof and end < len(buf):
+                    end += self._read(into=view[end:])
+                cut = buf.rfind(sep, 1, end)
                 if cut < 0:
                     return
-                data[cut + 1] = 0x5D  # "]"
-                with memoryview(data) as view:
-                    try:
-                        events = self._batch(view[: cut + 2])
-                    except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
-                        events = None
-                    spans = None if events is None else _spans(np, view[1 : cut + 1], sep, len(events), data.isascii())
-                data[cut + 1] = 0x2C  # ","
+                buf[cut + 1] = 0x5D  # "]"
+                try:
+                    events = self._batch(view[: cut + 2])
+                except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+                    events = None
+                # buf.isascii() looks at bytes of earlier reads too: false now and then for ASCII.
+                spans = None if events is None else _spans(np, view[1 : cut + 1], sep, len(events), buf.isascii())
+                buf[cut + 1] = 0x2C  # ","
                 if spans is None:
                     # A separator inside a string or a nested list, types the decoder does not
                     # take, or not UTF-8: read this batch one event at a time.
@@ -427,13 +427,13 @@ class TraceReader:
                 self.events_read += len(events)
                 yield events, offsets + at if np is not None else [at + o for o in offsets], lengths
                 at += chars + gap  # up to the next event's "{"
-                rest = data[cut + len(sep) - 1 :]
-                data = bytearray(b"[")
-                data += rest
+                start = cut + len(sep) - 1
+                buf[1 : 1 + end - start] = bytes(view[start:end])
+                end = 1 + end - start
         finally:
-            # Back to text, at the event that begins data[1:].
+            # Back to text, at the event that begins buf[1:end].
             self._offset, self._pos = at, 0
-            self._buf = self._text(bytes(data[1:]))
+            self._buf = self._text(bytes(view[1:end]))
 
     def _end(self) -> None:
         if self._skip_ws():
