@@ -2,10 +2,10 @@
 
     uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024 --hta-python ~/.cache/profwin/venvs/hta-0.5.0/bin/python
 
-Prints, in one run, the four ratios issue 15 asks for: summarize and trim CPU time against
-``json.load`` + a loop (goal >= 5x), against HTA loading the same trace (goal >= 5x), profwin's
-peak RSS (goal <= 200 MB), and summarize of the ``.json.gz`` against ``gzip -dc FILE >
-/dev/null`` (goal: within 3x of the decompression floor).
+Prints, in one run, the ratios issues 15 and 20 ask for: summarize and trim CPU time against
+``json.load`` + a loop (issue 20: summarize >= 8x, trim >= 7x), against HTA loading the same
+trace (>= 5x), profwin's peak RSS (<= 100 MB), and summarize of the ``.json.gz`` against
+``gzip -dc FILE > /dev/null`` (<= 2x the decompression floor).
 
 1. Records a real template trace: a tiny decoder profiled by ``profwin.Session`` with the torch
    driver on CPU (``record_shapes`` on, so events carry ``Input Dims`` like a real decode trace).
@@ -18,6 +18,10 @@ peak RSS (goal <= 200 MB), and summarize of the ``.json.gz`` against ``gzip -dc 
    ``resource.getrusage`` in that process (CPU seconds too, which a busy machine distorts less
    than wall time): profwin ``summarize`` / ``trim`` (both streaming) and
    the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
+   Every contender runs with Python's bytecode cache on (``PYTHONPYCACHEPREFIX`` in the work
+   folder, ``PYTHONDONTWRITEBYTECODE`` unset) after one warm-up run of profwin on a small trace,
+   as any run after a package's first import is: compiling profwin, numpy and msgspec from
+   source would add about 0.5 CPU s to each profwin run and nothing to ``json.load``'s.
    With ``--parsers`` it also times the JSON parsers considered for the reader (stdlib
    ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) on the same file, each where
    importable.
@@ -220,11 +224,11 @@ def naive_trim(path: str, out: str, first_step: str, end_step: str) -> str:
 
 def profwin_summarize(path: str) -> str:
     from profwin.traces import summarize
-    from profwin.traces.reader import fast_decoder
+    from profwin.traces.columnar import column_decoder
 
     summary = summarize(path)
-    reader = "msgspec" if fast_decoder() else "stdlib"
-    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name} ({reader} reader)"
+    reader = "fast path" if column_decoder() else "stdlib"
+    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name} ({reader})"
 
 
 def hta_load(path: str) -> str:
@@ -381,18 +385,32 @@ def main(argv: list[str] | None = None) -> int:
     hta_trace = hta_dir / trace.name
     if not hta_trace.exists():
         hta_trace.symlink_to(trace)
-    stdlib = {**os.environ, "PROFWIN_TRACES_FAST": "0"}
+    # Bytecode cached, as after a package's first import (see the module docstring).
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    stdlib = {**cached, "PROFWIN_TRACES_FAST": "0"}
+    warm = work / "warm-up.pt.trace.json"
+    warm.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": 10.0 * k,
+                                                 "dur": 5.0} for k in range(3)]}, indent=2))  # fmt: skip
+    with open(warm, "rb") as src, gzip.open(str(warm) + ".gz", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+    for env in (cached, stdlib):
+        for name, call in (
+            ("profwin_summarize", (str(warm) + ".gz",)),
+            ("profwin_trim", (str(warm), str(warm) + ".out", "0", "2")),
+        ):
+            measure(name, *call, env=env)
 
     runs: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
-        ("profwin summarize", "profwin_summarize", (str(trace),), {}),
+        ("profwin summarize", "profwin_summarize", (str(trace),), {"env": cached}),
         ("profwin summarize (stdlib)", "profwin_summarize", (str(trace),), {"env": stdlib}),
-        ("profwin summarize .json.gz", "profwin_summarize", (str(gz),), {}),
-        ("gzip -dc .json.gz", "gzip_dc", (str(gz),), {}),
+        ("profwin summarize .json.gz", "profwin_summarize", (str(gz),), {"env": cached}),
+        ("gzip -dc .json.gz", "gzip_dc", (str(gz),), {"env": cached}),
     ]
     if not args.skip_naive:
-        runs.append(("json.load + loop", "naive_summarize", (str(trace),), {}))
+        runs.append(("json.load + loop", "naive_summarize", (str(trace),), {"env": cached}))
     if args.hta_python:
-        runs.append(("HTA 0.5.0 load", "hta_load", (str(hta_trace),), {"python": args.hta_python}))
+        runs.append(("HTA 0.5.0 load", "hta_load", (str(hta_trace),), {"python": args.hta_python, "env": cached}))
     results: dict[str, dict[str, Any]] = {}
     for label, name, call, kwargs in runs:
         results[label] = measure(name, *call, **kwargs)
@@ -402,12 +420,12 @@ def main(argv: list[str] | None = None) -> int:
     trims = [("profwin trim", "profwin_trim")] + ([] if args.skip_naive else [("json.load + filter + dump", "naive_trim")])
     for label, name in trims:
         out = work / f"{name}.pt.trace.json"
-        results[label] = measure(name, str(trace), str(out), str(first), str(last))
+        results[label] = measure(name, str(trace), str(out), str(first), str(last), env=cached)
         print(_row(dict(results[label], name=label)), flush=True)
         out.unlink(missing_ok=True)
     if args.parsers:
         for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
-            results[name] = measure(name, str(trace), python=args.parser_python)
+            results[name] = measure(name, str(trace), python=args.parser_python, env=cached)
             print(_row(dict(results[name], name=name)), flush=True)
 
     ok = {k: r for k, r in results.items() if "error" not in r}
@@ -417,19 +435,19 @@ def main(argv: list[str] | None = None) -> int:
     if ours and "json.load + loop" in ok:
         print(f"1. vs json.load + loop, CPU: summarize {ok['json.load + loop']['cpu'] / ours['cpu']:.2f}x"
               + (f", trim {ok['json.load + filter + dump']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim and "json.load + filter + dump" in ok else "")
-              + "  (goal >= 5x)")  # fmt: skip
+              + "  (goal: summarize >= 8x, trim >= 7x)")  # fmt: skip
     if ours and "HTA 0.5.0 load" in ok:
         print(f"2. vs HTA load, CPU: summarize {ok['HTA 0.5.0 load']['cpu'] / ours['cpu']:.2f}x"
               + (f", trim {ok['HTA 0.5.0 load']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim else "") + "  (goal >= 5x)")  # fmt: skip
     if ours:
         peak = max(r["rss_mb"] for k, r in ok.items() if k.startswith("profwin"))
-        print(f"3. peak RSS of profwin: {peak:.0f} MB  (goal <= 200 MB)")
+        print(f"3. peak RSS of profwin: {peak:.0f} MB  (goal <= 100 MB)")
     if "profwin summarize .json.gz" in ok and "gzip -dc .json.gz" in ok:
         mine, floor = ok["profwin summarize .json.gz"], ok["gzip -dc .json.gz"]
         print(f"4. summarize .json.gz / gzip -dc: wall {mine['seconds'] / floor['seconds']:.2f}x, "
-              f"CPU {mine['cpu'] / floor['cpu']:.2f}x  (goal <= 3x)")  # fmt: skip
+              f"CPU {mine['cpu'] / floor['cpu']:.2f}x  (goal <= 2x)")  # fmt: skip
     if "profwin summarize (stdlib)" in ok and ours:
-        print(f"   msgspec reader vs stdlib reader, CPU: {ok['profwin summarize (stdlib)']['cpu'] / ours['cpu']:.2f}x")
+        print(f"   fast path vs stdlib path, CPU: {ok['profwin summarize (stdlib)']['cpu'] / ours['cpu']:.2f}x")
     if not args.keep and not args.dir:
         for path in sorted(work.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()

@@ -293,10 +293,10 @@ class ColumnFiller(_Filler):
             self.timed_events(rows, code, ts, end, events)
         index.events = self.base + n
         placed = index.placed.columns
-        placed[0].frombytes(offsets.tobytes())
-        placed[1].frombytes(lengths.tobytes())
-        placed[2].frombytes(start.tobytes())
-        placed[3].frombytes(end.tobytes())
+        placed[0].frombytes(offsets.view(np.uint8))
+        placed[1].frombytes(lengths.view(np.uint8))
+        placed[2].frombytes(start.view(np.uint8))
+        placed[3].frombytes(end.view(np.uint8))
         index.placed.maybe_spill()
         return int(lengths.sum())
 
@@ -348,10 +348,10 @@ class ColumnFiller(_Filler):
         if kernel.any():
             work = index.device.columns
             k_corr = np.array([_CORRELATION(events[i]) for i in x_rows[kernel].tolist()], np.float64)
-            work[0].frombytes(start[kernel].tobytes())
-            work[1].frombytes(stop[kernel].tobytes())
-            work[2].frombytes(k_corr.tobytes())
-            work[3].frombytes(self.name_kind[names[kernel]].tobytes())
+            work[0].frombytes(start[kernel].view(np.uint8))
+            work[1].frombytes(stop[kernel].view(np.uint8))
+            work[2].frombytes(k_corr.view(np.uint8))
+            work[3].frombytes(self.name_kind[names[kernel]].view(np.uint8))
             index.device.maybe_spill()
         launch = plain & ~is_kernel & is_runtime & self.name_launch[names]
         if launch.any():
@@ -359,9 +359,9 @@ class ColumnFiller(_Filler):
             l_corr = np.array([_CORRELATION(events[i]) for i in l_rows.tolist()], np.float64)
             ok = ~np.isnan(l_corr)
             calls = index.launches.columns
-            calls[0].frombytes(l_corr[ok].tobytes())
-            calls[1].frombytes(start[launch][ok].tobytes())
-            calls[2].frombytes(stop[launch][ok].tobytes())
+            calls[0].frombytes(l_corr[ok].view(np.uint8))
+            calls[1].frombytes(start[launch][ok].view(np.uint8))
+            calls[2].frombytes(stop[launch][ok].view(np.uint8))
             index.launches.maybe_spill()
         lane = thread * 2 + is_runtime
         self.count_unordered(lane, start)
@@ -455,10 +455,10 @@ class ColumnFiller(_Filler):
         if emit.any():
             own = dur[emit] - kids[emit]
             timed = self.index.timed.columns
-            timed[0].frombytes(ts[emit].tobytes())
-            timed[1].frombytes(np.where(own > 0.0, own, 0.0).tobytes())
-            timed[2].frombytes(op[emit].astype(np.int32).tobytes())
-            timed[3].frombytes(dur[emit].tobytes())
+            timed[0].frombytes(ts[emit].view(np.uint8))
+            timed[1].frombytes(np.where(own > 0.0, own, 0.0).view(np.uint8))
+            timed[2].frombytes(op[emit].astype(np.int32).view(np.uint8))
+            timed[3].frombytes(dur[emit].view(np.uint8))
             self.index.timed.maybe_spill()
         stay = ~done
         self.carry = (
