@@ -172,21 +172,21 @@ class ColumnFiller(_Filler):
 
     # -- lookups, once per distinct value -------------------------------------------------------
 
-    def _threads(self, threads: list[tuple[Any, Any]], timed: Any) -> Any:
+    def _threads(self, events: list[Any], timed: Any) -> Any:
         """Each timed event's thread id (-1 for untimed events) from its ``(pid, tid)``; new
         threads checked, in file order."""
-        np, ids, n = self.np, self.thread_ids, len(threads)
+        np, ids, n = self.np, self.thread_ids, len(events)
         try:
-            found = np.fromiter(map(ids.get, threads, repeat(-1)), np.int64, n)
+            found = np.fromiter(map(ids.get, map(_THREAD_OF, events), repeat(-1)), np.int64, n)
         except TypeError:  # an unhashable pid or tid somewhere: look up one by one
-            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in threads], np.int64)
+            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in map(_THREAD_OF, events)], np.int64)
         missing = np.flatnonzero((found < 0) & timed).tolist()
         if not missing:
             return found
         index = self.index
         wanted = np.zeros(n, bool)
         wanted[missing] = True
-        keys = list(compress(threads, wanted.tolist()))  # the missing rows' keys, in C
+        keys = list(compress(map(_THREAD_OF, events), wanted.tolist()))  # the missing rows' keys, in C
         try:
             new = [k for k in dict.fromkeys(keys) if k not in ids]
         except TypeError:  # an unhashable id: refuse the first one, naming its event
@@ -209,22 +209,25 @@ class ColumnFiller(_Filler):
         found[np.asarray(missing)] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
         return found
 
-    def _ids(self, ids: dict[Any, int], values: list[Any], register: Callable[[list[Any]], None]) -> Any:
-        """Each value's id in ``ids``; values not seen before go to ``register`` first, once each."""
+    def _ids(
+        self, ids: dict[Any, int], events: list[Any], field: Callable[[Any], Any], register: Callable[[list[Any]], None]
+    ) -> Any:
+        """Each event's ``field`` value's id in ``ids``; values not seen before go to ``register``
+        first, once each."""
         np = self.np
-        found = np.fromiter(map(ids.get, values, repeat(-1)), np.int64, len(values))
+        found = np.fromiter(map(ids.get, map(field, events), repeat(-1)), np.int64, len(events))
         missing = np.flatnonzero(found < 0)
         if not len(missing):
             return found
-        wanted = np.zeros(len(values), bool)
+        wanted = np.zeros(len(events), bool)
         wanted[missing] = True
-        new = list(compress(values, wanted.tolist()))  # the missing rows' values, in C
+        new = list(compress(map(field, events), wanted.tolist()))  # the missing rows' values, in C
         register(list(dict.fromkeys(new)))
         found[missing] = np.fromiter(map(ids.__getitem__, new), np.int64, len(new))
         return found
 
-    def _categories(self, cats: list[Any]) -> Any:
-        return self._ids(self.cat_ids, cats, self._new_categories)
+    def _categories(self, events: list[Any]) -> Any:
+        return self._ids(self.cat_ids, events, _CAT_OF, self._new_categories)
 
     def _new_categories(self, new: list[Any]) -> None:
         rows = []
@@ -234,8 +237,8 @@ class ColumnFiller(_Filler):
             rows.append((*self.category(text), text.startswith("gpu_")))
         self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
 
-    def _names(self, names: list[Any]) -> Any:
-        return self._ids(self.raw_names, names, self._new_names)
+    def _names(self, events: list[Any]) -> Any:
+        return self._ids(self.raw_names, events, _NAME_OF, self._new_names)
 
     def _new_names(self, new: list[Any]) -> None:
         np, ids = self.np, self.raw_names
@@ -304,7 +307,7 @@ class ColumnFiller(_Filler):
         np, index = self.np, self.index
         timed = np.zeros(len(code), bool)
         timed[rows] = True
-        thread = self._threads(list(map(_THREAD_OF, events)), timed)
+        thread = self._threads(events, timed)
         self.thread_counts += np.bincount(thread[rows], minlength=len(self.thread_counts))
         x_rows = rows[code[rows] == 0]
         if not len(x_rows):
@@ -321,10 +324,10 @@ class ColumnFiller(_Filler):
         dur[bad] = 0.0
         stop = start + dur
         end[x_rows] = stop
-        cats = self._categories(list(map(_CAT_OF, events)))[x_rows]
+        cats = self._categories(events)[x_rows]
         flags = self.cat_flags[cats]
         not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
-        names = self._names(list(map(_NAME_OF, events)))[x_rows]
+        names = self._names(events)[x_rows]
         special = (self.name_marks[names] & ~is_gpu) | not_op
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
