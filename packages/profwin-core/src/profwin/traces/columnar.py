@@ -59,7 +59,7 @@ _ARG_NAME = attrgetter("args.name")
 
 
 @functools.cache
-def column_decoder() -> Callable[[str], list[Any]] | None:
+def column_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into typed structs, or ``None`` without the fast extra.
 
     The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``) fails
@@ -81,7 +81,7 @@ def column_decoder() -> Callable[[str], list[Any]] | None:
         ],
         gc=False,
     )  # fmt: skip
-    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    decode: Callable[[Any], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
     return decode
 
 

@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from profwin.errors import ConfigError, ProfwinError
 from profwin.inputs import open_input
@@ -146,7 +146,7 @@ class TraceReader:
         """Top-level keys that come before ``traceEvents`` in the file."""
         self.events_read = 0
         self._started = False
-        self._batch: Callable[[str], list[Any]] | None = None
+        self._batch: Callable[[Any], list[Any]] | None = None
         self._typed = fast_decoder() if fast else None
         self._plain_until = 0  # events before this offset are read one at a time
         self._arrays: Any = None  # numpy, when event spans are found with it
@@ -181,7 +181,7 @@ class TraceReader:
                 data = n = self._binary.readinto(into)  # type: ignore[attr-defined]
         except EOFError:
             raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
-        except (gzip.BadGzipFile, zlib.error, *_gzip_errors()) as exc:
+        except _gzip_errors() as exc:
             raise TraceError(self.path, f"corrupt gzip data ({exc})") from None
         except OSError as exc:
             raise TraceError(self.path, f"read failed: {exc}") from None
@@ -292,7 +292,7 @@ class TraceReader:
                     for e in events
                 ], offsets, lengths  # fmt: skip
 
-    def event_batches(self, decode: Callable[[str], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+    def event_batches(self, decode: Callable[[Any], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
         (a list of events), or single dicts where a batch cannot be taken that way."""
         self._batch = decode
@@ -418,7 +418,7 @@ class TraceReader:
                 # buf.isascii() looks at bytes of earlier reads too: false now and then for ASCII.
                 spans = None if events is None else _spans(np, view[1 : cut + 1], sep, len(events), buf.isascii())
                 buf[cut + 1] = 0x2C  # ","
-                if spans is None:
+                if spans is None or events is None:
                     # A separator inside a string or a nested list, types the decoder does not
                     # take, or not UTF-8: read this batch one event at a time.
                     self._plain_until = at + cut
@@ -517,17 +517,17 @@ def gzip_reader(fast: bool = True) -> Callable[..., IO[bytes]]:
     """The class reading a gzip stream: ISA-L's ``IGzipFile`` (same interface and errors as
     :class:`gzip.GzipFile`, about 3x zlib's speed) with the ``fast`` extra, else the standard one."""
     igzip = _isal() if fast else None
-    return gzip.GzipFile if igzip is None else igzip.IGzipFile  # type: ignore[no-any-return]
+    return cast("Callable[..., IO[bytes]]", gzip.GzipFile if igzip is None else igzip.IGzipFile)
 
 
 def _gzip_errors() -> tuple[type[Exception], ...]:
-    """isal's error for corrupt data (zlib.error's counterpart), where isal is in use."""
+    """What a gzip reader raises for corrupt data: isal's error (zlib.error's counterpart) too, where isal is in use."""
     igzip = _isal()
-    return () if igzip is None else (igzip.isal_zlib.error,)
+    return (gzip.BadGzipFile, zlib.error) + (() if igzip is None else (igzip.isal_zlib.error,))
 
 
 @functools.cache
-def fast_decoder() -> Callable[[str], list[Any]] | None:
+def fast_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into :data:`Record` fields, when msgspec is importable
     (the ``fast`` extra), else ``None``. ``PROFWIN_TRACES_FAST=0`` turns it off (to compare)."""
     if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
@@ -542,5 +542,5 @@ def fast_decoder() -> Callable[[str], list[Any]] | None:
     args = msgspec.defstruct("Args", [("correlation", Any, None), ("name", Any, None)], gc=False)
     fields = [(f, Any, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur")]
     event = msgspec.defstruct("Event", [*fields, ("args", args | None, None)], gc=False)
-    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    decode: Callable[[Any], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
     return decode
