@@ -31,7 +31,7 @@ from operator import attrgetter
 from typing import Any
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import TraceError, numpy_or_none
+from profwin.traces.reader import TraceError, fast_module, numpy_or_none
 from profwin.traces.scan import (
     _LAUNCHES,
     MAX_NAMES,
@@ -65,11 +65,8 @@ def column_decoder() -> Callable[[Any], list[Any]] | None:
     The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``) fails
     to decode and the reader reads it the standard way, so nothing is lost. A missing ``ts`` or
     ``dur`` is nan, so that each column is one ``numpy.fromiter``."""
-    if numpy_or_none() is None:
-        return None
-    try:
-        import msgspec  # type: ignore[import-not-found]
-    except ImportError:
+    msgspec = fast_module("msgspec")
+    if numpy_or_none() is None or msgspec is None:
         return None
     args = msgspec.defstruct("ColumnArgs", [("correlation", float | None, None), ("name", Any, None)], gc=False)
     event = msgspec.defstruct(

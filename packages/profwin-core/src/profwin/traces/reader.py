@@ -20,6 +20,7 @@ from __future__ import annotations
 import codecs
 import functools
 import gzip
+import importlib
 import io
 import itertools
 import json
@@ -42,6 +43,8 @@ __all__ = [
     "Record",
     "TraceError",
     "TraceReader",
+    "fast_module",
+    "gzip_reader",
     "numpy_or_none",
     "read_trace",
 ]
@@ -76,16 +79,21 @@ class TraceError(ProfwinError, ValueError):
         super().__init__(f"{path}: {message}")
 
 
-@functools.cache
-def numpy_or_none() -> Any:
-    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+def fast_module(name: str) -> Any:
+    """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
+    is not ``0``, else ``None``."""
     if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
         return None
     try:
-        import numpy
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return numpy
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    return fast_module("numpy")
 
 
 class _CountingReader(io.RawIOBase):
@@ -504,13 +512,7 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
 @functools.cache
 def _isal() -> Any:
     """isal's ``igzip`` module (the ``fast`` extra) unless ``PROFWIN_TRACES_FAST`` is ``0``, else ``None``."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
-        return None
-    try:
-        from isal import igzip  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-    return igzip
+    return fast_module("isal.igzip")
 
 
 def gzip_reader(fast: bool = True) -> Callable[..., IO[bytes]]:
@@ -530,13 +532,9 @@ def _gzip_errors() -> tuple[type[Exception], ...]:
 def fast_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into :data:`Record` fields, when msgspec is importable
     (the ``fast`` extra), else ``None``. ``PROFWIN_TRACES_FAST=0`` turns it off (to compare)."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+    msgspec = fast_module("msgspec")
+    if msgspec is None:
         return None
-    try:
-        import msgspec  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-
     # Only the fields the tools read: msgspec skips the rest without building it, which is
     # where the speed comes from.
     args = msgspec.defstruct("Args", [("correlation", Any, None), ("name", Any, None)], gc=False)
