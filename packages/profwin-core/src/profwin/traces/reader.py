@@ -438,10 +438,13 @@ class TraceReader:
                 start = cut + len(sep) - 1
                 buf[1 : 1 + end - start] = bytes(view[start:end])
                 end = 1 + end - start
+        except BaseException:
+            end = 1  # a failed read or an interrupt: nothing to hand back, the error stands
+            raise
         finally:
             # Back to text, at the event that begins buf[1:end].
             self._offset, self._pos = at, 0
-            self._buf = self._text(bytes(view[1:end]))
+            self._buf = self._text(bytes(view[1:end])) if end > 1 else ""
 
     def _end(self) -> None:
         if self._skip_ws():
