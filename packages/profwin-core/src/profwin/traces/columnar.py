@@ -531,6 +531,7 @@ def device_totals(
     # A correlation id seen twice: the later call wins, as a dict would keep it.
     last = len(corr) - 1 - np.unique(corr[::-1], return_index=True)[1]
     corr, l_start, l_end = corr[last], l_start[last], l_end[last]
+    del launch, window, last  # the whole trace's launches: not kept past their window (peak RSS)
     work = [np.concatenate(c) for c in zip(*_frames(index.device, np, [np.float64] * 3 + [np.int8]), strict=True)]
     start, end, w_corr, kind = work
     at = np.clip(np.searchsorted(corr, w_corr), 0, max(len(corr) - 1, 0))
@@ -546,6 +547,7 @@ def device_totals(
     n = len(s_start)
     start, end, kind, step, matched = start[valid], end[valid], kind[valid], step[valid], matched[valid]
     delay = np.where(matched, np.maximum(start - (l_end[at[valid]] if len(corr) else start), 0.0), 0.0)
+    del work, w_corr, at, anchor, valid  # the whole trace's device work, before the unions' temporaries
     by_kind = np.bincount(step * 4 + kind, weights=end - start, minlength=4 * n).reshape(n, 4)
     launches = np.bincount(step[matched], minlength=n)
     delay_sum = np.bincount(step[matched], weights=delay[matched], minlength=n)
