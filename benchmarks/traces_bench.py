@@ -16,8 +16,9 @@ trace (>= 5x), profwin's peak RSS (<= 100 MB), and summarize of the ``.json.gz``
    stream 7 of device 0 and the ``ac2g`` flow pair linking them, as a CUDA trace has.
 3. Runs each contender in its own subprocess and reads its peak RSS from
    ``resource.getrusage`` in that process (CPU seconds too, which a busy machine distorts less
-   than wall time): profwin ``summarize`` / ``trim`` (both streaming) and
-   the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
+   than wall time): the commands ``profwin summarize FILE`` and ``profwin trim FILE --window
+   A:B -o OUT`` (both streaming; ``profwin.cli.main`` in the child, its text output discarded)
+   and the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
    Every contender runs with Python's bytecode cache on (``PYTHONPYCACHEPREFIX`` in the work
    folder, ``PYTHONDONTWRITEBYTECODE`` unset) after one warm-up run of profwin on a small trace,
    as any run after a package's first import is: compiling profwin, numpy and msgspec from
@@ -222,13 +223,30 @@ def naive_trim(path: str, out: str, first_step: str, end_step: str) -> str:
     return f"{len(trace['traceEvents'])} events kept"
 
 
-def profwin_summarize(path: str) -> str:
-    from profwin.traces import summarize
-    from profwin.traces.columnar import column_decoder
+def cli_summarize(path: str) -> str:
+    """``profwin summarize FILE``, the command as a user runs it (its text output discarded)."""
+    import contextlib
+    import io
 
-    summary = summarize(path)
-    reader = "fast path" if column_decoder() else "stdlib"
-    return f"{len(summary.steps)} steps, top {summary.top_ops[0].name} ({reader})"
+    from profwin.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main(["summarize", path])
+    steps = re.search(r"^steps\s+(\d+)", out.getvalue(), re.MULTILINE)
+    return f"{steps.group(1) if steps else '?'} steps, exit {code}"
+
+
+def cli_trim(path: str, out: str, first_step: str, end_step: str) -> str:
+    """``profwin trim FILE --window FIRST:END -o OUT``, the command."""
+    import contextlib
+    import io
+
+    from profwin.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()) as text:
+        code = main(["trim", path, "--window", f"{first_step}:{end_step}", "-o", out])
+    kept = re.search(r"steps, ([\d,]+) events", text.getvalue())
+    return f"{kept.group(1) if kept else '?'} events kept, exit {code}"
 
 
 def hta_load(path: str) -> str:
@@ -248,14 +266,6 @@ def gzip_dc(path: str) -> str:
         subprocess.run(["gzip", "-dc", path], stdout=null, check=True)
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return f"child cpu {r.ru_utime + r.ru_stime:.3f} s"
-
-
-def profwin_trim(path: str, out: str, first_step: str, end_step: str) -> str:
-    from profwin import Window
-    from profwin.traces import trim
-
-    result = trim(path, Window(int(first_step), int(end_step)), out)
-    return f"{result.events} events kept"
 
 
 def parse_stdlib(path: str) -> str:
@@ -300,10 +310,10 @@ def parse_json_load(path: str) -> str:
 
 
 CONTENDERS = {
-    "profwin_summarize": profwin_summarize,
+    "cli_summarize": cli_summarize,
+    "cli_trim": cli_trim,
     "hta_load": hta_load,
     "gzip_dc": gzip_dc,
-    "profwin_trim": profwin_trim,
     "naive_summarize": naive_summarize,
     "naive_trim": naive_trim,
     "parse_stdlib": parse_stdlib,
@@ -396,15 +406,15 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copyfileobj(src, dst)
     for env in (cached, stdlib):
         for name, call in (
-            ("profwin_summarize", (str(warm) + ".gz",)),
-            ("profwin_trim", (str(warm), str(warm) + ".out", "0", "2")),
+            ("cli_summarize", (str(warm) + ".gz",)),
+            ("cli_trim", (str(warm), str(warm) + ".out.json", "0", "2")),
         ):
             measure(name, *call, env=env)
 
     runs: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
-        ("profwin summarize", "profwin_summarize", (str(trace),), {"env": cached}),
-        ("profwin summarize (stdlib)", "profwin_summarize", (str(trace),), {"env": stdlib}),
-        ("profwin summarize .json.gz", "profwin_summarize", (str(gz),), {"env": cached}),
+        ("profwin summarize", "cli_summarize", (str(trace),), {"env": cached}),
+        ("profwin summarize (stdlib)", "cli_summarize", (str(trace),), {"env": stdlib}),
+        ("profwin summarize .json.gz", "cli_summarize", (str(gz),), {"env": cached}),
         ("gzip -dc .json.gz", "gzip_dc", (str(gz),), {"env": cached}),
     ]
     if not args.skip_naive:
@@ -417,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_row(dict(results[label], name=label)), flush=True)
     n_steps = int(results["profwin summarize"]["result"].split()[0]) if "error" not in results["profwin summarize"] else 100
     first, last = n_steps // 5, n_steps * 4 // 5
-    trims = [("profwin trim", "profwin_trim")] + ([] if args.skip_naive else [("json.load + filter + dump", "naive_trim")])
+    trims = [("profwin trim", "cli_trim")] + ([] if args.skip_naive else [("json.load + filter + dump", "naive_trim")])
     for label, name in trims:
         out = work / f"{name}.pt.trace.json"
         results[label] = measure(name, str(trace), str(out), str(first), str(last), env=cached)

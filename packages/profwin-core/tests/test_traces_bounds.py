@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -269,3 +270,23 @@ def test_too_many_step_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     path = write(tmp_path / "steps.json", doc([step(k, 10.0 * k) for k in range(6)]))
     assert error(path) == "more than 5 torch step markers"
     assert summarize(write(tmp_path / "five.json", doc([step(k, 10.0 * k) for k in range(5)]))).steps[-1].number == 4
+
+
+@pytest.mark.parametrize("env", [{}, {"OMP_NUM_THREADS": "4"}, {"OPENBLAS_NUM_THREADS": "3"}])
+def test_trace_commands_start_numpy_with_one_blas_thread(tmp_path: Path, env: dict[str, str]) -> None:
+    """The trace tools make no BLAS call: the CLI's summarize loads numpy with one OpenBLAS
+    thread unless the user chose a number; the process's other variables are left alone."""
+    path = write(tmp_path / "t.json", doc([step(0), step(1, 10.0)]))
+    code = (
+        "import os, sys\n"
+        "from profwin.cli import main\n"
+        "assert 'numpy' not in sys.modules\n"
+        "main(['summarize', sys.argv[1]])\n"
+        "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, env={**clean, **env}
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == {"OPENBLAS_NUM_THREADS": "True 3", "OMP_NUM_THREADS": "True None"}.get(next(iter(env), ""), "True 1")

@@ -26,6 +26,7 @@ import itertools
 import json
 import os
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -47,6 +48,7 @@ __all__ = [
     "gzip_reader",
     "numpy_or_none",
     "read_trace",
+    "single_threaded_blas",
 ]
 
 Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
@@ -77,6 +79,15 @@ class TraceError(ProfwinError, ValueError):
         self.path = str(path)
         self.reason = message
         super().__init__(f"{path}: {message}")
+
+
+def single_threaded_blas() -> None:
+    """For a process that only runs trace tools (the CLI's summarize, diff and trim): numpy's
+    OpenBLAS, when it is not loaded yet, starts one thread instead of one per core. The trace
+    tools make no BLAS call, and the idle pool alone cost 0.05–0.1 CPU s per run on a 2-core
+    machine. An explicit ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` is kept."""
+    if "numpy" not in sys.modules and not {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} & set(os.environ):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 def fast_module(name: str) -> Any:
