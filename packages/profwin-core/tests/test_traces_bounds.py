@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -202,8 +203,90 @@ def test_fast_and_standard_readers_agree(
         assert list(fast.records()) == list(slow.records())
 
 
+def _fields(event: Any) -> tuple[Any, ...]:
+    if isinstance(event, dict):
+        args = event.get("args") if isinstance(event.get("args"), dict) else {}
+        return (event.get("ph"), event.get("name"), event.get("ts"), event.get("dur"), args.get("correlation"))
+    return (event.ph, event.name, event.ts, None if math.isnan(event.dur) else event.dur, event.args.correlation)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    events=_events,
+    layout=st.sampled_from([{"indent": None}, {"indent": 2}, {"separators": (",", ":")}, {"indent": "\t"}]),
+    chunk=st.sampled_from([7, 64, 300, 1 << 20]),
+    ascii_only=st.booleans(),
+)
+def test_byte_batches_place_events_as_the_standard_reader_does(
+    tmp_path_factory: Any, events: list[dict[str, Any]], layout: dict[str, Any], chunk: int, ascii_only: bool
+) -> None:
+    """The columnar path's batches (decoded from bytes, spans found with numpy): each event where
+    the standard reader finds it, in characters, whatever the layout, non-ASCII text or chunk edges."""
+    from profwin.traces.columnar import column_decoder
+
+    decode = column_decoder()
+    assert decode is not None, "numpy and msgspec (the fast extra) are in the dev group"
+    path = tmp_path_factory.mktemp("bytes") / "t.json"
+    text = json.dumps({"head": "é", "traceEvents": events, "tail": 1}, ensure_ascii=ascii_only, **layout)
+    path.write_text(text, encoding="utf-8")
+    with TraceReader(path, chunk_chars=chunk, fast=False) as slow:
+        expected = [(_fields(e), offset, length) for e, offset, length in slow.raw_events()]
+    with TraceReader(path, chunk_chars=chunk) as fast:
+        found = [
+            (_fields(e), int(offset), int(length))
+            for batch, offsets, lengths in fast.event_batches(decode)
+            for e, offset, length in zip(batch, offsets, lengths, strict=True)
+        ]
+        assert fast.header == {"head": "é", "tail": 1}
+    assert found == expected
+    for i, (_, offset, length) in enumerate(found):
+        assert json.loads(text[offset : offset + length]) == events[i]
+
+
+@pytest.mark.parametrize("chunk", [300, 4096, 1 << 20])
+def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk: int) -> None:
+    """Kineto's layout, non-ASCII names: all but the first and last event of each buffer come
+    from the batch decoder, at the standard reader's places."""
+    from profwin.traces.columnar import column_decoder
+
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": f"aten::mm ✓{i % 7}", "pid": 1, "tid": 2, "ts": 10.0 * i, "dur": 5.0,
+         "args": {"External id": i, "Input Dims": [[4, 4], []]}}
+        for i in range(400)
+    ]  # fmt: skip
+    path = write(tmp_path / "t.json", json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2, ensure_ascii=False))
+    with TraceReader(path, chunk_chars=chunk, fast=False) as slow:
+        expected = [(offset, length) for _, offset, length in slow.raw_events()]
+    with TraceReader(path, chunk_chars=chunk) as fast:
+        batches = list(fast.event_batches(column_decoder()))  # type: ignore[arg-type]
+    found = [(int(o), int(n)) for _, offsets, lengths in batches for o, n in zip(offsets, lengths, strict=True)]
+    assert found == expected
+    typed = sum(len(batch) for batch, _, _ in batches if not isinstance(batch[0], dict))
+    assert typed >= 0.9 * len(events), typed
+
+
 def test_too_many_step_markers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(scan_module, "MAX_MARKERS", 5)
     path = write(tmp_path / "steps.json", doc([step(k, 10.0 * k) for k in range(6)]))
     assert error(path) == "more than 5 torch step markers"
     assert summarize(write(tmp_path / "five.json", doc([step(k, 10.0 * k) for k in range(5)]))).steps[-1].number == 4
+
+
+@pytest.mark.parametrize("env", [{}, {"OMP_NUM_THREADS": "4"}, {"OPENBLAS_NUM_THREADS": "3"}])
+def test_trace_commands_start_numpy_with_one_blas_thread(tmp_path: Path, env: dict[str, str]) -> None:
+    """The trace tools make no BLAS call: the CLI's summarize loads numpy with one OpenBLAS
+    thread unless the user chose a number; the process's other variables are left alone."""
+    path = write(tmp_path / "t.json", doc([step(0), step(1, 10.0)]))
+    code = (
+        "import os, sys\n"
+        "from profwin.cli import main\n"
+        "assert 'numpy' not in sys.modules\n"
+        "main(['summarize', sys.argv[1]])\n"
+        "print('numpy' in sys.modules, os.environ.get('OPENBLAS_NUM_THREADS'))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, env={**clean, **env}
+    )
+    last = done.stdout.strip().splitlines()[-1]
+    assert last == {"OPENBLAS_NUM_THREADS": "True 3", "OMP_NUM_THREADS": "True None"}.get(next(iter(env), ""), "True 1")

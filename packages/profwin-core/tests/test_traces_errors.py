@@ -42,6 +42,21 @@ def test_truncated_gzip(tmp_path: Path) -> None:
     assert "gzip stream is truncated" in error_of(path)
 
 
+def test_truncated_and_corrupt_gzip_of_a_large_trace(tmp_path: Path) -> None:
+    """Cut or damaged past the first buffers, where the fast path reads bytes in batches."""
+    ops = [{"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 50}", "pid": 1, "tid": 1, "ts": float(i), "dur": 0.5,
+            "args": {"External id": i, "seed": (i * 7919) % 104729}} for i in range(60_000)]  # fmt: skip
+    data = gzip.compress(trace_text(STEPS + ops).encode(), 1)
+    cut = tmp_path / "cut.pt.trace.json.gz"
+    cut.write_bytes(data[: len(data) * 3 // 4])
+    assert "gzip stream is truncated" in error_of(cut)
+    damaged = bytearray(data)
+    damaged[len(data) // 2 : len(data) // 2 + 64] = b"\xff" * 64
+    bad = tmp_path / "bad.pt.trace.json.gz"
+    bad.write_bytes(bytes(damaged))
+    assert error_of(bad).startswith(("corrupt gzip data", "the gzip stream is truncated", "invalid JSON", "not UTF-8"))
+
+
 def test_corrupt_gzip(tmp_path: Path) -> None:
     data = bytearray(gzip.compress(trace_text().encode()))
     data[20:40] = b"\x00" * 20

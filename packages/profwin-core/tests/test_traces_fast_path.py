@@ -30,7 +30,7 @@ def _clear() -> None:
 def _tree(draw: Any, ts: float, dur: float, depth: int, out: list[dict[str, Any]], tid: int, pid: int) -> None:
     """Children inside [ts, ts + dur), parents written after or before their children."""
     parent_first = draw(st.booleans())
-    name = draw(st.sampled_from(["aten::mm", "aten::add", "aten::linear", "aten::gelu", "aten::copy_"]))
+    name = draw(st.sampled_from(["aten::mm", "aten::add", "aten::linear", "aten::gelu", "aten::copy_", "opé ✓"]))
     me = {"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
     if parent_first:
         out.append(me)
@@ -115,12 +115,17 @@ def _summary(path: Any, window: str | None) -> Any:
 
 
 @settings(max_examples=60, deadline=None)
-@given(events=traces(), segment=st.sampled_from([3, 17, 1 << 16]), window=st.sampled_from([None, "1:3", "0:1"]))
+@given(
+    events=traces(),
+    segment=st.sampled_from([3, 17, 1 << 16]),
+    window=st.sampled_from([None, "1:3", "0:1"]),
+    indent=st.sampled_from([None, 1, 2]),
+)
 def test_fast_and_standard_summaries_agree(
-    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, window: str | None
+    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, window: str | None, indent: int | None
 ) -> None:
     path = tmp_path_factory.mktemp("agree") / "t.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=1))
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=indent, ensure_ascii=False))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(columnar, "SEGMENT", segment)
         fast, slow = _both(monkeypatch, lambda: _summary(path, window))
@@ -132,7 +137,7 @@ def test_fast_and_standard_summaries_agree(
 def test_fast_and_standard_trims_are_identical(tmp_path_factory: Any, events: list[dict[str, Any]]) -> None:
     folder = tmp_path_factory.mktemp("trim")
     path = folder / "t.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2))
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2, ensure_ascii=False))
     outs = [folder / "fast.pt.trace.json", folder / "slow.pt.trace.json"]
     targets = iter(outs)
     with pytest.MonkeyPatch.context() as monkeypatch:

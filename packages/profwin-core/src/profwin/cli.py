@@ -312,9 +312,12 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         trace_files,
         tty_progress,
     )
+    from profwin.traces.reader import single_threaded_blas
 
     if args.plot:
         _check_plot(args.plot, args.trace)
+    if not args.ray:  # Ray's local workers inherit this process's environment
+        single_threaded_blas()
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
         result = cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
@@ -382,7 +385,9 @@ def _ray_address_first(argv: Sequence[str]) -> list[str]:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     from profwin.traces import diff, plot_diff, render_diff, trace_files
+    from profwin.traces.reader import single_threaded_blas
 
+    single_threaded_blas()
     if args.plot:
         _check_plot(args.plot, [args.a, args.b])
     result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
@@ -415,7 +420,9 @@ def _check_plot(plot: str, inputs: Sequence[str]) -> None:
 
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
+    from profwin.traces.reader import single_threaded_blas
 
+    single_threaded_blas()
     check_output_path(args.output)
     progress = tty_progress(f"trimming {args.trace}", passes=2)  # trim reads its input twice
     result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)

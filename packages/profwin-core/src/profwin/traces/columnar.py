@@ -31,7 +31,7 @@ from operator import attrgetter
 from typing import Any
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import TraceError, numpy_or_none
+from profwin.traces.reader import TraceError, fast_module, numpy_or_none
 from profwin.traces.scan import (
     _LAUNCHES,
     MAX_NAMES,
@@ -52,35 +52,33 @@ MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
 
 _PH = {"X": 0, "M": 1}
-_FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
-_GETTERS = tuple(attrgetter(f) for f in _FIELDS)
+_PH_OF, _CAT_OF, _NAME_OF, _TS_OF, _DUR_OF = map(attrgetter, ("ph", "cat", "name", "ts", "dur"))
+_THREAD_OF = attrgetter("pid", "tid")
 _CORRELATION = attrgetter("args.correlation")
 _ARG_NAME = attrgetter("args.name")
 
 
 @functools.cache
-def column_decoder() -> Callable[[str], list[Any]] | None:
+def column_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into typed structs, or ``None`` without the fast extra.
 
-    The types are what torch writes; a batch with other types (``"ts": "12"``) fails to decode
-    and the reader reads it the standard way, so nothing is lost."""
-    if numpy_or_none() is None:
-        return None
-    try:
-        import msgspec  # type: ignore[import-not-found]
-    except ImportError:
+    The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``) fails
+    to decode and the reader reads it the standard way, so nothing is lost. A missing ``ts`` or
+    ``dur`` is nan, so that each column is one ``numpy.fromiter``."""
+    msgspec = fast_module("msgspec")
+    if numpy_or_none() is None or msgspec is None:
         return None
     args = msgspec.defstruct("ColumnArgs", [("correlation", float | None, None), ("name", Any, None)], gc=False)
     event = msgspec.defstruct(
         "ColumnEvent",
         [
             ("ph", str | None, None), ("cat", str | None, None), ("name", str | None, None), ("pid", Any, None),
-            ("tid", Any, None), ("ts", float | None, None), ("dur", float | None, None),
+            ("tid", Any, None), ("ts", float, math.nan), ("dur", float, math.nan),
             ("args", args, msgspec.field(default_factory=args)),
         ],
         gc=False,
     )  # fmt: skip
-    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    decode: Callable[[Any], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
     return decode
 
 
@@ -171,20 +169,21 @@ class ColumnFiller(_Filler):
 
     # -- lookups, once per distinct value -------------------------------------------------------
 
-    def _threads(self, pid: list[Any], tid: list[Any], timed: Any) -> Any:
-        """Each timed event's thread id (-1 for untimed events); new threads checked, in file order."""
-        np, ids, n = self.np, self.thread_ids, len(pid)
+    def _threads(self, events: list[Any], timed: Any) -> Any:
+        """Each timed event's thread id (-1 for untimed events) from its ``(pid, tid)``; new
+        threads checked, in file order."""
+        np, ids, n = self.np, self.thread_ids, len(events)
         try:
-            found = np.fromiter(map(ids.get, zip(pid, tid, strict=True), repeat(-1)), np.int64, n)
+            found = np.fromiter(map(ids.get, map(_THREAD_OF, events), repeat(-1)), np.int64, n)
         except TypeError:  # an unhashable pid or tid somewhere: look up one by one
-            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in zip(pid, tid, strict=True)], np.int64)
+            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in map(_THREAD_OF, events)], np.int64)
         missing = np.flatnonzero((found < 0) & timed).tolist()
         if not missing:
             return found
         index = self.index
         wanted = np.zeros(n, bool)
         wanted[missing] = True
-        keys = list(compress(zip(pid, tid, strict=True), wanted.tolist()))  # the missing rows' keys, in C
+        keys = list(compress(map(_THREAD_OF, events), wanted.tolist()))  # the missing rows' keys, in C
         try:
             new = [k for k in dict.fromkeys(keys) if k not in ids]
         except TypeError:  # an unhashable id: refuse the first one, naming its event
@@ -207,17 +206,25 @@ class ColumnFiller(_Filler):
         found[np.asarray(missing)] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
         return found
 
-    def _ids(self, ids: dict[Any, int], values: list[Any], register: Callable[[list[Any]], None]) -> Any:
-        """Each value's id in ``ids``; values not seen before go to ``register`` first, once each."""
+    def _ids(
+        self, ids: dict[Any, int], events: list[Any], field: Callable[[Any], Any], register: Callable[[list[Any]], None]
+    ) -> Any:
+        """Each event's ``field`` value's id in ``ids``; values not seen before go to ``register``
+        first, once each."""
         np = self.np
-        found = np.fromiter(map(ids.get, values, repeat(-1)), np.int64, len(values))
-        if not (found < 0).any():
+        found = np.fromiter(map(ids.get, map(field, events), repeat(-1)), np.int64, len(events))
+        missing = np.flatnonzero(found < 0)
+        if not len(missing):
             return found
-        register([v for v in dict.fromkeys(values) if v not in ids])
-        return np.fromiter(map(ids.__getitem__, values), np.int64, len(values))
+        wanted = np.zeros(len(events), bool)
+        wanted[missing] = True
+        new = list(compress(map(field, events), wanted.tolist()))  # the missing rows' values, in C
+        register(list(dict.fromkeys(new)))
+        found[missing] = np.fromiter(map(ids.__getitem__, new), np.int64, len(new))
+        return found
 
-    def _categories(self, cats: list[Any]) -> Any:
-        return self._ids(self.cat_ids, cats, self._new_categories)
+    def _categories(self, events: list[Any]) -> Any:
+        return self._ids(self.cat_ids, events, _CAT_OF, self._new_categories)
 
     def _new_categories(self, new: list[Any]) -> None:
         rows = []
@@ -227,8 +234,8 @@ class ColumnFiller(_Filler):
             rows.append((*self.category(text), text.startswith("gpu_")))
         self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
 
-    def _names(self, names: list[Any]) -> Any:
-        return self._ids(self.raw_names, names, self._new_names)
+    def _names(self, events: list[Any]) -> Any:
+        return self._ids(self.raw_names, events, _NAME_OF, self._new_names)
 
     def _new_names(self, new: list[Any]) -> None:
         np, ids = self.np, self.raw_names
@@ -266,57 +273,58 @@ class ColumnFiller(_Filler):
         offsets = np.concatenate([np.asarray(o, np.int64) for o, _ in spans])
         lengths = np.concatenate([np.asarray(n, np.int32) for _, n in spans])
         self.base = index.events
-        ph, cat, name, pid, tid, raw_ts, raw_dur = (list(map(get, events)) for get in _GETTERS)
-        code = np.fromiter(map(_PH.get, ph, repeat(2)), np.int8, n)
+        # One C-level pass per field: no per-event Python, no lists kept but the thread keys.
+        code = np.fromiter(map(_PH.get, map(_PH_OF, events), repeat(2)), np.int8, n)
         try:
-            ts = np.fromiter(raw_ts, np.float64, n)
+            ts = np.fromiter(map(_TS_OF, events), np.float64, n)
         except TypeError:  # a missing ts (None): nan
-            ts = np.array(raw_ts, np.float64)
+            ts = np.array(list(map(_TS_OF, events)), np.float64)
         index.bad_times += int(np.isinf(ts).sum())
         metadata = code == 1
         timed = ~metadata & np.isfinite(ts)
         for i in np.flatnonzero(metadata).tolist():
             index.events = self.base + i
-            self.metadata(name[i], pid[i], tid[i], _ARG_NAME(events[i]))
+            event = events[i]
+            self.metadata(event.name, event.pid, event.tid, _ARG_NAME(event))
         start = np.where(timed, ts, -np.inf)
         end = np.where(timed, ts, np.inf)
         rows = np.flatnonzero(timed)
         if len(rows):
-            self.timed_events(rows, code, ts, end, cat, name, pid, tid, raw_dur, events)
+            self.timed_events(rows, code, ts, end, events)
         index.events = self.base + n
         placed = index.placed.columns
-        placed[0].frombytes(offsets.tobytes())
-        placed[1].frombytes(lengths.tobytes())
-        placed[2].frombytes(start.tobytes())
-        placed[3].frombytes(end.tobytes())
+        placed[0].frombytes(offsets.view(np.uint8))
+        placed[1].frombytes(lengths.view(np.uint8))
+        placed[2].frombytes(start.view(np.uint8))
+        placed[3].frombytes(end.view(np.uint8))
         index.placed.maybe_spill()
         return int(lengths.sum())
 
-    def timed_events(
-        self, rows: Any, code: Any, ts: Any, end: Any, cat: list[Any], name: list[Any], pid: list[Any],
-        tid: list[Any], raw_dur: list[Any], events: list[Any],
-    ) -> None:  # fmt: skip
+    def timed_events(self, rows: Any, code: Any, ts: Any, end: Any, events: list[Any]) -> None:
         np, index = self.np, self.index
         timed = np.zeros(len(code), bool)
         timed[rows] = True
-        thread = self._threads(pid, tid, timed)
+        thread = self._threads(events, timed)
         self.thread_counts += np.bincount(thread[rows], minlength=len(self.thread_counts))
         x_rows = rows[code[rows] == 0]
         if not len(x_rows):
             return
         thread = thread[x_rows]
         start = ts[x_rows]
-        dur = np.array(raw_dur, np.float64)[x_rows]
+        try:
+            dur = np.fromiter(map(_DUR_OF, events), np.float64, len(events))[x_rows]
+        except TypeError:  # a missing dur (None): nan
+            dur = np.array(list(map(_DUR_OF, events)), np.float64)[x_rows]
         dur[np.isnan(dur)] = 0.0  # no dur: an instant
         bad = ~((dur >= 0.0) & (dur < np.inf))
         index.bad_times += int(bad.sum())
         dur[bad] = 0.0
         stop = start + dur
         end[x_rows] = stop
-        cats = self._categories(cat)[x_rows]
+        cats = self._categories(events)[x_rows]
         flags = self.cat_flags[cats]
         not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
-        names = self._names(name)[x_rows]
+        names = self._names(events)[x_rows]
         special = (self.name_marks[names] & ~is_gpu) | not_op
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
@@ -330,19 +338,20 @@ class ColumnFiller(_Filler):
             texts = self.name_text
             for j in np.flatnonzero(special).tolist():
                 row, name_id = int(x_rows[j]), int(names[j])
+                event = events[row]
                 marker = self.name_marker[name_id] if not is_gpu[j] else None
-                category = cat[row] if type(cat[row]) is str else ""
-                raw = name[row] if type(name[row]) is str else texts[name_id]
+                category = event.cat if type(event.cat) is str else ""
+                raw = event.name if type(event.name) is str else texts[name_id]
                 self.index.events = self.base + row
-                self.special(pid[row], float(start[j]), float(stop[j]), raw, category, marker)
+                self.special(event.pid, float(start[j]), float(stop[j]), raw, category, marker)
         kernel = plain & is_kernel
         if kernel.any():
             work = index.device.columns
             k_corr = np.array([_CORRELATION(events[i]) for i in x_rows[kernel].tolist()], np.float64)
-            work[0].frombytes(start[kernel].tobytes())
-            work[1].frombytes(stop[kernel].tobytes())
-            work[2].frombytes(k_corr.tobytes())
-            work[3].frombytes(self.name_kind[names[kernel]].tobytes())
+            work[0].frombytes(start[kernel].view(np.uint8))
+            work[1].frombytes(stop[kernel].view(np.uint8))
+            work[2].frombytes(k_corr.view(np.uint8))
+            work[3].frombytes(self.name_kind[names[kernel]].view(np.uint8))
             index.device.maybe_spill()
         launch = plain & ~is_kernel & is_runtime & self.name_launch[names]
         if launch.any():
@@ -350,9 +359,9 @@ class ColumnFiller(_Filler):
             l_corr = np.array([_CORRELATION(events[i]) for i in l_rows.tolist()], np.float64)
             ok = ~np.isnan(l_corr)
             calls = index.launches.columns
-            calls[0].frombytes(l_corr[ok].tobytes())
-            calls[1].frombytes(start[launch][ok].tobytes())
-            calls[2].frombytes(stop[launch][ok].tobytes())
+            calls[0].frombytes(l_corr[ok].view(np.uint8))
+            calls[1].frombytes(start[launch][ok].view(np.uint8))
+            calls[2].frombytes(stop[launch][ok].view(np.uint8))
             index.launches.maybe_spill()
         lane = thread * 2 + is_runtime
         self.count_unordered(lane, start)
@@ -446,10 +455,10 @@ class ColumnFiller(_Filler):
         if emit.any():
             own = dur[emit] - kids[emit]
             timed = self.index.timed.columns
-            timed[0].frombytes(ts[emit].tobytes())
-            timed[1].frombytes(np.where(own > 0.0, own, 0.0).tobytes())
-            timed[2].frombytes(op[emit].astype(np.int32).tobytes())
-            timed[3].frombytes(dur[emit].tobytes())
+            timed[0].frombytes(ts[emit].view(np.uint8))
+            timed[1].frombytes(np.where(own > 0.0, own, 0.0).view(np.uint8))
+            timed[2].frombytes(op[emit].astype(np.int32).view(np.uint8))
+            timed[3].frombytes(dur[emit].view(np.uint8))
             self.index.timed.maybe_spill()
         stay = ~done
         self.carry = (
@@ -522,6 +531,7 @@ def device_totals(
     # A correlation id seen twice: the later call wins, as a dict would keep it.
     last = len(corr) - 1 - np.unique(corr[::-1], return_index=True)[1]
     corr, l_start, l_end = corr[last], l_start[last], l_end[last]
+    del launch, window, last  # the whole trace's launches: not kept past their window (peak RSS)
     work = [np.concatenate(c) for c in zip(*_frames(index.device, np, [np.float64] * 3 + [np.int8]), strict=True)]
     start, end, w_corr, kind = work
     at = np.clip(np.searchsorted(corr, w_corr), 0, max(len(corr) - 1, 0))
@@ -537,6 +547,7 @@ def device_totals(
     n = len(s_start)
     start, end, kind, step, matched = start[valid], end[valid], kind[valid], step[valid], matched[valid]
     delay = np.where(matched, np.maximum(start - (l_end[at[valid]] if len(corr) else start), 0.0), 0.0)
+    del work, w_corr, at, anchor, valid  # the whole trace's device work, before the unions' temporaries
     by_kind = np.bincount(step * 4 + kind, weights=end - start, minlength=4 * n).reshape(n, 4)
     launches = np.bincount(step[matched], minlength=n)
     delay_sum = np.bincount(step[matched], weights=delay[matched], minlength=n)

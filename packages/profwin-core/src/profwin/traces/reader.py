@@ -20,15 +20,18 @@ from __future__ import annotations
 import codecs
 import functools
 import gzip
+import importlib
 import io
+import itertools
 import json
 import os
 import re
+import sys
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from profwin.errors import ConfigError, ProfwinError
 from profwin.inputs import open_input
@@ -41,8 +44,11 @@ __all__ = [
     "Record",
     "TraceError",
     "TraceReader",
+    "fast_module",
+    "gzip_reader",
     "numpy_or_none",
     "read_trace",
+    "single_threaded_blas",
 ]
 
 Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
@@ -61,9 +67,6 @@ MAX_VALUE_CHARS = 16 << 20
 """One event or top-level value larger than this (JSON text) is refused: real ones are KiB."""
 MAX_HEADER_CHARS = 16 << 20
 """All top-level values other than ``traceEvents`` together, as JSON text."""
-_TAIL = 1 << 16  # the last separator of a buffer is looked for in its last 64 KiB first
-_SEPARATOR = re.compile(r"\},[ \t\n\r]*\{")
-_SPAN_LOOK = 16  # characters after "}," searched for the next event's "{"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
@@ -78,16 +81,30 @@ class TraceError(ProfwinError, ValueError):
         super().__init__(f"{path}: {message}")
 
 
-@functools.cache
-def numpy_or_none() -> Any:
-    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+def single_threaded_blas() -> None:
+    """For a process that only runs trace tools (the CLI's summarize, diff and trim): numpy's
+    OpenBLAS, when it is not loaded yet, starts one thread instead of one per core. The trace
+    tools make no BLAS call, and the idle pool alone cost 0.05–0.1 CPU s per run on a 2-core
+    machine. An explicit ``OPENBLAS_NUM_THREADS`` or ``OMP_NUM_THREADS`` is kept."""
+    if "numpy" not in sys.modules and not {"OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"} & set(os.environ):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
+def fast_module(name: str) -> Any:
+    """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
+    is not ``0``, else ``None``."""
     if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
         return None
     try:
-        import numpy
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return numpy
+
+
+@functools.cache
+def numpy_or_none() -> Any:
+    """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
+    return fast_module("numpy")
 
 
 class _CountingReader(io.RawIOBase):
@@ -130,7 +147,7 @@ class TraceReader:
         self._counter = _CountingReader(self._file)
         binary: IO[bytes] = io.BufferedReader(self._counter, buffer_size=1 << 20)
         if self.compressed:
-            binary = gzip.GzipFile(fileobj=binary, mode="rb")  # type: ignore[assignment]
+            binary = gzip_reader(fast)(fileobj=binary, mode="rb")
         self._binary = binary
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._chunk = chunk_chars
@@ -148,7 +165,7 @@ class TraceReader:
         """Top-level keys that come before ``traceEvents`` in the file."""
         self.events_read = 0
         self._started = False
-        self._batch: Callable[[str], list[Any]] | None = None
+        self._batch: Callable[[Any], list[Any]] | None = None
         self._typed = fast_decoder() if fast else None
         self._plain_until = 0  # events before this offset are read one at a time
         self._arrays: Any = None  # numpy, when event spans are found with it
@@ -172,30 +189,44 @@ class TraceReader:
 
     # -- buffer ------------------------------------------------------------------------------
 
+    def _read(self, into: memoryview | None = None) -> Any:
+        """The next block of the (decompressed) file, ``b""`` at its end; or, given ``into``,
+        as much as fits read into it, and how many bytes that was (0 at the end)."""
+        try:
+            if into is None:
+                data = self._binary.read(self._chunk)
+                n = len(data)
+            else:
+                data = n = self._binary.readinto(into)  # type: ignore[attr-defined]
+        except EOFError:
+            raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
+        except _gzip_errors() as exc:
+            raise TraceError(self.path, f"corrupt gzip data ({exc})") from None
+        except OSError as exc:
+            raise TraceError(self.path, f"read failed: {exc}") from None
+        if not n:
+            self._eof = True
+        if self._progress is not None:
+            self._progress(self._counter.done, self.size)
+        return data
+
+    def _text(self, data: bytes) -> str:
+        try:
+            return self._decoder.decode(data, final=self._eof)
+        except UnicodeDecodeError as exc:
+            raise TraceError(self.path, f"not UTF-8 text near byte {exc.start}; expected {_EXPECTED}") from None
+
     def _fill(self) -> bool:
         """Append one chunk to the buffer, dropping what was consumed; False at end of file."""
         if self._eof:
             return False
-        try:
-            data = self._binary.read(self._chunk)
-            text = self._decoder.decode(data, final=not data)
-        except EOFError:
-            raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
-        except (gzip.BadGzipFile, zlib.error) as exc:
-            raise TraceError(self.path, f"corrupt gzip data ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise TraceError(self.path, f"not UTF-8 text near byte {exc.start}; expected {_EXPECTED}") from None
-        except OSError as exc:
-            raise TraceError(self.path, f"read failed: {exc}") from None
+        data = self._read()
+        text = self._text(data)
         if self._pos:
             self._offset += self._pos
             self._buf = self._buf[self._pos :]
             self._pos = 0
         self._buf += text
-        if not data:
-            self._eof = True
-        if self._progress is not None:
-            self._progress(self._counter.done, self.size)
         return bool(text) or not self._eof
 
     def _skip_ws(self) -> str:
@@ -280,7 +311,7 @@ class TraceReader:
                     for e in events
                 ], offsets, lengths  # fmt: skip
 
-    def event_batches(self, decode: Callable[[str], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+    def event_batches(self, decode: Callable[[Any], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
         (a list of events), or single dicts where a batch cannot be taken that way."""
         self._batch = decode
@@ -353,8 +384,6 @@ class TraceReader:
             self._pos += 1
             return
         while True:
-            if self._batch is not None and self._offset + self._pos >= self._plain_until:
-                yield from self._batches()
             event, start, end = self._value(f"event {self.events_read}")
             if not isinstance(event, dict):
                 raise TraceError(
@@ -362,71 +391,71 @@ class TraceReader:
                 )
             self.events_read += 1
             yield [event], [self._offset + start], [end - start]
+            after = self._offset + end
             if self._expect(",]", "',' or ']' after an event") == "]":
                 return
+            if (
+                self._batch is not None
+                and self._skip_ws() == "{"
+                and after >= self._offset
+                and self._offset + self._pos >= self._plain_until
+            ):
+                # The separator this file writes between events ("},\n  {" from Kineto).
+                yield from self._batches("}" + self._buf[after - self._offset : self._pos] + "{")
 
-    def _batches(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
-        """Decode the buffered events up to the last ``},{`` in one call each time; return,
-        leaving the cursor on an event, when a batch cannot be taken that way."""
+    def _batches(self, separator: str) -> Iterator[tuple[list[Any], Any, Any]]:
+        """Decode the events up to the last ``separator`` in the buffered bytes in one call, a
+        buffer at a time; return, leaving the text buffer on an event, at the end of the array
+        or when a batch cannot be taken that way (see the module docstring)."""
         assert self._batch is not None
-        while True:
-            self._skip_ws()
-            buf, start = self._buf, self._pos
-            last = None
-            for last in _SEPARATOR.finditer(buf, max(start, len(buf) - _TAIL)):  # noqa: B007 (the last one)
-                pass
-            if last is None or self._offset + start < self._plain_until:
-                return
-            cut = last.start() + 1
-            text = buf[start:cut]
-            spans = self._spans(text) if self._arrays is not None else None
-            if spans is None:
-                separators = [m.span() for m in _SEPARATOR.finditer(text)]
-                spans = [0, *[b - 1 for _, b in separators]], [*[a + 1 for a, _ in separators], len(text)]
-            try:
-                events = self._batch("[" + text + "]")
-            except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
-                events = None
-            if events is None or len(spans[0]) != len(events):
-                # A "},{" inside a string or a nested list: read this buffer one event at a time.
-                self._plain_until = self._offset + cut
-                return
-            base = self._offset + start
-            begins, ends = spans
-            self.events_read += len(events)
-            if self._arrays is not None:
-                yield events, begins + base, ends - begins  # type: ignore[misc, operator]
-            else:
-                yield events, [base + b for b in begins], [e - b for b, e in zip(begins, ends, strict=True)]
-            self._pos = last.end() - 1
-            if len(self._buf) - self._pos < self._chunk // 2:
-                self._fill()
-
-    def _spans(self, text: str) -> tuple[Any, Any] | None:
-        """Where each event of ``text`` (events joined by ``},{`` with whitespace) begins and ends,
-        as numpy arrays found in C: the separators' regular expression, vectorized. ``None``
-        for text that is not ASCII (character offsets would not be byte offsets)."""
+        sep = separator.encode("ascii")
+        gap = len(sep) - 2  # characters between one event's "}" and the next one's "{"
         np = self._arrays
-        if not text.isascii():
-            return None
-        b = np.frombuffer(text.encode("ascii") + b"\0" * _SPAN_LOOK, np.uint8)
-        closes = np.flatnonzero(b[: len(text) - 1] == 0x7D)  # '}'
-        closes = closes[b[closes + 1] == 0x2C]  # followed by ','
-        # The '{' after the comma: within _SPAN_LOOK characters of whitespace (Kineto writes
-        # ",\n  {"); a longer run sends the buffer to the regular expression instead.
-        opens = np.full(len(closes), -1, np.int64)
-        for k in range(2, _SPAN_LOOK):
-            c = b[closes + k]
-            here = (opens < 0) & (c == 0x7B)
-            opens[here] = closes[here] + k
-            pending = (opens < 0) & ((c == 0x20) | (c == 0x0A) | (c == 0x0D) | (c == 0x09))
-            if not pending.any():
-                break
-            if k == _SPAN_LOOK - 1:
-                return None
-            opens[~pending & (opens < 0)] = -2  # not a separator
-        ok = opens >= 0
-        return np.concatenate([[0], opens[ok]]), np.concatenate([closes[ok] + 1, [len(text)]])
+        # To bytes: the rest of the text buffer, then the file's bytes read into one buffer
+        # after a "[", so that a batch is decoded where it lies (its last separator's "," set
+        # to "]"); what follows the batch moves to the front for the next read.
+        rest = self._buf[self._pos :].encode("utf-8") + self._decoder.getstate()[0]
+        self._decoder.reset()
+        at = self._offset + self._pos  # character offset of buf[1]
+        buf = bytearray(max(2 * self._chunk, len(rest) + self._chunk) + 2)
+        view = memoryview(buf)
+        buf[0] = 0x5B  # "["
+        end = 1 + len(rest)
+        buf[1:end] = rest
+        try:
+            while True:
+                if not self._eof and end < len(buf):
+                    end += self._read(into=view[end:])
+                cut = buf.rfind(sep, 1, end)
+                if cut < 0:
+                    return
+                buf[cut + 1] = 0x5D  # "]"
+                try:
+                    events = self._batch(view[: cut + 2])
+                except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
+                    events = None
+                # buf.isascii() looks at bytes of earlier reads too: false now and then for ASCII.
+                spans = None if events is None else _spans(np, view[1 : cut + 1], sep, len(events), buf.isascii())
+                buf[cut + 1] = 0x2C  # ","
+                if spans is None or events is None:
+                    # A separator inside a string or a nested list, types the decoder does not
+                    # take, or not UTF-8: read this batch one event at a time.
+                    self._plain_until = at + cut
+                    return
+                offsets, lengths, chars = spans
+                self.events_read += len(events)
+                yield events, offsets + at if np is not None else [at + o for o in offsets], lengths
+                at += chars + gap  # up to the next event's "{"
+                start = cut + len(sep) - 1
+                buf[1 : 1 + end - start] = bytes(view[start:end])
+                end = 1 + end - start
+        except BaseException:
+            end = 1  # a failed read or an interrupt: nothing to hand back, the error stands
+            raise
+        finally:
+            # Back to text, at the event that begins buf[1:end].
+            self._offset, self._pos = at, 0
+            self._buf = self._text(bytes(view[1:end])) if end > 1 else ""
 
     def _end(self) -> None:
         if self._skip_ws():
@@ -438,6 +467,46 @@ class TraceReader:
         """Yield each event as a dict."""
         for event, _, _ in self.raw_events():
             yield event
+
+
+def _spans(np: Any, batch: Any, sep: bytes, n: int, plain: bool) -> tuple[Any, Any, int] | None:
+    """Where each of the ``n`` events of ``batch`` (bytes, ASCII if ``plain``, events joined by
+    ``sep``) begins and how long it is, in characters, and the batch's length in characters:
+    numpy arrays found in C where numpy is installed. ``None`` when ``sep`` does not occur
+    exactly ``n - 1`` times or the batch is not UTF-8."""
+    k = len(sep)
+    if np is None:
+        parts = bytes(batch).split(sep)
+        if len(parts) != n:
+            return None
+        try:
+            sizes = list(map(len, parts)) if plain else [len(p.decode("utf-8")) for p in parts]
+        except UnicodeDecodeError:
+            return None
+        lengths = [size + 2 for size in sizes]
+        lengths[0] -= 1
+        lengths[-1] -= 1
+        offsets = list(itertools.accumulate((size + k - 2 for size in lengths[:-1]), initial=0))
+        return offsets, lengths, offsets[-1] + lengths[-1]
+    b = np.frombuffer(batch, np.uint8)
+    opens = np.flatnonzero(b == sep[-1])  # each separator's "{", among every "{"
+    opens = opens[opens >= k - 1]
+    for j in range(k - 1):
+        opens = opens[b[opens - (k - 1) + j] == sep[j]]
+    if len(opens) != n - 1:
+        return None
+    begins = np.concatenate([[0], opens])
+    ends = np.concatenate([opens - (k - 2), [len(b)]])
+    chars = len(b)
+    if not plain:  # byte positions to character positions: less the continuation bytes before
+        try:
+            codecs.decode(batch, "utf-8")
+        except UnicodeDecodeError:
+            return None
+        before = np.concatenate([[0], np.cumsum((b & 0xC0) == 0x80)])
+        begins, ends = begins - before[begins], ends - before[ends]
+        chars -= int(before[-1])
+    return begins, ends - begins, chars
 
 
 def _record(event: dict[str, Any]) -> Record:
@@ -455,20 +524,35 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
 
 
 @functools.cache
-def fast_decoder() -> Callable[[str], list[Any]] | None:
+def _isal() -> Any:
+    """isal's ``igzip`` module (the ``fast`` extra) unless ``PROFWIN_TRACES_FAST`` is ``0``, else ``None``."""
+    return fast_module("isal.igzip")
+
+
+def gzip_reader(fast: bool = True) -> Callable[..., IO[bytes]]:
+    """The class reading a gzip stream: ISA-L's ``IGzipFile`` (same interface and errors as
+    :class:`gzip.GzipFile`, about 3x zlib's speed) with the ``fast`` extra, else the standard one."""
+    igzip = _isal() if fast else None
+    return cast("Callable[..., IO[bytes]]", gzip.GzipFile if igzip is None else igzip.IGzipFile)
+
+
+def _gzip_errors() -> tuple[type[Exception], ...]:
+    """What a gzip reader raises for corrupt data: isal's error (zlib.error's counterpart) too, where isal is in use."""
+    igzip = _isal()
+    return (gzip.BadGzipFile, zlib.error) + (() if igzip is None else (igzip.isal_zlib.error,))
+
+
+@functools.cache
+def fast_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into :data:`Record` fields, when msgspec is importable
     (the ``fast`` extra), else ``None``. ``PROFWIN_TRACES_FAST=0`` turns it off (to compare)."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+    msgspec = fast_module("msgspec")
+    if msgspec is None:
         return None
-    try:
-        import msgspec  # type: ignore[import-not-found]
-    except ImportError:
-        return None
-
     # Only the fields the tools read: msgspec skips the rest without building it, which is
     # where the speed comes from.
     args = msgspec.defstruct("Args", [("correlation", Any, None), ("name", Any, None)], gc=False)
     fields = [(f, Any, None) for f in ("ph", "cat", "name", "pid", "tid", "ts", "dur")]
     event = msgspec.defstruct("Event", [*fields, ("args", args | None, None)], gc=False)
-    decode: Callable[[str], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
+    decode: Callable[[Any], list[Any]] = msgspec.json.Decoder(list[event]).decode  # type: ignore[valid-type]
     return decode

@@ -54,7 +54,7 @@ __all__ = [
     "kernel_kind",
 ]
 
-SPILL_ROWS = 1 << 20
+SPILL_ROWS = 1 << 17
 """Rows kept in memory per table before they go to the temporary file."""
 
 MAX_THREADS = 1 << 16
