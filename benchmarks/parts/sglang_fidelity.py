@@ -50,6 +50,10 @@ TAG = "SGLANG-FIDELITY "
 VARIANTS = ("relative", "trim", "start_step")
 REFERENCE_REQUESTS = 5
 _TIMER = "sglang_batch_timer"
+# The tests' --mem-fraction-static 0.05 leaves the KV cache no room when the shared machine's free
+# memory drops by 5 % while the weights load (SGLang then refuses to start); --max-total-tokens
+# still bounds the cache.
+MEM_FRACTION = ("--mem-fraction-static", "0.3")
 
 
 def _timer_site(site: Path, *, profwin_plugin: bool) -> Path:
@@ -136,7 +140,7 @@ def run(variant: str, model: Path, start: int, end: int, tokens: int) -> dict[st
     site = _timer_site(work / "site", profwin_plugin=variant == "relative")
     os.environ["PROFWIN_BATCH_TIMES"] = str(work / "batches.txt")
     batches = Batches(work / "batches.txt")
-    server = Server(model, work, plugin_site=site, python=Path(sys.executable))
+    server = Server(model, work, plugin_site=site, python=Path(sys.executable), extra_args=MEM_FRACTION)
     server.start()
     try:
         server.warm()
