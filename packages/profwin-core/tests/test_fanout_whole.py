@@ -20,7 +20,7 @@ import pytest
 from profwin import ConfigError, ProfileSpec, Window, WindowWarning
 from profwin.engine import EnginePlan, TargetContext
 from profwin.protocols import Artifact
-from profwin.remote import RemoteSession, SessionError
+from profwin.remote import RemoteSession, SessionError, is_session_prefix
 
 
 class Target:
@@ -65,7 +65,7 @@ class Engine:
     def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
         if plan.details.get("prefix") == "bug":
             raise KeyError("the backend's own bug")
-        if plan.details.get("prefix") != spec.prefix:
+        if not is_session_prefix(plan.details.get("prefix"), spec):
             raise ConfigError(f"must be this session's prefix {spec.prefix!r}", path="details.prefix")
 
 

@@ -54,7 +54,7 @@ from profwin.json_form import JsonForm, json_ready, to_json
 from profwin.markers import TORCH_MARKER, StepMarker
 from profwin.options import at_least, choice, flag, names, parse_options
 from profwin.protocols import *  # noqa: F403  (all of protocols.__all__, added to this __all__ below)
-from profwin.remote import OnActive, RemoteSession, SessionError, remote_session, session_function
+from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
 from profwin.render import render_plan
 from profwin.spec import ProfileSpec, RankSelection
 from profwin.torch_driver import STEP_MARKER, WindowedProfile
@@ -120,6 +120,7 @@ __all__ = [
     "engine_flavours",
     "flag",
     "installed_version",
+    "is_session_prefix",
     "json_ready",
     "merge_ranks",
     "names",

@@ -57,11 +57,13 @@ __all__ = [
     "RemoteSession",
     "SessionError",
     "as_spec",
+    "is_session_prefix",
     "remote_session",
     "resume_session",
     "session_function",
     "start_remote",
     "stop_remote",
+    "target_prefix",
 ]
 
 T = TypeVar("T")
@@ -185,9 +187,7 @@ class RemoteSession:
         if len(targets) == 1:
             self._parts = [_Part(targets[0], spec)]
         else:
-            self._parts = [
-                _Part(t, spec.replace(prefix=f"{spec.prefix[: 127 - len(str(i))]}-{i}")) for i, t in enumerate(targets)
-            ]
+            self._parts = [_Part(t, spec.replace(prefix=target_prefix(spec.prefix, i))) for i, t in enumerate(targets)]
 
     # -- start ------------------------------------------------------------------------------
 
@@ -337,7 +337,7 @@ class RemoteSession:
     def _resume(self) -> None:
         """Take over the targets :meth:`save_state` wrote; the others are stopped without collecting."""
         for part in self._parts:
-            part.unknown = _load_state(self._state_file(part), part, self.engine) or ""
+            part.unknown = _load_state(self._state_file(part), part, self.engine, self.spec) or ""
 
     def _forget(self) -> None:
         for part in self._parts:
@@ -378,7 +378,24 @@ async def _off_loop(call: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, call)
 
 
-def _load_state(path: Path, part: _Part, engine: Backend) -> str | None:
+def target_prefix(prefix: str, index: int) -> str:
+    """The file prefix of the ``index``-th of several targets of one session: servers on one
+    machine may share a directory and a rank, so each gets ``PREFIX-N``."""
+    return f"{prefix[: 127 - len(str(index))]}-{index}"
+
+
+def is_session_prefix(prefix: object, spec: ProfileSpec) -> bool:
+    """Whether ``prefix`` is one a session of ``spec`` gives a target: ``spec.prefix`` itself,
+    or ``PREFIX-N`` (:func:`target_prefix`) — for a backend's ``check_state``, since a target's
+    position among the others may differ between ``profwin start`` and ``profwin stop`` (a
+    router's workers join and leave)."""
+    if not isinstance(prefix, str):
+        return False
+    _, _, index = prefix.rpartition("-")
+    return prefix == spec.prefix or (index.isascii() and index.isdigit() and prefix == target_prefix(spec.prefix, int(index)))
+
+
+def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> str | None:
     """Restore one target's part from its state file; ``None``, or why it cannot."""
     if not os.path.lexists(path):
         return (
@@ -391,7 +408,7 @@ def _load_state(path: Path, part: _Part, engine: Backend) -> str | None:
         check = getattr(engine, "check_state", None)
         if check is not None:  # the fields only the backend knows the meaning of
             try:
-                check(plan, part.spec)
+                check(plan, spec)
             except ConfigError as exc:
                 raise exc.at("plan") from None
             except Exception as exc:  # the backend's own bug: refuse the state all the same

@@ -7,7 +7,7 @@ from typing import Any
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, shown
 from profwin_sglang.options import options_of
-from profwin_sglang.plan import plan_for
+from profwin_sglang.plan import check_state, plan_for
 from profwin_sglang.server_plugin import unavailable_here
 from profwin_sglang.targets import SglangEngine, SglangServer, is_engine
 from profwin_sglang.versions import sglang_version
@@ -45,3 +45,6 @@ class SglangBackend:
 
     def validate_options(self, options: Mapping[str, Any]) -> None:
         options_of(options)
+
+    def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
+        check_state(plan, spec)

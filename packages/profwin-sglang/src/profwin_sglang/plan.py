@@ -13,17 +13,18 @@ and always sends both booleans.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
-from typing import Any
+from typing import Any, get_args
 
-from profwin.plugin import EnginePlan, ProfileSpec, engine_flavours, resolve_activities
+from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, engine_flavours, is_session_prefix, resolve_activities, shown
 from profwin_sglang.options import SglangOptions, options_of
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features, features
-from profwin_sglang.window import Plan, plan_window, trim_records
+from profwin_sglang.window import Mode, Plan, plan_window, trim_records
 
-__all__ = ["activities_for", "launch_env", "new_profile_id", "plan_for", "profile_request"]
+__all__ = ["activities_for", "check_state", "launch_env", "new_profile_id", "plan_for", "profile_request"]
 
 # profwin activity -> SGLang activity. On Ascend SGLang patches ProfilerActivity.CUDA to NPU, so
 # "GPU" is what records the NPU there.
@@ -89,6 +90,50 @@ def _unavailable(asked: str, name: str, device: str, accelerator: str | None) ->
 def new_profile_id() -> str:
     """A profile id no other session shares: seconds since the epoch plus 8 random hex digits."""
     return f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
+
+
+_PROFILE_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{8}")  # what new_profile_id makes
+_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix")
+
+
+def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
+    """Refuse a plan read back from a state file (untrusted) that :func:`plan_for` could not have
+    made for this session: the stop's collect finds, trims and deletes files by the prefix, the
+    profile id and the mode, so each must be one profwin makes.
+
+    Raises :class:`~profwin.ConfigError` with the path of the first field that is wrong.
+    """
+    details = plan.details
+    if sorted(details) != sorted(_DETAILS):
+        raise ConfigError(f"must hold exactly {list(_DETAILS)} (got {shown(sorted(details))})", path="details")
+    mode = details["mode"]
+    if mode not in get_args(Mode) or plan.mechanism != str(mode).replace("_", "-"):
+        raise ConfigError(f"must be one of {list(get_args(Mode))}, the plan's mechanism (got {shown(mode)})", path="details.mode")
+    if not is_session_prefix(details["prefix"], spec):
+        raise ConfigError(
+            f"must be this session's prefix {spec.prefix!r} (or {spec.prefix}-N; got {shown(details['prefix'])})",
+            path="details.prefix",
+        )
+    profile_id = details["profile_id"]
+    if not (isinstance(profile_id, str) and _PROFILE_ID.fullmatch(profile_id)):
+        raise ConfigError(
+            f"must be a profile id profwin makes, like 1764576000-0123abcd (got {shown(profile_id)})", path="details.profile_id"
+        )
+    if plan.request is not None and plan.request.get("profile_id") != profile_id:
+        raise ConfigError(
+            f"must be the plan's profile id {profile_id!r} (got {shown(plan.request.get('profile_id'))})",
+            path="request.profile_id",
+        )
+    for key, allowed in (
+        ("client_profile_id", (bool,)),
+        ("plugin", (bool, type(None))),
+        ("plugin_inactive", (str, type(None))),
+        ("device", (str, type(None))),
+    ):
+        if type(details[key]) not in allowed:
+            raise ConfigError(
+                f"must be {' or '.join(t.__name__ for t in allowed)} (got {shown(details[key])})", path=f"details.{key}"
+            )
 
 
 def profile_request(

@@ -7,7 +7,7 @@ from typing import Any
 
 from profwin.plugin import EnginePlan, ProfileSpec
 from profwin_vllm.options import options_of
-from profwin_vllm.plan import plan_for
+from profwin_vllm.plan import check_state, plan_for
 from profwin_vllm.targets import VllmEngine, VllmServer
 from profwin_vllm.versions import resolve_version
 
@@ -31,3 +31,6 @@ class VllmBackend:
 
     def validate_options(self, options: Mapping[str, Any]) -> None:
         options_of(options)
+
+    def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
+        check_state(plan, spec)

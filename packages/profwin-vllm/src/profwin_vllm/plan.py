@@ -29,12 +29,14 @@ from profwin.plugin import (
     VersionSource,
     Window,
     engine_flavours,
+    is_session_prefix,
     resolve_activities,
+    shown,
 )
 from profwin_vllm.options import VllmOptions, options_of
 from profwin_vllm.versions import Mechanism, mechanism, reads_env, takes_prefix
 
-__all__ = ["delay_iterations", "max_iterations", "plan_for"]
+__all__ = ["check_state", "delay_iterations", "max_iterations", "plan_for"]
 
 # The activities each platform's worker accepts (vllm/config/profiler.py,
 # validate_worker_profiler_config); the CPU platform accepts CPU only.
@@ -201,3 +203,52 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
             "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
         },
     )
+
+
+_DETAILS = ("delay_iterations", "max_iterations", "takes_prefix", "start_kwargs", "ranks")
+
+
+def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
+    """Refuse a plan read back from a state file (untrusted) that :func:`plan_for` could not have
+    made for this session: its numbers must be the window's on its version, its prefix the
+    session's (what the stop's collect matches files with), its ranks a list of ranks.
+
+    Raises :class:`~profwin.ConfigError` with the path of the first field that is wrong.
+    """
+    details = plan.details
+    if sorted(details) != sorted(_DETAILS):
+        raise ConfigError(f"must hold exactly {list(_DETAILS)} (got {shown(sorted(details))})", path="details")
+    try:
+        version = EngineVersion.parse(plan.version)
+    except ConfigError as exc:
+        raise exc.at("version") from None
+    how = mechanism(version)
+    delay, limit = (0, 0) if how is Mechanism.NONE else (delay_iterations(plan.window), max_iterations(plan.window))
+    kwargs = details["start_kwargs"]
+    prefix = kwargs.get("profile_prefix") if isinstance(kwargs, Mapping) else None
+    if version >= "0.17" and not is_session_prefix(prefix, spec):
+        raise ConfigError(
+            f"must be this session's prefix {spec.prefix!r} (or {spec.prefix}-N; got {shown(prefix)})",
+            path="details.start_kwargs.profile_prefix",
+        )
+    expected_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
+    if how is Mechanism.PER_SESSION:
+        expected_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    expected = {
+        "delay_iterations": delay,
+        "max_iterations": limit,
+        "takes_prefix": takes_prefix(version),
+        "start_kwargs": expected_kwargs,
+    }
+    for key, value in expected.items():
+        if type(details[key]) is not type(value) or details[key] != value:
+            raise ConfigError(
+                f"must be {value!r} for window {plan.window} on vLLM {version} (got {shown(details[key])})", path=f"details.{key}"
+            )
+    request = None if plan.request is None else dict(plan.request)
+    if request != (expected_kwargs if how is Mechanism.PER_SESSION else None):
+        raise ConfigError(f"must be the start keywords {expected_kwargs!r} (got {shown(request)})", path="request")
+    try:
+        spec.replace(ranks=details["ranks"])  # the spec's own rule for ranks
+    except ConfigError as exc:
+        raise exc.at("details") from None

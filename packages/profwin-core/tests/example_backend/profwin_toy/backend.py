@@ -22,6 +22,7 @@ from profwin.plugin import (
     TargetContext,
     TargetError,
     count_steps,
+    is_session_prefix,
     normalize_url,
     request,
 )
@@ -99,5 +100,5 @@ class ToyBackend:
 
     def check_state(self, plan: EnginePlan, spec: ProfileSpec) -> None:
         """``profwin stop`` read ``plan`` from a state file: collect trusts ``request["prefix"]``."""
-        if plan.request is None or plan.request.get("prefix") != spec.prefix:
+        if plan.request is None or not is_session_prefix(plan.request.get("prefix"), spec):
             raise ConfigError(f"must be this session's prefix {spec.prefix!r}", path="request.prefix")
