@@ -244,9 +244,9 @@ def test_a_stale_size_for_an_older_block_is_not_counted(tmp_path: Path) -> None:
     a later block at the same address is then freed inside a window with that stale size. Such a
     free is not the window's: it is counted apart, never in the window's bytes."""
     size = 50_007  # a heap block (below malloc's mmap threshold), so its address is often handed out again
-    for attempt in range(
-        150
-    ):  # the profiler's own threads allocate too (and a long-lived test worker has a busier heap): retry until the address comes back
+    # The profiler's own threads allocate too, and a long-lived test worker has a busier heap:
+    # retry until the address comes back.
+    for attempt in range(150):
         with Session(spec(tmp_path / f"first{attempt}", "0:1"), profiler="memory") as s:
             profiled = torch.empty(size, dtype=torch.uint8)  # its size enters torch's table
             s.step()
