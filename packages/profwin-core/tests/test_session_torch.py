@@ -309,7 +309,7 @@ def test_every_prefix_of_a_trace_is_refused_and_the_whole_trace_accepted(tmp_pat
         {"ph": "X", "name": "ProfilerStep#2", "ts": 0, "dur": 5, "args": {"Input Dims": [[1]]}},
     ]
     text = json.dumps({"schemaVersion": 1, "traceEvents": events, "traceName": "t"}, indent=2).encode()
-    assert b"]]\n" in text or b"]]}" in text.replace(b" ", b"").replace(b"\n", b"")
+    assert b"]]}" in text.replace(b" ", b"").replace(b"\n", b"")  # the cut that ends like a whole trace is among the prefixes
     whole = tmp_path / "whole.json"
     whole.write_bytes(text)
     _check_complete(whole, whole, gz=False)

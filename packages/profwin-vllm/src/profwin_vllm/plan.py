@@ -56,6 +56,18 @@ def max_iterations(window: Window) -> int:
     return 0 if window.length is None else window.length
 
 
+def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tuple[int, int, dict[str, Any]]:
+    """``delay_iterations``, ``max_iterations`` and ``LLM.start_profile``'s keywords for ``window``
+    on ``version``: the per-session request, or just the prefix where the window is fixed at launch."""
+    how = mechanism(version)
+    # No window on vLLM < 0.12: the whole session, from start_profile on, is what ':' asks for.
+    delay, limit = (0, 0) if how is Mechanism.NONE else (delay_iterations(window), max_iterations(window))
+    start_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
+    if how is Mechanism.PER_SESSION:
+        start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    return delay, limit, start_kwargs
+
+
 def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion) -> list[str] | None:
     """vLLM's ``torch_profiler_activities`` for the spec, or ``None`` for the platform default."""
     if spec.activities is None:
@@ -149,11 +161,8 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
     if options.platform == "ascend":
         _check_ascend(spec, version)
     activities = _activities(spec, options, version)
-    delay, limit = delay_iterations(window), max_iterations(window)
     how = mechanism(version)
-    if how is Mechanism.NONE:
-        # No window: the whole session, from start_profile on, is what a window ':' asks for.
-        delay, limit = 0, 0
+    delay, limit, start_kwargs = _session_numbers(window, version, spec.prefix)
 
     launch: dict[str, Any] = {}
     if version >= "0.13":
@@ -175,9 +184,6 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
         launch["profiler_config"] = config
     env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
 
-    start_kwargs: dict[str, Any] = {"profile_prefix": spec.prefix} if version >= "0.17" else {}
-    if how is Mechanism.PER_SESSION:
-        start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
     notes = []
     if options.frontend:
         notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
@@ -222,8 +228,6 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         version = EngineVersion.parse(plan.version)
     except ConfigError as exc:
         raise exc.at("version") from None
-    how = mechanism(version)
-    delay, limit = (0, 0) if how is Mechanism.NONE else (delay_iterations(plan.window), max_iterations(plan.window))
     kwargs = details["start_kwargs"]
     prefix = kwargs.get("profile_prefix") if isinstance(kwargs, Mapping) else None
     if version >= "0.17" and not is_session_prefix(prefix, spec):
@@ -231,9 +235,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             f"must be this session's prefix {spec.prefix!r} (or {spec.prefix}-N; got {shown(prefix)})",
             path="details.start_kwargs.profile_prefix",
         )
-    expected_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
-    if how is Mechanism.PER_SESSION:
-        expected_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    delay, limit, expected_kwargs = _session_numbers(plan.window, version, str(prefix))
     expected = {
         "delay_iterations": delay,
         "max_iterations": limit,
@@ -246,7 +248,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
                 f"must be {value!r} for window {plan.window} on vLLM {version} (got {shown(details[key])})", path=f"details.{key}"
             )
     request = None if plan.request is None else dict(plan.request)
-    if request != (expected_kwargs if how is Mechanism.PER_SESSION else None):
+    if request != (expected_kwargs if mechanism(version) is Mechanism.PER_SESSION else None):
         raise ConfigError(f"must be the start keywords {expected_kwargs!r} (got {shown(request)})", path="request")
     try:
         spec.replace(ranks=details["ranks"])  # the spec's own rule for ranks
