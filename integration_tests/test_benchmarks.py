@@ -4,9 +4,11 @@ folders (integration_tests/vllm, integration_tests/sglang), next to the servers 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,6 +22,18 @@ def run_smoke(script: str, *args: str, python: str = sys.executable, env: dict[s
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
+
+
+def run_part(python: Path, part: str, *args: str, tag: str, env: dict[str, str]) -> Any:
+    """Run the benchmark child ``benchmarks/parts/PART`` in an engine's environment and return
+    the JSON of its one ``TAG `` result line (engines print their own tables to stdout too)."""
+    done = subprocess.run(
+        [str(python), str(BENCHMARKS / "parts" / part), *args], env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
+    lines = [x for x in done.stdout.splitlines() if x.startswith(f"{tag} ")]
+    assert len(lines) == 1, done.stdout[-3000:]
+    return json.loads(lines[0].removeprefix(f"{tag} "))
 
 
 def test_every_benchmark_has_a_smoke_test() -> None:

@@ -8,35 +8,31 @@ profiled request and of the unprofiled reference. No timing is judged.
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from ..test_benchmarks import run_part
 from .conftest import ROOT
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
-
-BENCH = ROOT / "benchmarks" / "parts" / "sglang_fidelity.py"
 
 
 def test_sglang_fidelity_child_reports_the_window(sglang_python: Path, tiny_model: Path) -> None:
     start, end, tokens = 2, 4, 6
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(str(p) for p in sorted((ROOT / "packages").glob("*/src")))}
-    proc = subprocess.run(
-        [str(sglang_python), str(BENCH), "relative", str(tiny_model), str(start), str(end), str(tokens)],
+    result = run_part(
+        sglang_python,
+        "sglang_fidelity.py",
+        "relative",
+        str(tiny_model),
+        str(start),
+        str(end),
+        str(tokens),
+        tag="SGLANG-FIDELITY",
         env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("SGLANG-FIDELITY ")]
-    assert len(lines) == 1, proc.stdout[-3000:]
-    result = json.loads(lines[0].removeprefix("SGLANG-FIDELITY "))
     # exactly the window's batches, each a DECODE of the one request
     assert [s["name"].split()[0] for s in result["steps"]] == ["step[DECODE"] * (end - start)
     assert all(s["ms"] > 0 for s in result["steps"])

@@ -8,33 +8,29 @@ No timing is judged.
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import HERE, engine_env
+from ..test_benchmarks import run_part
+from .conftest import engine_env
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
-
-BENCH = HERE.parent.parent / "benchmarks" / "parts" / "vllm_fidelity.py"
 
 
 def test_vllm_fidelity_child_reports_the_window(vllm_python: Path, tiny_model: Path) -> None:
     start, end, tokens = 2, 5, 8
-    proc = subprocess.run(
-        [str(vllm_python), str(BENCH), "profwin", str(tiny_model), str(start), str(end), str(tokens)],
+    result = run_part(
+        vllm_python,
+        "vllm_fidelity.py",
+        "profwin",
+        str(tiny_model),
+        str(start),
+        str(end),
+        str(tokens),
+        tag="VLLM-FIDELITY",
         env=engine_env(),
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    lines = [x for x in proc.stdout.splitlines() if x.startswith("VLLM-FIDELITY ")]
-    assert len(lines) == 1, proc.stdout[-3000:]
-    result = json.loads(lines[0].removeprefix("VLLM-FIDELITY "))
     assert len(result["annotations"]) == end - start
     assert all(d > 0 for d in result["annotations"])
     # one engine step per token: the prefill makes the first, each decode one more
