@@ -4,7 +4,8 @@ Random traces in torch's shape: per thread a tree of properly nested operators i
 (same-start nesting written in either order, as Kineto does), runtime calls on a lane of their own,
 kernels on a device stream matched to their launches by correlation id, step markers on one or
 two processes, metadata, instants and untimed events; small segments so that open events are
-carried across segment edges. Floats are compared to 1e-6 relative (numpy sums in another order).
+carried across segment edges. Floats are compared to 1e-6 relative (numpy sums in another order). The kinds table is also
+set to restart at every segment, so that its restarts are taken too.
 """
 
 from __future__ import annotations
@@ -118,16 +119,18 @@ def _summary(path: Any, window: str | None) -> Any:
 @given(
     events=traces(),
     segment=st.sampled_from([3, 17, 1 << 16]),
+    kinds=st.sampled_from([0, columnar.MAX_KINDS]),
     window=st.sampled_from([None, "1:3", "0:1"]),
     indent=st.sampled_from([None, 1, 2]),
 )
 def test_fast_and_standard_summaries_agree(
-    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, window: str | None, indent: int | None
+    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, kinds: int, window: str | None, indent: int | None
 ) -> None:
     path = tmp_path_factory.mktemp("agree") / "t.pt.trace.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=indent, ensure_ascii=False))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(columnar, "SEGMENT", segment)
+        monkeypatch.setattr(columnar, "MAX_KINDS", kinds)  # 0: the kinds table starts again every segment
         fast, slow = _both(monkeypatch, lambda: _summary(path, window))
         assert _close(fast, slow), (fast, slow)
 
@@ -143,3 +146,22 @@ def test_fast_and_standard_trims_are_identical(tmp_path_factory: Any, events: li
     with pytest.MonkeyPatch.context() as monkeypatch:
         _both(monkeypatch, lambda: trim(path, "0:1", next(targets)))
     assert outs[0].read_text() == outs[1].read_text()
+
+
+def test_kinds_table_restarts_keep_each_events_thread(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the kinds table starts again, a kind id names another (phase, category, name,
+    thread) than before it: here the first kind of each segment is on another thread each time."""
+    events = []
+    for k in range(6):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1,
+                       "ts": k * 100.0, "dur": 90.0})  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2 + k % 3, "ts": k * 100.0 + 1, "dur": 5.0}
+        )
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    monkeypatch.setattr(columnar, "SEGMENT", 1)
+    monkeypatch.setattr(columnar, "MAX_KINDS", 0)
+    fast, slow = _both(monkeypatch, lambda: _summary(path, None))
+    assert [(t["tid"], t["events"]) for t in fast["threads"]] == [(1, 6), (2, 2), (3, 2), (4, 2)]
+    assert _close(fast, slow), (fast, slow)

@@ -296,53 +296,42 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _cmd_summarize(args: argparse.Namespace) -> int:
+def _summary(args: argparse.Namespace) -> Any:
+    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace or the
+    :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
     from pathlib import Path
 
-    from profwin.traces import (
-        Summary,
-        choose_session,
-        plot_ranks,
-        plot_steps,
-        render_ranks,
-        render_summary,
-        summarize,
-        summarize_ranks,
-        trace_facts,
-        trace_files,
-        tty_progress,
-    )
-    from profwin.traces.reader import single_threaded_blas
+    from profwin.traces import choose_session, summarize, summarize_ranks, trace_facts, tty_progress
+
+    options = {"window": args.window, "top": args.top, "first_step": args.first_step}
+    if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
+        return cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
+    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+        if args.session is not None:  # one trace: it must be of that session
+            choose_session([trace_facts(args.trace[0])], args.session)
+        return summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
+    return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    from profwin.traces import Summary, plot_ranks, plot_steps, render_ranks, render_summary, trace_files
+    from profwin.traces.reader import trace_command
 
     if args.plot:
         _check_plot(args.plot, args.trace)
-    if not args.ray:  # Ray's local workers inherit this process's environment
-        single_threaded_blas()
-    options = {"window": args.window, "top": args.top, "first_step": args.first_step}
-    if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
-        result = cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
-    elif len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
-        if args.session is not None:  # one trace: it must be of that session
-            choose_session([trace_facts(args.trace[0])], args.session)
-        result = summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
-    else:
-        result = summarize_ranks(
-            args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session
-        )
-    if isinstance(result, Summary):
-        if args.plot:
-            plot_steps(result, args.plot)
-        data, text = result.to_dict(), render_summary(result)
-    else:
-        if args.plot:
-            plot_ranks(result, args.plot)
-        data, text = result.to_dict(), render_ranks(result)
+    with trace_command(blas=not args.ray):  # Ray's local workers inherit this process's environment
+        result = _summary(args)
     if args.plot:
+        if isinstance(result, Summary):
+            plot_steps(result, args.plot)
+        else:
+            plot_ranks(result, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
     if args.json:
-        _print_json(data)
+        _print_json(result.to_dict())
     else:
-        print(text)
+        # Only the form that is printed is built: the JSON form of a long trace's steps costs 0.08 s.
+        print(render_summary(result) if isinstance(result, Summary) else render_ranks(result))
         if not args.ray:  # paths on the nodes: nothing here to open
             print("\n" + how_to_view(trace_files(args.trace)))
     return 0
@@ -385,12 +374,12 @@ def _ray_address_first(argv: Sequence[str]) -> list[str]:
 
 def _cmd_diff(args: argparse.Namespace) -> int:
     from profwin.traces import diff, plot_diff, render_diff, trace_files
-    from profwin.traces.reader import single_threaded_blas
+    from profwin.traces.reader import trace_command
 
-    single_threaded_blas()
     if args.plot:
         _check_plot(args.plot, [args.a, args.b])
-    result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
+    with trace_command():
+        result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
     if args.plot:
         plot_diff(result, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
@@ -420,12 +409,12 @@ def _check_plot(plot: str, inputs: Sequence[str]) -> None:
 
 def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces import trim, tty_progress
-    from profwin.traces.reader import single_threaded_blas
+    from profwin.traces.reader import trace_command
 
-    single_threaded_blas()
     check_output_path(args.output)
     progress = tty_progress(f"trimming {args.trace}", passes=2)  # trim reads its input twice
-    result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)
+    with trace_command():
+        result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)
     if args.json:
         _print_json(result.to_dict())
     else:

@@ -26,8 +26,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from profwin.markers import StepMarker
@@ -50,10 +50,14 @@ SEGMENT = 1 << 14
 """Events gathered before a vectorized pass; bounds the temporary arrays (a few MiB)."""
 MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
+MAX_KINDS = 1 << 16
+"""Distinct ``(ph, cat, name, pid, tid)`` kinds remembered; past it the table starts again."""
 
 _PH = {"X": 0, "M": 1}
-_PH_OF, _CAT_OF, _NAME_OF, _TS_OF, _DUR_OF = map(attrgetter, ("ph", "cat", "name", "ts", "dur"))
-_THREAD_OF = attrgetter("pid", "tid")
+_TS_OF, _DUR_OF = map(attrgetter, ("ts", "dur"))
+# One dictionary lookup per event gives its phase, category, name and thread together: a real
+# trace has a few hundred kinds, and one 5-tuple lookup costs half of the four it replaces.
+_KIND_OF = attrgetter("ph", "cat", "name", "pid", "tid")
 _CORRELATION = attrgetter("args.correlation")
 _ARG_NAME = attrgetter("args.name")
 
@@ -62,8 +66,9 @@ _ARG_NAME = attrgetter("args.name")
 def column_decoder() -> Callable[[Any], list[Any]] | None:
     """A msgspec decoder of event batches into typed structs, or ``None`` without the fast extra.
 
-    The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``) fails
-    to decode and the reader reads it the standard way, so nothing is lost. A missing ``ts`` or
+    The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``, a
+    float or list ``pid``) fails to decode and the reader reads it the standard way, so nothing
+    is lost, and every struct's ``(pid, tid)`` is hashable. A missing ``ts`` or
     ``dur`` is nan, so that each column is one ``numpy.fromiter``."""
     msgspec = fast_module("msgspec")
     if numpy_or_none() is None or msgspec is None:
@@ -72,8 +77,9 @@ def column_decoder() -> Callable[[Any], list[Any]] | None:
     event = msgspec.defstruct(
         "ColumnEvent",
         [
-            ("ph", str | None, None), ("cat", str | None, None), ("name", str | None, None), ("pid", Any, None),
-            ("tid", Any, None), ("ts", float, math.nan), ("dur", float, math.nan),
+            ("ph", str | None, None), ("cat", str | None, None), ("name", str | None, None),
+            ("pid", int | str | None, None), ("tid", int | str | None, None), ("ts", float, math.nan),
+            ("dur", float, math.nan),
             ("args", args, msgspec.field(default_factory=args)),
         ],
         gc=False,
@@ -87,6 +93,21 @@ class _Args:
 
     def __init__(self, correlation: Any, name: Any) -> None:
         self.correlation, self.name = correlation, name
+
+
+class _Odd:
+    """An unhashable ``pid`` or ``tid`` of a dict event (a list, say), hashable by identity so
+    that the event's kind can be looked up; :func:`_raw` gives the value back to the checks that
+    refuse it by name."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+def _raw(value: Any) -> Any:
+    return value.value if type(value) is _Odd else value
 
 
 class _Event:
@@ -109,7 +130,10 @@ class _Event:
         self.ph = ph if type(ph) is str else None
         self.cat = cat if type(cat) is str else None
         self.name = name if name is None or type(name) is str else str(name)
-        self.pid, self.tid, self.ts, self.dur = event.get("pid"), event.get("tid"), ts, dur
+        pid, tid = event.get("pid"), event.get("tid")
+        self.pid = pid if _hashable(pid) else _Odd(pid)
+        self.tid = tid if _hashable(tid) else _Odd(tid)
+        self.ts, self.dur = ts, dur
         self.args = _Args(None if corr is None else _number(corr), args.get("name"))
 
 
@@ -139,6 +163,12 @@ class ColumnFiller(_Filler):
         self.name_kind = np.zeros(0, np.int8)
         self.name_marks = np.zeros(0, bool)
         self.op_of = np.full(0, -1, np.int64)  # raw name id * 2 + is_kernel -> index.names id
+        self.kind_ids: dict[tuple[Any, ...], int] = {}
+        self.kind_keys: list[tuple[Any, ...]] = []
+        self.kind_ph = np.zeros(0, np.int8)  # 0: X, 1: M, 2: another phase
+        self.kind_cat = np.zeros(0, np.int64)  # cat_ids id
+        self.kind_name = np.zeros(0, np.int64)  # raw_names id
+        self.kind_thread = np.zeros(0, np.int64)  # thread_ids id; -1 until a timed event of the kind
         self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
         self.carry: dict[str, Any] | None = None  # events still open after the last segment
         self.seq = 0
@@ -169,62 +199,69 @@ class ColumnFiller(_Filler):
 
     # -- lookups, once per distinct value -------------------------------------------------------
 
-    def _threads(self, events: list[Any], timed: Any) -> Any:
-        """Each timed event's thread id (-1 for untimed events) from its ``(pid, tid)``; new
-        threads checked, in file order."""
-        np, ids, n = self.np, self.thread_ids, len(events)
-        try:
-            found = np.fromiter(map(ids.get, map(_THREAD_OF, events), repeat(-1)), np.int64, n)
-        except TypeError:  # an unhashable pid or tid somewhere: look up one by one
-            found = np.array([ids.get(k, -1) if _hashable(k) else -1 for k in map(_THREAD_OF, events)], np.int64)
-        missing = np.flatnonzero((found < 0) & timed).tolist()
+    def _kinds(self, events: list[Any]) -> Any:
+        """Each event's kind id; kinds not seen before registered first, once each."""
+        if len(self.kind_ids) > MAX_KINDS:  # a trace of ever new names: start the table again
+            self.kind_ids, self.kind_keys = {}, []
+            self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread = (
+                a[:0] for a in (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread)
+            )
+        np, ids = self.np, self.kind_ids
+        found = np.fromiter(map(ids.get, map(_KIND_OF, events), repeat(-1)), np.int64, len(events))
+        missing = np.flatnonzero(found < 0).tolist()
         if not missing:
             return found
-        index = self.index
-        wanted = np.zeros(n, bool)
-        wanted[missing] = True
-        keys = list(compress(map(_THREAD_OF, events), wanted.tolist()))  # the missing rows' keys, in C
-        try:
-            new = [k for k in dict.fromkeys(keys) if k not in ids]
-        except TypeError:  # an unhashable id: refuse the first one, naming its event
-            new = [k for k in keys if not _hashable(k)]
-        for key in new:
-            if not _hashable(key) or not all(type(v) is int or v is None for v in key):
-                # A new thread with an odd id: check it at its first event, so the error names it.
-                position = next(p for p, k in enumerate(keys) if k is key or (_hashable(k) and k == key))
-                index.events = self.base + missing[position]
-                _thread_id(key[0], "pid", index)
-                _thread_id(key[1], "tid", index)
-            if len(ids) >= MAX_THREADS:
-                index.events = self.base + missing[keys.index(key)]
-                raise TraceError(
-                    index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred"
-                )
-            ids[key] = len(ids)
-            self.thread_keys.append(key)
-        self.thread_counts = np.concatenate([self.thread_counts, np.zeros(len(new), np.int64)])
-        found[np.asarray(missing)] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
+        rows = itemgetter(*missing)(events) if len(missing) > 1 else (events[missing[0]],)  # in C
+        keys = list(map(_KIND_OF, rows))
+        self._new_kinds(list(dict.fromkeys(keys)))
+        found[missing] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
         return found
 
-    def _ids(
-        self, ids: dict[Any, int], events: list[Any], field: Callable[[Any], Any], register: Callable[[list[Any]], None]
-    ) -> Any:
-        """Each event's ``field`` value's id in ``ids``; values not seen before go to ``register``
-        first, once each."""
+    def _new_kinds(self, new: list[tuple[Any, ...]]) -> None:
         np = self.np
-        found = np.fromiter(map(ids.get, map(field, events), repeat(-1)), np.int64, len(events))
-        missing = np.flatnonzero(found < 0)
-        if not len(missing):
-            return found
-        wanted = np.zeros(len(events), bool)
-        wanted[missing] = True
-        new = list(compress(map(field, events), wanted.tolist()))  # the missing rows' values, in C
-        register(list(dict.fromkeys(new)))
-        found[missing] = np.fromiter(map(ids.__getitem__, new), np.int64, len(new))
-        return found
+        cats = [c for c in dict.fromkeys(k[1] for k in new) if c not in self.cat_ids]
+        if cats:
+            self._new_categories(cats)
+        names = [n for n in dict.fromkeys(k[2] for k in new) if n not in self.raw_names]
+        if names:
+            self._new_names(names)
+        for key in new:
+            self.kind_ids[key] = len(self.kind_keys)
+            self.kind_keys.append(key)
+        self.kind_ph = np.concatenate([self.kind_ph, np.array([_PH.get(k[0], 2) for k in new], np.int8)])
+        self.kind_cat = np.concatenate([self.kind_cat, np.array([self.cat_ids[k[1]] for k in new], np.int64)])
+        self.kind_name = np.concatenate([self.kind_name, np.array([self.raw_names[k[2]] for k in new], np.int64)])
+        self.kind_thread = np.concatenate([self.kind_thread, np.full(len(new), -1, np.int64)])
 
-    def _categories(self, events: list[Any]) -> Any:
-        return self._ids(self.cat_ids, events, _CAT_OF, self._new_categories)
+    def _threads(self, kind: Any, timed: Any) -> Any:
+        """Each timed event's thread id (-1 for untimed events); threads new to a kind found at
+        the kind's first timed event, in file order."""
+        np = self.np
+        missing = np.flatnonzero((self.kind_thread[kind] < 0) & timed)
+        if len(missing):
+            _, first = np.unique(kind[missing], return_index=True)
+            for row in missing[np.sort(first)].tolist():
+                self.kind_thread[kind[row]] = self._thread(self.kind_keys[kind[row]][3:], row)
+        return np.where(timed, self.kind_thread[kind], -1)
+
+    def _thread(self, key: tuple[Any, ...], row: int) -> int:
+        """The id of the thread ``key``, first seen at segment row ``row``: checked and added if new."""
+        found = self.thread_ids.get(key)
+        if found is not None:
+            return found
+        index = self.index
+        if not all(type(v) is int or v is None for v in key):
+            # A new thread with an odd id: checked at its first event, so the error names it.
+            index.events = self.base + row
+            _thread_id(_raw(key[0]), "pid", index)
+            _thread_id(_raw(key[1]), "tid", index)
+        if len(self.thread_ids) >= MAX_THREADS:
+            index.events = self.base + row
+            raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
+        self.thread_ids[key] = found = len(self.thread_ids)
+        self.thread_keys.append(key)
+        self.thread_counts = self.np.append(self.thread_counts, 0)
+        return found
 
     def _new_categories(self, new: list[Any]) -> None:
         rows = []
@@ -233,9 +270,6 @@ class ColumnFiller(_Filler):
             self.cat_ids[cat] = len(self.cat_ids)
             rows.append((*self.category(text), text.startswith("gpu_")))
         self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
-
-    def _names(self, events: list[Any]) -> Any:
-        return self._ids(self.raw_names, events, _NAME_OF, self._new_names)
 
     def _new_names(self, new: list[Any]) -> None:
         np, ids = self.np, self.raw_names
@@ -274,7 +308,8 @@ class ColumnFiller(_Filler):
         lengths = np.concatenate([np.asarray(n, np.int32) for _, n in spans])
         self.base = index.events
         # One C-level pass per field: no per-event Python, no lists kept but the thread keys.
-        code = np.fromiter(map(_PH.get, map(_PH_OF, events), repeat(2)), np.int8, n)
+        kind = self._kinds(events)
+        code = self.kind_ph[kind]
         try:
             ts = np.fromiter(map(_TS_OF, events), np.float64, n)
         except TypeError:  # a missing ts (None): nan
@@ -285,12 +320,12 @@ class ColumnFiller(_Filler):
         for i in np.flatnonzero(metadata).tolist():
             index.events = self.base + i
             event = events[i]
-            self.metadata(event.name, event.pid, event.tid, _ARG_NAME(event))
+            self.metadata(event.name, _raw(event.pid), _raw(event.tid), _ARG_NAME(event))
         start = np.where(timed, ts, -np.inf)
         end = np.where(timed, ts, np.inf)
         rows = np.flatnonzero(timed)
         if len(rows):
-            self.timed_events(rows, code, ts, end, events)
+            self.timed_events(rows, kind, code, ts, end, events)
         index.events = self.base + n
         placed = index.placed.columns
         placed[0].frombytes(offsets.view(np.uint8))
@@ -300,11 +335,11 @@ class ColumnFiller(_Filler):
         index.placed.maybe_spill()
         return int(lengths.sum())
 
-    def timed_events(self, rows: Any, code: Any, ts: Any, end: Any, events: list[Any]) -> None:
+    def timed_events(self, rows: Any, kind: Any, code: Any, ts: Any, end: Any, events: list[Any]) -> None:
         np, index = self.np, self.index
         timed = np.zeros(len(code), bool)
         timed[rows] = True
-        thread = self._threads(events, timed)
+        thread = self._threads(kind, timed)
         self.thread_counts += np.bincount(thread[rows], minlength=len(self.thread_counts))
         x_rows = rows[code[rows] == 0]
         if not len(x_rows):
@@ -321,10 +356,10 @@ class ColumnFiller(_Filler):
         dur[bad] = 0.0
         stop = start + dur
         end[x_rows] = stop
-        cats = self._categories(events)[x_rows]
+        cats = self.kind_cat[kind[x_rows]]
         flags = self.cat_flags[cats]
         not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
-        names = self._names(events)[x_rows]
+        names = self.kind_name[kind[x_rows]]
         special = (self.name_marks[names] & ~is_gpu) | not_op
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
@@ -343,7 +378,7 @@ class ColumnFiller(_Filler):
                 category = event.cat if type(event.cat) is str else ""
                 raw = event.name if type(event.name) is str else texts[name_id]
                 self.index.events = self.base + row
-                self.special(event.pid, float(start[j]), float(stop[j]), raw, category, marker)
+                self.special(_raw(event.pid), float(start[j]), float(stop[j]), raw, category, marker)
         kernel = plain & is_kernel
         if kernel.any():
             work = index.device.columns
