@@ -171,7 +171,6 @@ class ColumnFiller(_Filler):
         self.kind_thread = np.zeros(0, np.int64)  # thread_ids id; -1 until a timed event of the kind
         self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
         self.carry: dict[str, Any] | None = None  # events still open after the last segment
-        self.seq = 0
         self.base = 0  # events before the segment being read
 
     # -- input ---------------------------------------------------------------------------------
@@ -442,13 +441,11 @@ class ColumnFiller(_Filler):
         op = np.concatenate([p["op"] for p in parts])
         kids = np.concatenate([carry["kids"] if carry is not None else np.zeros(0), np.zeros(n_new)])
         fresh = np.concatenate([np.zeros(len(ts) - n_new, bool), np.ones(n_new, bool)])
-        seq = np.concatenate([carry["seq"] if carry is not None else np.zeros(0, np.int64),
-                              np.arange(self.seq, self.seq + n_new, dtype=np.int64)])  # fmt: skip
-        self.seq += n_new
         positive = dur > 0.0
         p_idx = np.flatnonzero(positive)
         if len(p_idx):
-            order = p_idx[np.lexsort((seq[p_idx], -end[p_idx], ts[p_idx], lane[p_idx]))]
+            # The rows are in file order (the carried ones first) and lexsort is stable: file order breaks ties.
+            order = p_idx[np.lexsort((-end[p_idx], ts[p_idx], lane[p_idx]))]
             n = len(order)
             o_lane, o_ts, o_end = lane[order], ts[order], end[order]
             times, rank = np.unique(np.concatenate([o_ts, o_end]), return_inverse=True)
@@ -498,7 +495,7 @@ class ColumnFiller(_Filler):
         stay = ~done
         self.carry = (
             {"lane": lane[stay], "ts": ts[stay], "end": end[stay], "dur": dur[stay], "op": op[stay],
-             "kids": kids[stay], "seq": seq[stay]}
+             "kids": kids[stay]}
             if stay.any() else None
         )  # fmt: skip
 
