@@ -15,22 +15,25 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profwin.about import __version__
-from profwin.config import load_spec, spec_from_mapping, spec_from_yaml
-from profwin.discovery import PluginInfo, backend, plugins, profiler, validate_options
-from profwin.engine import EngineBusy, EnginePlan, TargetError
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning
-from profwin.protocols import Artifact, RemoteResult
-from profwin.remote import RemoteSession, SessionError, remote_session
-from profwin.render import FORMS, render_plan
+from profwin.lazy import lazy_exports
 
-# `profwin.router(URL)`: reachable here, outside the 30-name user surface (docs/scale-out.md).
-from profwin.router import RouterError, RouterWorkers, router  # noqa: F401
-from profwin.session import Session, current_rank
-from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
-from profwin.window import Window
+if TYPE_CHECKING:  # imported on first use (profwin.lazy): `import profwin` imports none of them
+    from profwin.about import __version__
+    from profwin.config import load_spec, spec_from_mapping, spec_from_yaml
+    from profwin.discovery import PluginInfo, backend, plugins, profiler, validate_options
+    from profwin.engine import EngineBusy, EnginePlan, TargetError
+    from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning
+    from profwin.protocols import Artifact, RemoteResult
+    from profwin.remote import RemoteSession, SessionError, remote_session
+    from profwin.render import FORMS, render_plan
+
+    # `profwin.router(URL)`: reachable here, outside the 30-name user surface (docs/scale-out.md).
+    from profwin.router import RouterError, RouterWorkers, router  # noqa: F401
+    from profwin.session import Session, current_rank
+    from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
+    from profwin.window import Window
 
 __all__ = [
     "ACTIVITIES",
@@ -81,7 +84,7 @@ _MOVED = {
 }  # fmt: skip
 
 
-def __getattr__(name: str) -> Any:
+def _moved(name: str) -> Any:
     """Forward a former top-level name to its new home, with a DeprecationWarning."""
     home = _MOVED.get(name)
     if home is None:
@@ -89,6 +92,26 @@ def __getattr__(name: str) -> Any:
     warnings.warn(
         f"profwin.{name} moved: import it from {home} (the old name goes away in profwin-core 0.3)",
         DeprecationWarning,
-        stacklevel=2,
+        stacklevel=3,
     )
     return getattr(importlib.import_module(home), name)
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin.about": ("__version__",),
+        "profwin.config": ("load_spec", "spec_from_mapping", "spec_from_yaml"),
+        "profwin.discovery": ("PluginInfo", "backend", "plugins", "profiler", "validate_options"),
+        "profwin.engine": ("EngineBusy", "EnginePlan", "TargetError"),
+        "profwin.errors": ("ConfigError", "PluginError", "ProfilingDisabled", "ProfwinError", "WindowWarning"),
+        "profwin.protocols": ("Artifact", "RemoteResult"),
+        "profwin.remote": ("RemoteSession", "SessionError", "remote_session"),
+        "profwin.render": ("FORMS", "render_plan"),
+        "profwin.router": ("RouterError", "RouterWorkers", "router"),
+        "profwin.session": ("Session", "current_rank"),
+        "profwin.spec": ("ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec"),
+        "profwin.window": ("Window",),
+    },
+    fallback=_moved,
+)

@@ -23,9 +23,7 @@ from profwin.discovery import plugins as list_plugins
 from profwin.engine import EnginePlan
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
-from profwin.remote import start_remote, stop_remote
 from profwin.render import FORMS, render_plan
-from profwin.router import start_router, stop_router
 from profwin.spec import ProfileSpec
 from profwin.traces.view import how_to_view
 from profwin.window import MAX_STEP, Window
@@ -217,6 +215,10 @@ def _cmd_args(args: argparse.Namespace) -> int:
 
 
 def _remote(args: argparse.Namespace, action: str) -> int:
+    # Here, not at the top: asyncio and the HTTP client, which the other commands do without.
+    from profwin.remote import start_remote, stop_remote
+    from profwin.router import start_router, stop_router
+
     spec = _spec_from_args(args)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
     version = _version_for(args.engine, args.engine_version)

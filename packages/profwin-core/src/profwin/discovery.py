@@ -20,18 +20,20 @@ import importlib.util
 import io
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 from attrs import frozen
 
 from profwin import protocols
-from profwin.engine import Backend
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
 from profwin.protocols import Cluster, PluginSpec, Profiler, SpecFormat
 from profwin.spec import ProfileSpec
+
+if TYPE_CHECKING:  # asyncio behind it: not imported to list plugins or learn their step markers
+    from profwin.engine import Backend
 
 __all__ = [
     "PluginInfo",
@@ -225,7 +227,7 @@ def _load(group: str, name: str) -> object:
 
 def backend(name: str) -> Backend:
     """Load the backend plugin ``name`` (``vllm``, ``sglang``); an unknown name lists the installed ones."""
-    return cast(Backend, _load(protocols.BACKENDS_GROUP, name))
+    return cast("Backend", _load(protocols.BACKENDS_GROUP, name))
 
 
 def profiler(name: str) -> Profiler:
@@ -267,7 +269,7 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
                     f"options.{name}: plugin {name!r} ({info.distribution} {info.version}) does not check its options up front"
                 )
             if info.group == protocols.BACKENDS_GROUP:
-                cast(Backend, instance).plan(spec)
+                cast("Backend", instance).plan(spec)
         except ConfigError as exc:
             errors.extend(exc.errors or [exc])
     return errors, notes

@@ -10,14 +10,13 @@ for ``profwin stop`` (:mod:`profwin.remote`), HTTP (:mod:`profwin.http`).
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import evolve, field, frozen
 
@@ -26,6 +25,9 @@ from profwin.json_form import JsonForm
 from profwin.protocols import Artifact
 from profwin.spec import ProfileSpec
 from profwin.window import Window
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "Backend",
@@ -137,6 +139,8 @@ class TargetContext:
             if close is not None:
                 close()  # never leave a coroutine un-awaited behind a clear error
             raise ConfigError(f"{what} is a coroutine: use `async with` for this engine", path="target")
+        import asyncio  # the caller's loop runs, so this is loaded: not at module level (12 ms to list plugins)
+
         future = asyncio.run_coroutine_threadsafe(_called(fn), self.loop)
         try:
             return future.result(self.timeout)

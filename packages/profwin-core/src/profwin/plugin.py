@@ -20,6 +20,8 @@ Groups of names:
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
   :func:`plain`, and :func:`spec_from_mapping`;
+- a plugin's package root: :func:`lazy_exports` (its public names imported on first use, so
+  that loading its entry point stays cheap);
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
   :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
   imported on first use so the plugin API itself stays free of command-line machinery;
@@ -38,44 +40,46 @@ Groups of names:
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from profwin import protocols
-from profwin.activities import resolve_activities
-from profwin.atomic import atomic_path, check_output_path, write_atomic
-from profwin.config import spec_from_mapping
-from profwin.discovery import backend, cluster, engine_flavours
-from profwin.documents import plain, read_document, select
-from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
-from profwin.http import Reply, ServerClient, normalize_url, request
-from profwin.inputs import open_input, read_input
-from profwin.json_form import JsonForm, json_ready, to_json
-from profwin.markers import TORCH_MARKER, StepMarker
-from profwin.options import at_least, choice, flag, names, parse_options
+from profwin.lazy import lazy_exports
 from profwin.protocols import *  # noqa: F403  (all of protocols.__all__, added to this __all__ below)
-from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
-from profwin.render import render_plan
-from profwin.spec import ProfileSpec, RankSelection
-from profwin.torch_driver import STEP_MARKER, WindowedProfile
-from profwin.traces import Ranks as TraceRanks
-from profwin.traces import (
-    Summary,
-    TraceError,
-    TraceFacts,
-    choose_session,
-    count_steps,
-    merge_ranks,
-    summarize,
-    trace_facts,
-    trace_files,
-    trim,
-)
-from profwin.versions import EngineVersion, installed_version
-from profwin.window import Window
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry point loads in a few ms
+    from profwin.activities import resolve_activities
+    from profwin.atomic import atomic_path, check_output_path, write_atomic
     from profwin.cli_runner import CliParser, print_json, run_cli
+    from profwin.config import spec_from_mapping
+    from profwin.discovery import backend, cluster, engine_flavours
+    from profwin.documents import plain, read_document, select
+    from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
+    from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
+    from profwin.http import Reply, ServerClient, normalize_url, request
+    from profwin.inputs import open_input, read_input
+    from profwin.json_form import JsonForm, json_ready, to_json
+    from profwin.markers import TORCH_MARKER, StepMarker
+    from profwin.options import at_least, choice, flag, names, parse_options
+    from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
+    from profwin.render import render_plan
+    from profwin.spec import ProfileSpec, RankSelection
+    from profwin.torch_driver import STEP_MARKER, WindowedProfile
+    from profwin.traces import Ranks as TraceRanks
+    from profwin.traces import (
+        Summary,
+        TraceError,
+        TraceFacts,
+        choose_session,
+        count_steps,
+        merge_ranks,
+        summarize,
+        trace_facts,
+        trace_files,
+        trim,
+    )
+    from profwin.versions import EngineVersion, installed_version
+    from profwin.window import Window
 
 __all__ = [
     "STEP_MARKER",
@@ -122,6 +126,7 @@ __all__ = [
     "installed_version",
     "is_session_prefix",
     "json_ready",
+    "lazy_exports",
     "merge_ranks",
     "names",
     "normalize_url",
@@ -151,22 +156,79 @@ __all__ = [
 __all__ += protocols.__all__  # the entry-point groups, PluginSpec and the plugin protocols
 
 
-def __getattr__(name: str) -> Any:
-    """``run_cli``, ``CliParser`` and ``print_json`` on first use, so importing the plugin API does
-    not import command-line machinery (argparse, signal handling); ``Ranks``, the old name of
-    :data:`RankSelection`."""
-    if name in ("run_cli", "CliParser", "print_json"):
-        from profwin import cli_runner  # the top layer: only plugins with a command line need it
+def _renamed(name: str) -> Any:
+    """``Ranks``, the old name of :data:`RankSelection`."""
+    if name != "Ranks":
+        raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")
+    warnings.warn(
+        "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
+        "the old name goes away in profwin-core 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return __getattr__("RankSelection")
 
-        return getattr(cli_runner, name)
-    if name == "Ranks":
-        import warnings
 
-        warnings.warn(
-            "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
-            "the old name goes away in profwin-core 0.3",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return RankSelection
-    raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")
+# Each name is imported from its module when first read: `run_cli`, `CliParser` and
+# `print_json` (argparse, signal handling) only by plugins with a command line.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin.activities": ("resolve_activities",),
+        "profwin.atomic": ("atomic_path", "check_output_path", "write_atomic"),
+        "profwin.config": ("spec_from_mapping",),
+        "profwin.discovery": ("backend", "cluster", "engine_flavours"),
+        "profwin.documents": ("plain", "read_document", "select"),
+        "profwin.engine": (
+            "Backend",
+            "EngineBusy",
+            "EnginePlan",
+            "EngineTarget",
+            "TargetContext",
+            "TargetError",
+            "VersionSource",
+        ),
+        "profwin.errors": (
+            "ConfigError",
+            "PluginError",
+            "ProfilingDisabled",
+            "ProfwinError",
+            "WindowWarning",
+            "shown",
+            "unknown_key",
+        ),
+        "profwin.http": ("Reply", "ServerClient", "normalize_url", "request"),
+        "profwin.inputs": ("open_input", "read_input"),
+        "profwin.json_form": ("JsonForm", "json_ready", "to_json"),
+        "profwin.markers": ("TORCH_MARKER", "StepMarker"),
+        "profwin.options": ("at_least", "choice", "flag", "names", "parse_options"),
+        "profwin.remote": (
+            "OnActive",
+            "RemoteSession",
+            "SessionError",
+            "is_session_prefix",
+            "remote_session",
+            "session_function",
+        ),
+        "profwin.render": ("render_plan",),
+        "profwin.spec": ("ProfileSpec", "RankSelection"),
+        "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
+        "profwin.traces": (
+            "TraceRanks=Ranks",
+            "Summary",
+            "TraceError",
+            "TraceFacts",
+            "choose_session",
+            "count_steps",
+            "merge_ranks",
+            "summarize",
+            "trace_facts",
+            "trace_files",
+            "trim",
+        ),
+        "profwin.versions": ("EngineVersion", "installed_version"),
+        "profwin.window": ("Window",),
+        "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
+    },
+    fallback=_renamed,
+)

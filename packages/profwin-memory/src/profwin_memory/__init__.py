@@ -7,14 +7,17 @@ pytorch.org/memory_viz; elsewhere, a compact CPU memory timeline of the window. 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profwin_memory.cpu_timeline import TIMELINE_FORMAT, build_timeline
-from profwin_memory.cuda_snapshot import SNAPSHOT_SUFFIX, STEP_METADATA, history_kwargs
-from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, memory_options
-from profwin_memory.profiler import MemoryProfiler, resolve_device
-from profwin_memory.provenance import UntrustedSnapshotError, key_file, sidecar_path, verify
-from profwin_memory.reader import load_snapshot, load_timeline, summarize, summarize_snapshot, summarize_timeline
+from profwin.plugin import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
+    from profwin_memory.cpu_timeline import TIMELINE_FORMAT, build_timeline
+    from profwin_memory.cuda_snapshot import SNAPSHOT_SUFFIX, STEP_METADATA, history_kwargs
+    from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, memory_options
+    from profwin_memory.profiler import MemoryProfiler, resolve_device
+    from profwin_memory.provenance import UntrustedSnapshotError, key_file, sidecar_path, verify
+    from profwin_memory.reader import load_snapshot, load_timeline, summarize, summarize_snapshot, summarize_timeline
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
@@ -39,8 +42,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def _options_name(name: str) -> Any:
     """``parse_options``: the old name of :func:`memory_options` (warns; see ``profwin_memory.options``)."""
     from profwin_memory import options
 
     return getattr(options, name)
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin_memory.cpu_timeline": ("TIMELINE_FORMAT", "build_timeline"),
+        "profwin_memory.cuda_snapshot": ("SNAPSHOT_SUFFIX", "STEP_METADATA", "history_kwargs"),
+        "profwin_memory.options": ("DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"),
+        "profwin_memory.profiler": ("MemoryProfiler", "resolve_device"),
+        "profwin_memory.provenance": ("UntrustedSnapshotError", "key_file", "sidecar_path", "verify"),
+        "profwin_memory.reader": ("load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline"),
+    },
+    fallback=_options_name,
+)

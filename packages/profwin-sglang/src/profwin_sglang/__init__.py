@@ -11,16 +11,21 @@
 
 from __future__ import annotations
 
-from profwin.plugin import SessionError
-from profwin_sglang.backend import SglangBackend
-from profwin_sglang.options import SGLANG_ACTIVITIES, START_MODES, SglangOptions, options_of
-from profwin_sglang.plan import activities_for, launch_env, plan_for, profile_request
-from profwin_sglang.server_plugin import RELATIVE_BASE
-from profwin_sglang.session import session
-from profwin_sglang.targets import ServerInfo, SglangEngine, SglangServer
-from profwin_sglang.traces import trim_in_place
-from profwin_sglang.versions import VERIFIED_VERSION, Features, features, sglang_version
-from profwin_sglang.window import Plan, plan_window
+from typing import TYPE_CHECKING
+
+from profwin.plugin import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
+    from profwin.plugin import SessionError
+    from profwin_sglang.backend import SglangBackend
+    from profwin_sglang.options import SGLANG_ACTIVITIES, START_MODES, SglangOptions, options_of
+    from profwin_sglang.plan import activities_for, launch_env, plan_for, profile_request
+    from profwin_sglang.server_plugin import RELATIVE_BASE
+    from profwin_sglang.session import session
+    from profwin_sglang.targets import ServerInfo, SglangEngine, SglangServer
+    from profwin_sglang.traces import trim_in_place
+    from profwin_sglang.versions import VERIFIED_VERSION, Features, features, sglang_version
+    from profwin_sglang.window import Plan, plan_window
 
 __all__ = [
     "RELATIVE_BASE",
@@ -46,3 +51,20 @@ __all__ = [
     "sglang_version",
     "trim_in_place",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin.plugin": ("SessionError",),
+        "profwin_sglang.backend": ("SglangBackend",),
+        "profwin_sglang.options": ("SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"),
+        "profwin_sglang.plan": ("activities_for", "launch_env", "plan_for", "profile_request"),
+        "profwin_sglang.server_plugin": ("RELATIVE_BASE",),
+        "profwin_sglang.session": ("session",),
+        "profwin_sglang.targets": ("ServerInfo", "SglangEngine", "SglangServer"),
+        "profwin_sglang.traces": ("trim_in_place",),
+        "profwin_sglang.versions": ("VERIFIED_VERSION", "Features", "features", "sglang_version"),
+        "profwin_sglang.window": ("Plan", "plan_window"),
+    },
+)

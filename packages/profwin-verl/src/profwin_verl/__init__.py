@@ -11,15 +11,20 @@
 
 from __future__ import annotations
 
-from profwin_verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
-from profwin_verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
-from profwin_verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
-from profwin_verl.rollout import (
-    relocate_rollout_traces,
-    rollout_profiler_global_ranks,
-    rollout_trace_dir,
-    rollout_trace_local_rank,
-)
+from typing import TYPE_CHECKING
+
+from profwin.plugin import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
+    from profwin_verl.builders import build_sglang_profiler_args, build_vllm_profiler_args
+    from profwin_verl.config import TOOL_PLUGINS, ProfilingDisabled, VerlProfiling, load_verl, spec_from_verl
+    from profwin_verl.patch import NAMES, SUPPORTED_VERL, patch, unpatch
+    from profwin_verl.rollout import (
+        relocate_rollout_traces,
+        rollout_profiler_global_ranks,
+        rollout_trace_dir,
+        rollout_trace_local_rank,
+    )
 
 __all__ = [
     "NAMES",
@@ -38,3 +43,19 @@ __all__ = [
     "spec_from_verl",
     "unpatch",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin_verl.builders": ("build_sglang_profiler_args", "build_vllm_profiler_args"),
+        "profwin_verl.config": ("TOOL_PLUGINS", "ProfilingDisabled", "VerlProfiling", "load_verl", "spec_from_verl"),
+        "profwin_verl.patch": ("NAMES", "SUPPORTED_VERL", "patch", "unpatch"),
+        "profwin_verl.rollout": (
+            "relocate_rollout_traces",
+            "rollout_profiler_global_ranks",
+            "rollout_trace_dir",
+            "rollout_trace_local_rank",
+        ),
+    },
+)

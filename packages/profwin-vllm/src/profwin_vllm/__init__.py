@@ -12,14 +12,19 @@ See docs/backends/vllm.md for the version table and the off-by-one.
 
 from __future__ import annotations
 
-from profwin.plugin import SessionError
-from profwin_vllm.backend import VllmBackend
-from profwin_vllm.options import PLATFORMS, VllmOptions
-from profwin_vllm.plan import delay_iterations, max_iterations, plan_for
-from profwin_vllm.session import session
-from profwin_vllm.targets import VllmEngine, VllmServer
-from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, session_artifacts
-from profwin_vllm.versions import DISTRIBUTIONS, NEWEST_KNOWN, Mechanism, mechanism, resolve_version
+from typing import TYPE_CHECKING
+
+from profwin.plugin import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
+    from profwin.plugin import SessionError
+    from profwin_vllm.backend import VllmBackend
+    from profwin_vllm.options import PLATFORMS, VllmOptions
+    from profwin_vllm.plan import delay_iterations, max_iterations, plan_for
+    from profwin_vllm.session import session
+    from profwin_vllm.targets import VllmEngine, VllmServer
+    from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, session_artifacts
+    from profwin_vllm.versions import DISTRIBUTIONS, NEWEST_KNOWN, Mechanism, mechanism, resolve_version
 
 __all__ = [
     "DISTRIBUTIONS",
@@ -41,3 +46,18 @@ __all__ = [
     "session",
     "session_artifacts",
 ]
+
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin.plugin": ("SessionError",),
+        "profwin_vllm.backend": ("VllmBackend",),
+        "profwin_vllm.options": ("PLATFORMS", "VllmOptions"),
+        "profwin_vllm.plan": ("delay_iterations", "max_iterations", "plan_for"),
+        "profwin_vllm.session": ("session",),
+        "profwin_vllm.targets": ("VllmEngine", "VllmServer"),
+        "profwin_vllm.traces": ("STEP_ANNOTATION", "TraceFile", "session_artifacts"),
+        "profwin_vllm.versions": ("DISTRIBUTIONS", "NEWEST_KNOWN", "Mechanism", "mechanism", "resolve_version"),
+    },
+)

@@ -1,0 +1,76 @@
+"""Package roots that import their public names on first use (PEP 562), written once for core and the plugins.
+
+A root that imports every module of its package makes ``import profwin``, and loading any
+plugin's entry point (which imports the plugin's package first), cost the whole package:
+asyncio, ssl and the HTTP client for a ``profwin summarize`` that needs none of them. A root
+says instead where each public name lives; the name is imported when first read, then stays::
+
+    if TYPE_CHECKING:  # what type checkers and editors read
+        from profwin_vllm.backend import VllmBackend
+
+    __getattr__, __dir__ = lazy_exports(__name__, {"profwin_vllm.backend": ("VllmBackend",)})
+
+The two lists are checked against each other by each distribution's tests
+(``profwin-core/tests/test_lazy_roots.py`` runs over every root of the workspace). A name may be
+exported under another name (``"TraceRanks=Ranks"``). A name that is also a submodule's
+(``profwin_vllm.session``, the function in the module of that name) stays the name when the
+submodule is imported, as it did when the root imported everything.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+class _KeepExports(types.ModuleType):
+    """A package whose exported names include submodules' names: importing such a submodule
+    binds the package's attribute to it; here the exported name is kept instead (the
+    submodule stays in ``sys.modules``)."""
+
+    _kept_exports: frozenset[str] = frozenset()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in self._kept_exports and isinstance(value, types.ModuleType) and value.__name__ == f"{self.__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+def lazy_exports(
+    package: str, homes: Mapping[str, Iterable[str]], *, fallback: Callable[[str], Any] | None = None
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of the package ``package`` (call it from the root
+    itself, with ``__name__``): each name of ``homes`` (module -> names, ``"public=source"``
+    for a rename) is imported from its module when first read. Other names go to ``fallback``
+    (e.g. a deprecated name's forwarder) or are an ``AttributeError``."""
+    where: dict[str, tuple[str, str]] = {}
+    for home, names in homes.items():
+        for entry in names:
+            public, _, source = entry.partition("=")
+            where[public] = (home, source or public)
+    module = sys.modules[package]
+    namespace = vars(module)
+
+    def __getattr__(name: str) -> Any:
+        found = where.get(name)
+        if found is None:
+            if fallback is not None:
+                return fallback(name)
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(found[0]), found[1])
+        namespace[name] = value  # into the module's dict: read without __getattr__ from now on
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *where})
+
+    kept = frozenset(name for name, (home, _) in where.items() if home == f"{package}.{name}")
+    if kept:
+        module.__class__ = _KeepExports
+        namespace["_kept_exports"] = kept
+    return __getattr__, __dir__
