@@ -30,7 +30,13 @@ OLD_STUBS = HERE / "stubs_0_5_12"
 ADMIN_KEY = "profwin-test-admin-key"
 # Seen once in ten runs with Python stacks on (shared/reference/engines-on-cpu.md §3): the scheduler
 # dies in kineto at stop. The tests send with_stack false and retry once on exactly this crash.
-KINETO_CRASH = "Argument passed to at() was not in the map"
+# The same stop has also died of a segfault while collecting garbage inside SGLang's
+# `_stop_profile` (once, under a full CI's load, with with_stack false; not again in 4 runs of the
+# 32 SGLang tests alone): the second signature, both of its lines required.
+KINETO_CRASHES = (
+    ("Argument passed to at() was not in the map",),
+    ("Fatal Python error: Segmentation fault", "in _stop_profile"),
+)
 STARTUP_TIMEOUT_S = 420.0
 T = TypeVar("T")
 
@@ -166,11 +172,12 @@ class Server:
         return int(self.server_info()["internal_states"][0]["profwin_sglang"]["forward_ct"])
 
     def retry_on_kineto_crash(self, fn: Callable[[], T]) -> T:
-        """Run ``fn``; if the server died of the known kineto crash, restart it and run ``fn`` once more."""
+        """Run ``fn``; if the server died of a known kineto crash at stop, restart it and run ``fn`` once more."""
         try:
             return fn()
         except Exception:
-            if self.alive() or KINETO_CRASH not in self.log_tail(400):
+            tail = self.log_tail(400)
+            if self.alive() or not any(all(line in tail for line in crash) for crash in KINETO_CRASHES):
                 raise
             print("SGLang scheduler died of the known kineto crash; restarting and retrying once", file=sys.stderr)
             self.restart()
