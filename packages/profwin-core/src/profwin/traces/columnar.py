@@ -31,16 +31,15 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from profwin.markers import StepMarker
-from profwin.traces.reader import TraceError, fast_module, numpy_or_none
+from profwin.traces.reader import fast_module, numpy_or_none
 from profwin.traces.scan import (
     _LAUNCHES,
     MAX_NAMES,
-    MAX_THREADS,
     OTHER_NAMES,
     TraceIndex,
     _Filler,
     _number,
-    _thread_id,
+    check_new_thread,
     kernel_kind,
 )
 
@@ -248,15 +247,8 @@ class ColumnFiller(_Filler):
         found = self.thread_ids.get(key)
         if found is not None:
             return found
-        index = self.index
-        if not all(type(v) is int or v is None for v in key):
-            # A new thread with an odd id: checked at its first event, so the error names it.
-            index.events = self.base + row
-            _thread_id(_raw(key[0]), "pid", index)
-            _thread_id(_raw(key[1]), "tid", index)
-        if len(self.thread_ids) >= MAX_THREADS:
-            index.events = self.base + row
-            raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
+        self.index.events = self.base + row  # so that a refusal names the thread's first event
+        check_new_thread(_raw(key[0]), _raw(key[1]), len(self.thread_ids), self.index)
         self.thread_ids[key] = found = len(self.thread_ids)
         self.thread_keys.append(key)
         self.thread_counts = self.np.append(self.thread_counts, 0)
@@ -306,7 +298,7 @@ class ColumnFiller(_Filler):
         offsets = np.concatenate([np.asarray(o, np.int64) for o, _ in spans])
         lengths = np.concatenate([np.asarray(n, np.int32) for _, n in spans])
         self.base = index.events
-        # One C-level pass per field: no per-event Python, no lists kept but the thread keys.
+        # One C-level pass per column (kind, ts, dur): no per-event Python, no lists kept.
         kind = self._kinds(events)
         code = self.kind_ph[kind]
         try:

@@ -525,8 +525,8 @@ def _spans(np: Any, batch: Any, sep: bytes, n: int, plain: bool) -> tuple[Any, A
 
 def _positions(np: Any, b: Any, byte: int) -> Any:
     """Where ``byte`` occurs in the uint8 array ``b``, in order. A trace's ``{`` are one byte in
-    a few hundred: the mask is searched 8 bytes at a time, then only the words that hold one,
-    which takes a third of ``flatnonzero`` over every byte (0.04 s less per 256 MiB)."""
+    a few hundred: the mask is searched 8 bytes at a time, then only the words that hold one
+    (0.07 s per 256 MiB, against 0.11 for ``flatnonzero`` over every byte)."""
     whole = len(b) - len(b) % 8
     mask = b[:whole] == byte
     words = np.flatnonzero(mask.view(np.uint64) != 0)

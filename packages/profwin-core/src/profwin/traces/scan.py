@@ -51,6 +51,7 @@ __all__ = [
     "SPILL_ROWS",
     "Columns",
     "TraceIndex",
+    "check_new_thread",
     "kernel_kind",
 ]
 
@@ -213,6 +214,15 @@ def _thread_id(value: object, what: str, index: TraceIndex) -> Any:
     )
 
 
+def check_new_thread(pid: Any, tid: Any, known: int, index: TraceIndex) -> None:
+    """A ``(pid, tid)`` not seen before, with ``known`` threads seen so far: its ids of a type
+    the tools take, and room for it (:data:`MAX_THREADS`); refused at the event ``index`` is on."""
+    _thread_id(pid, "pid", index)
+    _thread_id(tid, "tid", index)
+    if known >= MAX_THREADS:
+        raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
+
+
 class _Filler:
     """The per-event work of :func:`scan`, with its per-thread stacks."""
 
@@ -289,11 +299,7 @@ class _Filler:
 
     def new_thread(self, pid: Any, tid: Any) -> list[Any]:
         """The state of a thread not seen before: [events, pid, operators' lane, runtime calls' lane]."""
-        index = self.index
-        _thread_id(pid, "pid", index)
-        _thread_id(tid, "tid", index)
-        if len(self.threads) >= MAX_THREADS:
-            raise TraceError(index.path, f"more than {MAX_THREADS:,} distinct (pid, tid) threads; a real trace has a few hundred")
+        check_new_thread(pid, tid, len(self.threads), self.index)
         thread = self.threads[(pid, tid)] = [0, pid, None, None]
         return thread
 
