@@ -1,7 +1,9 @@
-"""The server plugin's profiler warm-up: once per process, nothing left running, never during a profile."""
+"""The server plugin's profiler warm-up: once per process, nothing left running or left to the
+garbage collector, never during a profile."""
 
 from __future__ import annotations
 
+import gc
 from types import SimpleNamespace
 
 import pytest
@@ -29,6 +31,18 @@ def test_warms_once_and_leaves_no_profiler_running() -> None:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:  # a real session still works
         torch.ones(2).mul_(2)
     assert any(e.name == "aten::mul_" for e in prof.events())
+
+
+@pytest.mark.usefixtures("fresh_process")
+def test_leaves_no_profiler_object_for_a_later_collection() -> None:
+    """torch's profiler objects are reference cycles: the warm-up's must be gone when it returns,
+    not destroyed by some later collection, perhaps inside the next session's stop."""
+    gc.collect()
+    assert server_plugin.warm_profiler(SimpleNamespace(profile_in_progress=False)) is not None
+    assert gc.isenabled()
+    classes = (torch.profiler.profile, torch.autograd.profiler.profile)
+    left = [o for o in gc.get_objects() if type(o) in classes]  # type(): no attribute read on foreign objects
+    assert left == []
 
 
 @pytest.mark.usefixtures("fresh_process")

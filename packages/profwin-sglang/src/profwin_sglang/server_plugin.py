@@ -34,6 +34,7 @@ without importing it.
 
 from __future__ import annotations
 
+import gc
 import importlib.metadata
 import importlib.util
 import logging
@@ -89,6 +90,12 @@ def warm_profiler(manager: Any) -> float | None:
         return None
     _warmed = True
     began = time.perf_counter()
+    collecting = gc.isenabled()
+    # torch's profiler objects are reference cycles: left to the collector, this one would be
+    # destroyed at some later collection, perhaps inside a live session's stop (where SGLang's
+    # scheduler has died of a segfault while collecting garbage). No collection runs during the
+    # warm-up, so its objects stay in the young generation, freed right after it (~1.5 ms).
+    gc.disable()
     try:
         import torch
 
@@ -99,9 +106,13 @@ def warm_profiler(manager: Any) -> float | None:
             torch.profiler.record_function("profwin.warm_up"),
         ):
             torch.zeros(1).add_(1)
+        gc.collect(1)
     except Exception as exc:
         logger.warning("profwin: the profiler warm-up failed (the window is unaffected): %s", exc)
         return None
+    finally:
+        if collecting:
+            gc.enable()
     took = (time.perf_counter() - began) * 1e3
     logger.info("profwin: profiler warmed up in %.1f ms, before the first window of this process", took)
     return took
