@@ -22,6 +22,7 @@ PACKAGES = Path(__file__).resolve().parents[2]
 ROOTS = {
     "profwin": PACKAGES / "profwin-core/src/profwin/__init__.py",
     "profwin.plugin": PACKAGES / "profwin-core/src/profwin/plugin.py",
+    "profwin.traces": PACKAGES / "profwin-core/src/profwin/traces/__init__.py",
     **{
         f"profwin_{name}": PACKAGES / f"profwin-{name}/src/profwin_{name}/__init__.py"
         for name in ("vllm", "sglang", "npu", "memory", "verl")
@@ -59,6 +60,7 @@ def test_what_type_checkers_read_is_what_runs(root: str) -> None:
 def _fresh(code: str) -> list[str]:
     """The modules among a few heavy ones that ``code`` leaves imported, in a new interpreter."""
     watched = ["asyncio", "ssl", "http.client", "profwin.remote", "profwin_vllm.backend", "profwin_sglang.backend"]
+    watched += ["profwin.traces.diff", "profwin.traces.trim"]
     probe = f"{code}\nimport sys\nprint(' '.join(m for m in {watched!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     return done.stdout.split()
@@ -67,6 +69,11 @@ def _fresh(code: str) -> list[str]:
 def test_step_markers_and_plugin_listing_import_no_session_machinery() -> None:
     assert _fresh("import profwin.discovery as d; d.step_markers(); d.plugins()") == []
     assert _fresh("import profwin, profwin.cli, profwin.traces; profwin.Window.parse('2:5')") == []
+
+
+def test_summarize_imports_neither_diff_nor_trim() -> None:
+    assert _fresh("from profwin.traces import render_summary, summarize, summarize_ranks") == []
+    assert _fresh("from profwin.traces import diff") == ["profwin.traces.diff"]
 
 
 def test_a_name_that_is_also_a_submodule_stays_the_name() -> None:

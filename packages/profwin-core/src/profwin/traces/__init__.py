@@ -14,38 +14,45 @@ Steps are found by their producer's markers (:mod:`profwin.markers`): ``Profiler
 needed; msgspec, when installed (``profwin-core[fast]``), makes reading faster (see docs/traces.md).
 """
 
-from profwin.discovery import step_markers
-from profwin.markers import TORCH_MARKER, StepMarker
-from profwin.traces.device import DeviceStat
-from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
-from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
-from profwin.traces.progress import tty_progress
-from profwin.traces.ranks import (
-    RankRow,
-    Ranks,
-    RankStat,
-    StepSpread,
-    TraceFacts,
-    choose_session,
-    merge_ranks,
-    render_ranks,
-    summarize_ranks,
-    trace_facts,
-    trace_files,
-)
-from profwin.traces.reader import TraceError, TraceReader, read_trace
-from profwin.traces.steps import Step
-from profwin.traces.summarize import (
-    OpStat,
-    StepStat,
-    Summary,
-    ThreadInfo,
-    TraceMeta,
-    count_steps,
-    render_summary,
-    summarize,
-)
-from profwin.traces.trim import TrimResult, trim
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from profwin.lazy import lazy_exports
+
+if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the modules it needs only
+    from profwin.discovery import step_markers
+    from profwin.markers import TORCH_MARKER, StepMarker
+    from profwin.traces.device import DeviceStat
+    from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
+    from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
+    from profwin.traces.progress import tty_progress
+    from profwin.traces.ranks import (
+        RankRow,
+        Ranks,
+        RankStat,
+        StepSpread,
+        TraceFacts,
+        choose_session,
+        merge_ranks,
+        render_ranks,
+        summarize_ranks,
+        trace_facts,
+        trace_files,
+    )
+    from profwin.traces.reader import TraceError, TraceReader, read_trace
+    from profwin.traces.steps import Step
+    from profwin.traces.summarize import (
+        OpStat,
+        StepStat,
+        Summary,
+        ThreadInfo,
+        TraceMeta,
+        count_steps,
+        render_summary,
+        summarize,
+    )
+    from profwin.traces.trim import TrimResult, trim
 
 __all__ = [
     "TORCH_MARKER",
@@ -87,3 +94,25 @@ __all__ = [
     "trim",
     "tty_progress",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "profwin.discovery": ("step_markers",),
+        "profwin.markers": ("TORCH_MARKER", "StepMarker"),
+        "profwin.traces.device": ("DeviceStat",),
+        "profwin.traces.diff": ("Diff", "OpChange", "StepChange", "diff", "render_diff"),
+        "profwin.traces.plot": ("plot_diff", "plot_ranks", "plot_steps"),
+        "profwin.traces.progress": ("tty_progress",),
+        "profwin.traces.ranks": (
+            "RankRow", "Ranks", "RankStat", "StepSpread", "TraceFacts", "choose_session", "merge_ranks",
+            "render_ranks", "summarize_ranks", "trace_facts", "trace_files",
+        ),
+        "profwin.traces.reader": ("TraceError", "TraceReader", "read_trace"),
+        "profwin.traces.steps": ("Step",),
+        "profwin.traces.summarize": (
+            "OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "count_steps", "render_summary", "summarize",
+        ),
+        "profwin.traces.trim": ("TrimResult", "trim"),
+    },
+)  # fmt: skip
