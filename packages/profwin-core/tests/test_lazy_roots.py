@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -57,10 +58,10 @@ def test_what_type_checkers_read_is_what_runs(root: str) -> None:
         _ = module.no_such_name
 
 
-def _fresh(code: str) -> list[str]:
-    """The modules among a few heavy ones that ``code`` leaves imported, in a new interpreter."""
+def _fresh(code: str, also: list[str] | None = None) -> list[str]:
+    """The modules among a few heavy ones (and ``also``) that ``code`` leaves imported, in a new interpreter."""
     watched = ["asyncio", "ssl", "http.client", "profwin.remote", "profwin_vllm.backend", "profwin_sglang.backend"]
-    watched += ["profwin.traces.diff", "profwin.traces.trim"]
+    watched += ["profwin.traces.diff", "profwin.traces.trim", *(also or [])]
     probe = f"{code}\nimport sys\nprint(' '.join(m for m in {watched!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     return done.stdout.split()
@@ -71,9 +72,18 @@ def test_step_markers_and_plugin_listing_import_no_session_machinery() -> None:
     assert _fresh("import profwin, profwin.cli, profwin.traces; profwin.Window.parse('2:5')") == []
 
 
-def test_summarize_imports_neither_diff_nor_trim() -> None:
+def test_summarize_imports_neither_diff_nor_trim(tmp_path: Path) -> None:
     assert _fresh("from profwin.traces import render_summary, summarize, summarize_ranks") == []
     assert _fresh("from profwin.traces import diff") == ["profwin.traces.diff"]
+    trace = tmp_path / "t.pt.trace.json"
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 2, "pid": 1, "tid": 1},
+    ]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    # The command on one trace: not the modules of ranks and plots either.
+    command = f"import contextlib, io\nfrom profwin.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n    assert main(['summarize', {str(trace)!r}]) == 0"
+    assert _fresh(command, also=["profwin.traces.ranks", "profwin.traces.plot"]) == []
 
 
 def test_a_name_that_is_also_a_submodule_stays_the_name() -> None:

@@ -303,37 +303,56 @@ def _summary(args: argparse.Namespace) -> Any:
     :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
     from pathlib import Path
 
-    from profwin.traces import choose_session, summarize, summarize_ranks, trace_facts, tty_progress
+    from profwin.traces import tty_progress
 
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
         return cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
+    # The modules a command needs only (one trace: not those of ranks; 0.005 CPU s of a start).
     if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+        from profwin.traces import summarize
+
         if args.session is not None:  # one trace: it must be of that session
+            from profwin.traces import choose_session, trace_facts
+
             choose_session([trace_facts(args.trace[0])], args.session)
         return summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
+    from profwin.traces import summarize_ranks
+
     return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
-    from profwin.traces import Summary, plot_ranks, plot_steps, render_ranks, render_summary, trace_files
+    from pathlib import Path
+
+    from profwin.traces import Summary
     from profwin.traces.reader import trace_command
 
     if args.plot:
         _check_plot(args.plot, args.trace)
     with trace_command(blas=not args.ray):  # Ray's local workers inherit this process's environment
         result = _summary(args)
+    one = isinstance(result, Summary)
     if args.plot:
-        if isinstance(result, Summary):
+        from profwin.traces import plot_ranks, plot_steps
+
+        if one:
             plot_steps(result, args.plot)
         else:
             plot_ranks(result, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
     if args.json:
         _print_json(result.to_dict())
+    elif one:  # only the form that is printed is built: the JSON form of a long trace's steps costs 0.08 s
+        from profwin.traces import render_summary
+
+        print(render_summary(result))
+        if not args.ray:  # paths on the nodes: nothing here to open
+            print("\n" + how_to_view([Path(args.trace[0])]))
     else:
-        # Only the form that is printed is built: the JSON form of a long trace's steps costs 0.08 s.
-        print(render_summary(result) if isinstance(result, Summary) else render_ranks(result))
+        from profwin.traces import render_ranks, trace_files
+
+        print(render_ranks(result))
         if not args.ray:  # paths on the nodes: nothing here to open
             print("\n" + how_to_view(trace_files(args.trace)))
     return 0

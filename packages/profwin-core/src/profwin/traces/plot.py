@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profwin.errors import PluginError
-from profwin.traces.diff import Diff
-from profwin.traces.ranks import Ranks
-from profwin.traces.summarize import Summary
+
+if TYPE_CHECKING:  # a plot of one kind imports neither of the other kinds' modules
+    from profwin.traces.diff import Diff
+    from profwin.traces.ranks import Ranks
+    from profwin.traces.summarize import Summary
 
 __all__ = ["DPI", "plot_diff", "plot_ranks", "plot_steps"]
 
