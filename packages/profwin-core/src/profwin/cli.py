@@ -12,21 +12,22 @@ import warnings
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profwin.atomic import check_output_path
 from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json, run_cli, seconds_arg
-from profwin.config import load_spec
 from profwin.discovery import backend as load_backend
 from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.engine import EnginePlan
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
 from profwin.render import FORMS, render_plan
 from profwin.spec import ProfileSpec
 from profwin.traces.view import how_to_view
 from profwin.window import MAX_STEP, Window
+
+if TYPE_CHECKING:
+    from profwin.engine import EnginePlan
 
 __all__ = ["build_parser", "main"]
 
@@ -42,6 +43,8 @@ def _window_arg(text: str) -> Window:
 
 
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
+    from profwin.config import load_spec  # here: the trace commands read no spec
+
     spec = load_spec(args.spec) if getattr(args, "spec", None) else ProfileSpec()
     changes: dict[str, Any] = {}
     if getattr(args, "window", None) is not None:
@@ -111,6 +114,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from profwin.config import load_spec
+
     notes: list[str] = []
     try:
         spec = load_spec(args.file, at=args.at)

@@ -19,7 +19,6 @@ without needing the plugin's engine, so it must not import one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -137,6 +136,9 @@ def fan_out(
     ``max_workers``), results in order: how backends drive several servers at once."""
     if len(items) <= 1:
         return [call(item) for item in items]
+    # Imported here: it imports logging and threading, which listing the plugins does not need.
+    from concurrent.futures import ThreadPoolExecutor
+
     workers = len(items) if max_workers is None else min(len(items), max_workers)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=thread_prefix) as pool:
         return list(pool.map(call, items))

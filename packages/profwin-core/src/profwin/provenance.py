@@ -22,7 +22,6 @@ remote sessions write provenance without importing the trace tools.
 from __future__ import annotations
 
 import json
-import secrets
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -62,6 +61,8 @@ def profwin_version() -> str:
 
 def new_session_id() -> str:
     """A session id that sorts by start time: ``20261201T043700Z-3f9a1c``."""
+    import secrets  # here: its hmac and OpenSSL imports are 2 ms of every trace command's start
+
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 

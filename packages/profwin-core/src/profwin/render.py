@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from profwin.engine import EnginePlan
 from profwin.errors import ConfigError, shown
 from profwin.json_form import json_ready
-from profwin.window import Window
+
+if TYPE_CHECKING:  # rendering reads a plan; the CLI's parser needs FORMS without the engine module
+    from profwin.engine import EnginePlan
+    from profwin.window import Window
 
 __all__ = ["FORMS", "render_plan"]
 
