@@ -113,18 +113,17 @@ def _guarded(what: str, load: Callable[[], object]) -> object:
     return obj
 
 
-def _distribution(ep: importlib.metadata.EntryPoint) -> str:
-    return ep.dist.name if ep.dist is not None else "?"
+def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str]:
+    """The name and version of the distribution that registers ``ep``, from one read of its
+    metadata (``dist.name`` and ``dist.version`` each parse it again)."""
+    if ep.dist is None:
+        return "?", "?"
+    metadata = ep.dist.metadata
+    return metadata["Name"], metadata["Version"]
 
 
-def _inspect(ep: importlib.metadata.EntryPoint, group: str) -> PluginInfo:
-    dist = ep.dist
-    base: dict[str, Any] = {
-        "name": ep.name,
-        "group": group,
-        "distribution": dist.name if dist is not None else "?",
-        "version": dist.version if dist is not None else "?",
-    }
+def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str) -> PluginInfo:
+    base: dict[str, Any] = {"name": ep.name, "group": group, "distribution": distribution, "version": version}
     try:
         spec = _guarded(f"module {ep.module}", ep.load)
     except PluginError as exc:
@@ -166,18 +165,17 @@ def _cluster_info(ep: importlib.metadata.EntryPoint, obj: object, base: dict[str
 def plugins(group: str | None = None) -> list[PluginInfo]:
     """Every installed plugin (of one group, if given), sorted by group and name."""
     groups = _GROUPS if group is None else (group,)
+    every = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
     found = []
     for grp in groups:
         first: dict[str, PluginInfo] = {}
-        entry_points = importlib.metadata.entry_points(group=grp)
-        for ep in sorted(entry_points, key=lambda ep: _distribution(ep) not in _OWN_DISTRIBUTIONS):
-            dist = _distribution(ep)
+        entry_points = [(ep, *_about(ep)) for ep in every.select(group=grp)]
+        for ep, dist, version in sorted(entry_points, key=lambda row: row[1] not in _OWN_DISTRIBUTIONS):
             winner = first.get(ep.name)
             if winner is None:
-                first[ep.name] = info = _inspect(ep, grp)
+                first[ep.name] = info = _inspect(ep, grp, dist, version)
                 found.append(info)
             elif winner.distribution != dist:
-                version = ep.dist.version if ep.dist is not None else "?"
                 why = "is profwin's own" if winner.distribution in _OWN_DISTRIBUTIONS else "comes first on sys.path"
                 detail = f"{ep.value} is not used: {winner.distribution} {winner.version} registers {ep.name!r} too, and {why}"
                 found.append(
