@@ -120,17 +120,25 @@ def _summary(path: Any, window: str | None) -> Any:
     events=traces(),
     segment=st.sampled_from([3, 17, 1 << 16]),
     kinds=st.sampled_from([0, columnar.MAX_KINDS]),
+    lane_loop=st.sampled_from([0, columnar.LANE_LOOP]),
     window=st.sampled_from([None, "1:3", "0:1"]),
     indent=st.sampled_from([None, 1, 2]),
 )
 def test_fast_and_standard_summaries_agree(
-    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, kinds: int, window: str | None, indent: int | None
+    tmp_path_factory: Any,
+    events: list[dict[str, Any]],
+    segment: int,
+    kinds: int,
+    lane_loop: int,
+    window: str | None,
+    indent: int | None,
 ) -> None:
     path = tmp_path_factory.mktemp("agree") / "t.pt.trace.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=indent, ensure_ascii=False))
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(columnar, "SEGMENT", segment)
         monkeypatch.setattr(columnar, "MAX_KINDS", kinds)  # 0: the kinds table starts again every segment
+        monkeypatch.setattr(columnar, "LANE_LOOP", lane_loop)  # 0: nesting depths of all lanes at once
         fast, slow = _both(monkeypatch, lambda: _summary(path, window))
         assert _close(fast, slow), (fast, slow)
 

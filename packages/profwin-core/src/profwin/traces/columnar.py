@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator, Sequence
-from itertools import repeat
+from itertools import pairwise, repeat
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -51,6 +51,8 @@ MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
 MAX_KINDS = 1 << 16
 """Distinct ``(ph, cat, name, pid, tid)`` kinds remembered; past it the table starts again."""
+LANE_LOOP = 64
+"""Lanes in a segment up to which nesting depths are found a lane at a time (see :func:`_ended`)."""
 
 _PH = {"X": 0, "M": 1}
 _TS_OF, _DUR_OF = map(attrgetter, ("ts", "dur"))
@@ -523,28 +525,42 @@ def _nest_order(np: Any, lane: Any, ts: Any, end: Any) -> Any:
     return order
 
 
-def _parents(np: Any, lane: Any, ts: Any, end: Any) -> tuple[Any, Any]:
-    """For events in nesting order (:func:`_nest_order`): each one's direct parent (a position
-    in that order) and whether it has one. An event's depth is the events before it on its lane
-    less those ended by its start; its parent is the last earlier event one level up. Every
-    search here looks up sorted keys, which numpy does in one sweep."""
+def _ended(np: Any, lane: Any, ts: Any, end: Any, lanes: Any) -> Any:
+    """For events in nesting order whose lanes begin at the positions ``lanes``: the events ended
+    by each one's start on its lane, and every event of the lanes before it. A lane at a time
+    where there are few (the times compare as they are); else all at once, on exact ranks of the
+    times (a lane's offset plus a rank: sums of floats would round)."""
     n = len(ts)
+    if len(lanes) <= LANE_LOOP:
+        ended = np.empty(n, np.int64)
+        bounds = [*lanes.tolist(), n]
+        for lo, hi in pairwise(bounds):
+            ended[lo:hi] = lo + np.searchsorted(np.sort(end[lo:hi], kind="stable"), ts[lo:hi], "right")
+        return ended
     both = np.concatenate([ts, end])
     by_time = np.argsort(both, kind="stable")
     step = np.ones(2 * n, np.int64)
     ordered = both[by_time]
     step[1:] = ordered[1:] != ordered[:-1]
     rank = np.empty(2 * n, np.int64)
-    rank[by_time] = np.cumsum(step)  # equal times, equal ranks: exact, unlike sums of floats
+    rank[by_time] = np.cumsum(step)  # equal times, equal ranks
     span = int(rank.max()) + 1
     key_s = lane * span + rank[:n]  # sorted: lanes in order, starts in order within a lane
     key_e = np.sort(lane * span + rank[n:], kind="stable")
+    return np.searchsorted(key_e, key_s, "right")
+
+
+def _parents(np: Any, lane: Any, ts: Any, end: Any) -> tuple[Any, Any]:
+    """For events in nesting order (:func:`_nest_order`): each one's direct parent (a position
+    in that order) and whether it has one. An event's depth is the events before it on its lane
+    less those ended by its start; its parent is the last earlier event one level up. Every
+    search here looks up sorted keys, which numpy does in one sweep."""
+    n = len(ts)
     pos = np.arange(n, dtype=np.int64)
-    # Ends up to an event's start, its lane's and every earlier lane's (as many as their events).
-    depth = pos - np.searchsorted(key_e, key_s, "right")
     first = np.ones(n, bool)
     first[1:] = lane[1:] != lane[:-1]
     lane_first = np.maximum.accumulate(np.where(first, pos, 0))
+    depth = pos - _ended(np, lane, ts, end, np.flatnonzero(first))
     by_depth = np.argsort(depth.astype(np.int16) if n < 1 << 15 else depth, kind="stable")  # int16: a radix sort
     keyd = depth[by_depth] * n + by_depth  # sorted: by depth, then position
     at = np.empty(n, np.int64)
