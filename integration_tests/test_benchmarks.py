@@ -61,6 +61,7 @@ def test_memory_cpu_timeline() -> None:
 
 @pytest.mark.torch
 def test_traces_bench(tmp_path: Path) -> None:
-    out = run_smoke("traces_bench.py", "--dir", str(tmp_path))
+    out = run_smoke("traces_bench.py", "--dir", str(tmp_path), "--repeat", "2")
     assert "1. vs json.load + loop, CPU: summarize" in out
+    assert "best of 2 runs each" in out
     assert "unavailable" not in out
