@@ -204,6 +204,7 @@ class ColumnFiller(_Filler):
                 kept.update(zip((rows + n).tolist(), _pick(batch, rows.tolist()), strict=True))
             n += len(batch)
             spans.append((offsets, lengths))
+            del batch  # not held while the reader decodes the next one (see _batches)
             if n >= SEGMENT:
                 chars += self.segment(n, kept, spans, columns)
                 kept, spans, columns, n = {}, [], [], 0

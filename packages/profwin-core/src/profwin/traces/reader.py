@@ -463,6 +463,7 @@ class TraceReader:
                 offsets, lengths, chars = spans
                 self.events_read += len(events)
                 yield events, offsets + at if np is not None else [at + o for o in offsets], lengths
+                del events  # freed before the next decode, which then reuses its memory
                 at += chars + gap  # up to the next event's "{"
                 start = cut + len(sep) - 1
                 buf[1 : 1 + end - start] = bytes(view[start:end])
