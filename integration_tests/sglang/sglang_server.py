@@ -172,12 +172,21 @@ class Server:
         return int(self.server_info()["internal_states"][0]["profwin_sglang"]["forward_ct"])
 
     def retry_on_kineto_crash(self, fn: Callable[[], T]) -> T:
-        """Run ``fn``; if the server died of a known kineto crash at stop, restart it and run ``fn`` once more."""
+        """Run ``fn``; if the scheduler died of a known kineto crash while it ran (the signature in
+        what the server wrote meanwhile), restart the server and run ``fn`` once more.
+
+        Whether the server process is still alive does not decide it: SGLang's launcher outlives a
+        crashed scheduler by several seconds (crash diagnostics) before it exits, and a request in
+        flight fails at once (seen in CI: the retry was skipped and every later test of the module
+        met a dead port). ``restart`` stops what is left of it."""
+        start = self.log.stat().st_size if self.log.exists() else 0
         try:
             return fn()
         except Exception:
-            tail = self.log_tail(400)
-            if self.alive() or not any(all(line in tail for line in crash) for crash in KINETO_CRASHES):
+            with open(self.log, "rb") as log:
+                log.seek(start)
+                written = log.read().decode(errors="replace")
+            if not any(all(line in written for line in crash) for crash in KINETO_CRASHES):
                 raise
             print("SGLang scheduler died of the known kineto crash; restarting and retrying once", file=sys.stderr)
             self.restart()
