@@ -393,9 +393,12 @@ class ColumnFiller(_Filler):
         end[x_rows] = stop
         cats = self.kind_cat[kind[x_rows]]
         flags = self.cat_flags[cats]
-        not_op, is_kernel, is_runtime, is_gpu = flags[:, 0], flags[:, 1], flags[:, 2], flags[:, 3]
+        is_kernel, is_runtime, is_gpu = flags[:, 1], flags[:, 2], flags[:, 3]
         names = self.kind_name[kind[x_rows]]
-        special = (self.name_marks[names] & ~is_gpu) | not_op
+        # The kind's flags, decided once per kind by _new_kinds: for complete events, the ones kept
+        # are the specials (markers, non-operators), the linked ones the kernels and launch calls.
+        special = self.kind_kept[kind[x_rows]]
+        linked = self.kind_linked[kind[x_rows]]
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
         if plain.any():
@@ -423,7 +426,7 @@ class ColumnFiller(_Filler):
             work[2].frombytes(k_corr.view(np.uint8))
             work[3].frombytes(self.name_kind[names[kernel]].view(np.uint8))
             index.device.maybe_spill()
-        launch = plain & ~is_kernel & is_runtime & self.name_launch[names]
+        launch = plain & ~is_kernel & linked
         if launch.any():
             l_rows = x_rows[launch]
             l_corr = correlation[l_rows]
