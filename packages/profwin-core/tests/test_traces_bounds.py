@@ -3,12 +3,14 @@ traceback from inside a library; the fast (msgspec) and standard readers agree e
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import math
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from profwin import ConfigError
 from profwin.cli import main
 from profwin.traces import TraceError, count_steps, summarize
+from profwin.traces import reader as reader_module
 from profwin.traces import scan as scan_module
 from profwin.traces.reader import TraceReader, fast_decoder
 
@@ -190,16 +193,34 @@ _events = st.lists(
 )  # fmt: skip
 
 
+@contextlib.contextmanager
+def separators_found(by: str) -> Iterator[None]:
+    """The fast reader's separators found by StringZilla (the ``fast`` extra) or, as without it,
+    by :meth:`bytes.split`."""
+    assert reader_module._stringzilla() is not None, "stringzilla (the fast extra) is in the dev group"
+    with pytest.MonkeyPatch.context() as patch:
+        if by == "bytes.split":
+            patch.setattr(reader_module, "_stringzilla", lambda: None)
+        yield
+
+
+_splitters = st.sampled_from(["stringzilla", "bytes.split"])
+
+
 @settings(max_examples=60, deadline=None)
-@given(events=_events, indent=st.sampled_from([None, 2]), chunk=st.sampled_from([7, 64, 1 << 20]))
+@given(events=_events, indent=st.sampled_from([None, 2]), chunk=st.sampled_from([7, 64, 1 << 20]), by=_splitters)
 def test_fast_and_standard_readers_agree(
-    tmp_path_factory: Any, events: list[dict[str, Any]], indent: int | None, chunk: int
+    tmp_path_factory: Any, events: list[dict[str, Any]], indent: int | None, chunk: int, by: str
 ) -> None:
     """Separators inside strings and nested lists, chunk edges anywhere: the same records."""
     assert fast_decoder() is not None, "msgspec (the fast extra) is in the dev group"
     path = tmp_path_factory.mktemp("fast") / "t.json"
     path.write_text(json.dumps({"traceEvents": events, "tail": 1}, indent=indent, ensure_ascii=False), encoding="utf-8")
-    with TraceReader(path, chunk_chars=chunk, fast=True) as fast, TraceReader(path, chunk_chars=chunk, fast=False) as slow:
+    with (
+        separators_found(by),
+        TraceReader(path, chunk_chars=chunk, fast=True) as fast,
+        TraceReader(path, chunk_chars=chunk, fast=False) as slow,
+    ):
         assert list(fast.records()) == list(slow.records())
 
 
@@ -216,12 +237,14 @@ def _fields(event: Any) -> tuple[Any, ...]:
     layout=st.sampled_from([{"indent": None}, {"indent": 2}, {"separators": (",", ":")}, {"indent": "\t"}]),
     chunk=st.sampled_from([7, 64, 300, 1 << 20]),
     ascii_only=st.booleans(),
+    by=_splitters,
 )
 def test_byte_batches_place_events_as_the_standard_reader_does(
-    tmp_path_factory: Any, events: list[dict[str, Any]], layout: dict[str, Any], chunk: int, ascii_only: bool
+    tmp_path_factory: Any, events: list[dict[str, Any]], layout: dict[str, Any], chunk: int, ascii_only: bool, by: str
 ) -> None:
-    """The columnar path's batches (decoded from bytes, spans found with numpy): each event where
-    the standard reader finds it, in characters, whatever the layout, non-ASCII text or chunk edges."""
+    """The columnar path's batches (decoded from bytes, spans from the separators, numpy arrays):
+    each event where the standard reader finds it, in characters, whatever the layout, non-ASCII
+    text, chunk edges or what finds the separators."""
     from profwin.traces.columnar import column_decoder
 
     decode = column_decoder()
@@ -231,7 +254,7 @@ def test_byte_batches_place_events_as_the_standard_reader_does(
     path.write_text(text, encoding="utf-8")
     with TraceReader(path, chunk_chars=chunk, fast=False) as slow:
         expected = [(_fields(e), offset, length) for e, offset, length in slow.raw_events()]
-    with TraceReader(path, chunk_chars=chunk) as fast:
+    with separators_found(by), TraceReader(path, chunk_chars=chunk) as fast:
         found = [
             (_fields(e), int(offset), int(length))
             for batch, offsets, lengths in fast.event_batches(decode)
@@ -243,8 +266,9 @@ def test_byte_batches_place_events_as_the_standard_reader_does(
         assert json.loads(text[offset : offset + length]) == events[i]
 
 
+@pytest.mark.parametrize("by", ["stringzilla", "bytes.split"])
 @pytest.mark.parametrize("chunk", [300, 4096, 1 << 20])
-def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk: int) -> None:
+def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk: int, by: str) -> None:
     """Kineto's layout, non-ASCII names: all but the first and last event of each buffer come
     from the batch decoder, at the standard reader's places."""
     from profwin.traces.columnar import column_decoder
@@ -257,7 +281,7 @@ def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk:
     path = write(tmp_path / "t.json", json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2, ensure_ascii=False))
     with TraceReader(path, chunk_chars=chunk, fast=False) as slow:
         expected = [(offset, length) for _, offset, length in slow.raw_events()]
-    with TraceReader(path, chunk_chars=chunk) as fast:
+    with separators_found(by), TraceReader(path, chunk_chars=chunk) as fast:
         batches = list(fast.event_batches(column_decoder()))  # type: ignore[arg-type]
     found = [(int(o), int(n)) for _, offsets, lengths in batches for o, n in zip(offsets, lengths, strict=True)]
     assert found == expected
