@@ -28,8 +28,10 @@ trace (>= 5x), profwin's peak RSS (<= 100 MB), and summarize of the ``.json.gz``
    importable.
 
 Prints seconds, peak RSS and the naive/profwin ratios. Timings are not asserted anywhere. With
-``--repeat N`` every contender runs N times and its run with the least CPU time is kept (the
-same for each side: what this machine's noise, a few per cent from one run to the next, added least to).
+``--repeat N`` the contenders run in N rounds, each running every contender once (so that the
+machine's drift over minutes reaches every contender alike), and each contender's run with the
+least CPU time is kept (the same for each side: what this machine's noise, a few per cent from
+one run to the next, added least to).
 """
 
 from __future__ import annotations
@@ -200,10 +202,9 @@ def measure(name: str, *args: str, python: str = sys.executable, env: dict[str, 
     return {"name": name, "seconds": float(seconds), "cpu": float(cpu), "rss_mb": int(rss_kib) / 1024, "result": msg}
 
 
-def best_of(repeat: int, name: str, *args: str, **kwargs: Any) -> dict[str, Any]:
-    """:func:`measure` ``repeat`` times: the run with the least CPU time (what the machine's noise
-    added least to), with the highest peak RSS of all the runs."""
-    runs = [measure(name, *args, **kwargs) for _ in range(max(repeat, 1))]
+def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of one contender's runs, the one with the least CPU time (what the machine's noise added
+    least to), with the highest peak RSS of all the runs."""
     done = [r for r in runs if "error" not in r]
     if not done:
         return runs[0]
@@ -278,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         ):
             measure(name, *call, env=env)
 
+    # The trims keep the middle three fifths of the steps, which one summarize run counts.
+    counted = measure("cli_summarize", str(trace), env=cached)
+    n_steps = int(counted["result"].split()[0]) if "error" not in counted else 100
+    first, last = n_steps // 5, n_steps * 4 // 5
+    window = (str(first), str(last))
     runs: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
         ("profwin summarize", "cli_summarize", (str(trace),), {"env": cached}),
         ("profwin summarize (stdlib)", "cli_summarize", (str(trace),), {"env": stdlib}),
@@ -288,18 +294,24 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(("json.load + loop", "naive_summarize", (str(trace),), {"env": cached}))
     if args.hta_python:
         runs.append(("HTA 0.5.0 load", "hta_load", (str(hta_trace),), {"python": args.hta_python, "env": cached}))
-    results: dict[str, dict[str, Any]] = {}
-    for label, name, call, kwargs in runs:
-        results[label] = best_of(args.repeat, name, *call, **kwargs)
-        print(_row(dict(results[label], name=label)), flush=True)
-    n_steps = int(results["profwin summarize"]["result"].split()[0]) if "error" not in results["profwin summarize"] else 100
-    first, last = n_steps // 5, n_steps * 4 // 5
-    trims = [("profwin trim", "cli_trim")] + ([] if args.skip_naive else [("json.load + filter + dump", "naive_trim")])
-    for label, name in trims:
-        out = work / f"{name}.pt.trace.json"
-        results[label] = best_of(args.repeat, name, str(trace), str(out), str(first), str(last), env=cached)
-        print(_row(dict(results[label], name=label)), flush=True)
-        out.unlink(missing_ok=True)
+    runs.append(("profwin trim", "cli_trim", (str(trace), str(work / "cli_trim.pt.trace.json"), *window), {"env": cached}))
+    if not args.skip_naive:
+        out = str(work / "naive_trim.pt.trace.json")
+        runs.append(("json.load + filter + dump", "naive_trim", (str(trace), out, *window), {"env": cached}))
+    # Rounds that each run every contender once: the machine's drift over minutes reaches all
+    # of them alike, not one contender's block of runs more than another's.
+    samples: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in runs}
+    rounds = max(args.repeat, 1)
+    for round_ in range(rounds):
+        if rounds > 1:
+            print(f"round {round_ + 1} of {rounds}", file=sys.stderr, flush=True)
+        for label, name, call, kwargs in runs:
+            samples[label].append(measure(name, *call, **kwargs))
+    for path in (work / "cli_trim.pt.trace.json", work / "naive_trim.pt.trace.json"):
+        path.unlink(missing_ok=True)
+    results = {label: best_of(runs_of) for label, runs_of in samples.items()}
+    for label, result in results.items():
+        print(_row(dict(result, name=label)), flush=True)
     if args.parsers:
         for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
             results[name] = measure(name, str(trace), python=args.parser_python, env=cached)
@@ -326,9 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     if "profwin summarize (stdlib)" in ok and ours:
         print(f"   fast path vs stdlib path, CPU: {ok['profwin summarize (stdlib)']['cpu'] / ours['cpu']:.2f}x")
     if not args.keep and not args.dir:
-        for path in sorted(work.rglob("*"), reverse=True):
-            path.unlink() if path.is_file() else path.rmdir()
-        work.rmdir()
+        shutil.rmtree(work)  # the HTA folder's link dangles once its target is gone: not a walk of files
     return 0
 
 
