@@ -204,11 +204,12 @@ def separators_found(by: str) -> Iterator[None]:
         yield
 
 
-_splitters = st.sampled_from(["stringzilla", "bytes.split"])
+SPLITTERS = ["stringzilla", "bytes.split"]
 
 
+@pytest.mark.parametrize("by", SPLITTERS)
 @settings(max_examples=60, deadline=None)
-@given(events=_events, indent=st.sampled_from([None, 2]), chunk=st.sampled_from([7, 64, 1 << 20]), by=_splitters)
+@given(events=_events, indent=st.sampled_from([None, 2]), chunk=st.sampled_from([7, 64, 1 << 20]))
 def test_fast_and_standard_readers_agree(
     tmp_path_factory: Any, events: list[dict[str, Any]], indent: int | None, chunk: int, by: str
 ) -> None:
@@ -231,13 +232,13 @@ def _fields(event: Any) -> tuple[Any, ...]:
     return (event.ph, event.name, event.ts, None if math.isnan(event.dur) else event.dur, event.args.correlation)
 
 
+@pytest.mark.parametrize("by", SPLITTERS)
 @settings(max_examples=60, deadline=None)
 @given(
     events=_events,
     layout=st.sampled_from([{"indent": None}, {"indent": 2}, {"separators": (",", ":")}, {"indent": "\t"}]),
     chunk=st.sampled_from([7, 64, 300, 1 << 20]),
     ascii_only=st.booleans(),
-    by=_splitters,
 )
 def test_byte_batches_place_events_as_the_standard_reader_does(
     tmp_path_factory: Any, events: list[dict[str, Any]], layout: dict[str, Any], chunk: int, ascii_only: bool, by: str
@@ -266,15 +267,16 @@ def test_byte_batches_place_events_as_the_standard_reader_does(
         assert json.loads(text[offset : offset + length]) == events[i]
 
 
-@pytest.mark.parametrize("by", ["stringzilla", "bytes.split"])
+@pytest.mark.parametrize("by", SPLITTERS)
+@pytest.mark.parametrize("mark", ["✓", "#"], ids=["non-ASCII", "ASCII"])
 @pytest.mark.parametrize("chunk", [300, 4096, 1 << 20])
-def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk: int, by: str) -> None:
-    """Kineto's layout, non-ASCII names: all but the first and last event of each buffer come
-    from the batch decoder, at the standard reader's places."""
+def test_byte_batches_take_most_events_of_a_kineto_layout(tmp_path: Path, chunk: int, mark: str, by: str) -> None:
+    """Kineto's layout, ASCII (spans in bytes) or not (in characters): all but the first and
+    last event of each buffer come from the batch decoder, at the standard reader's places."""
     from profwin.traces.columnar import column_decoder
 
     events = [
-        {"ph": "X", "cat": "cpu_op", "name": f"aten::mm ✓{i % 7}", "pid": 1, "tid": 2, "ts": 10.0 * i, "dur": 5.0,
+        {"ph": "X", "cat": "cpu_op", "name": f"aten::mm {mark}{i % 7}", "pid": 1, "tid": 2, "ts": 10.0 * i, "dur": 5.0,
          "args": {"External id": i, "Input Dims": [[4, 4], []]}}
         for i in range(400)
     ]  # fmt: skip
