@@ -391,14 +391,15 @@ class ColumnFiller(_Filler):
         dur[bad] = 0.0
         stop = start + dur
         end[x_rows] = stop
-        cats = self.kind_cat[kind[x_rows]]
+        x_kind = kind[x_rows]
+        cats = self.kind_cat[x_kind]
         flags = self.cat_flags[cats]
         is_kernel, is_runtime, is_gpu = flags[:, 1], flags[:, 2], flags[:, 3]
-        names = self.kind_name[kind[x_rows]]
+        names = self.kind_name[x_kind]
         # The kind's flags, decided once per kind by _new_kinds: for complete events, the ones kept
         # are the specials (markers, non-operators), the linked ones the kernels and launch calls.
-        special = self.kind_kept[kind[x_rows]]
-        linked = self.kind_linked[kind[x_rows]]
+        special = self.kind_kept[x_kind]
+        linked = self.kind_linked[x_kind]
         op = np.full(len(x_rows), -1, np.int64)
         plain = ~special
         if plain.any():
