@@ -11,11 +11,16 @@ Groups of names:
   (how the plugin's traces mark steps) and :data:`TORCH_MARKER`;
 - backends (engines that take the window as arguments): :class:`Backend`,
   :class:`EnginePlan`, :class:`EngineTarget`, :class:`TargetContext`, :class:`TargetError`,
-  :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`, the HTTP client
+  :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`,
+  :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side), the HTTP client
   (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
+- token windows inside an engine (an engine-side plugin such as profwin-vllm's
+  ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
+  :func:`decode_tokens` (how a token window travels in an engine's own start fields),
+  :func:`token_annotation` (what each recorded step held, in the trace);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
@@ -64,6 +69,10 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
     from profwin.render import render_plan
     from profwin.spec import ProfileSpec, RankSelection
+    from profwin.tokens import TokenRule
+    from profwin.tokens import annotation as token_annotation
+    from profwin.tokens import decode as decode_tokens
+    from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
     from profwin.traces import (
@@ -74,11 +83,12 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
         count_steps,
         merge_ranks,
         summarize,
+        token_steps,
         trace_facts,
         trace_files,
         trim,
     )
-    from profwin.versions import EngineVersion, installed_version
+    from profwin.versions import EngineVersion, engine_plugin_missing, installed_version
     from profwin.window import Window
 
 __all__ = [
@@ -106,6 +116,7 @@ __all__ = [
     "Summary",
     "TargetContext",
     "TargetError",
+    "TokenRule",
     "TraceError",
     "TraceFacts",
     "TraceRanks",
@@ -121,7 +132,10 @@ __all__ = [
     "choose_session",
     "cluster",
     "count_steps",
+    "decode_tokens",
+    "encode_tokens",
     "engine_flavours",
+    "engine_plugin_missing",
     "flag",
     "installed_version",
     "is_session_prefix",
@@ -147,6 +161,8 @@ __all__ = [
     "spec_from_mapping",
     "summarize",
     "to_json",
+    "token_annotation",
+    "token_steps",
     "trace_facts",
     "trace_files",
     "trim",
@@ -212,6 +228,7 @@ __getattr__, __dir__ = lazy_exports(
         ),
         "profwin.render": ("render_plan",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
+        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_annotation=annotation"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
             "TraceRanks=Ranks",
@@ -222,11 +239,12 @@ __getattr__, __dir__ = lazy_exports(
             "count_steps",
             "merge_ranks",
             "summarize",
+            "token_steps",
             "trace_facts",
             "trace_files",
             "trim",
         ),
-        "profwin.versions": ("EngineVersion", "installed_version"),
+        "profwin.versions": ("EngineVersion", "engine_plugin_missing", "installed_version"),
         "profwin.window": ("Window",),
         "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
     },

@@ -214,7 +214,10 @@ class RemoteSession:
         part.started = True
         part.session = self.session_id
         plan = part.plan
-        records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
+        if plan.window.in_tokens:
+            records = f"the steps that produce tokens {plan.window.start}:{'' if plan.window.end is None else plan.window.end}"
+        else:
+            records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
         message = (
             f"started: {plan.engine} {plan.version or '(version unknown)'} records {records} of this session ({plan.mechanism})"
         )
@@ -463,11 +466,18 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     traces = [a for a in artifacts if a.kind == "trace"]
     if plan.mechanism in ("by-stage", "none"):
         return []
+    if not traces and window.in_tokens:
+        return [
+            f"no trace was written for window {window}: no request produced a token with an index in "
+            f"[{window.start}, {'' if window.end is None else window.end}) while the session ran, or the engine writes elsewhere"
+        ]
     if not traces:
         return [
             f"no trace was written for window {window}: window {window} was never reached (the engine ran fewer than "
             f"{window.start + 1} step(s) in this session), or it writes elsewhere"
         ]
+    if window.in_tokens:  # steps are the engine's choice (profwin.tokens): nothing to compare in steps
+        return []
     return [
         f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"
         for a in traces

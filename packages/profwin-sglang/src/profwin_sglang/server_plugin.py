@@ -38,7 +38,6 @@ import gc
 import importlib.metadata
 import importlib.util
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -188,13 +187,9 @@ def unavailable_here() -> str | None:
     missing = [module for module in _NEEDED_MODULES if _missing_module(package_dir, module)]
     if missing:
         return f"SGLang {version} has no {', '.join(missing)} (the server plugin's hooks need SGLang >= {FIRST_VERSION})"
-    names = [ep.name for ep in importlib.metadata.entry_points(group=_ENTRY_GROUP) if ep.dist and ep.dist.name == _DISTRIBUTION]
-    if not names:
-        return f"{_DISTRIBUTION}'s {_ENTRY_GROUP} entry point is not installed in this environment"
-    allowed = {name.strip() for name in os.environ.get("SGLANG_PLUGINS", "").split(",") if name.strip()}
-    if allowed and not allowed.intersection(names):
-        return f"SGLANG_PLUGINS={os.environ['SGLANG_PLUGINS']!r} leaves out {names[0]!r}, so SGLang does not load it"
-    return None
+    from profwin.plugin import engine_plugin_missing  # the client side: profwin is here
+
+    return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "SGLANG_PLUGINS", empty_allows_all=True)
 
 
 def register() -> None:

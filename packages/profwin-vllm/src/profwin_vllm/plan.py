@@ -13,6 +13,11 @@ recorded. profwin's window counts steps from 0, so step ``s`` is vLLM's step ``s
 ``start = 1`` that step is the prefill. A window starting at 0 is sent ``delay = 1`` rather than
 0 so that, like every other window, the trace begins at the top of its first step and not at the
 moment ``start_profile`` was called. integration_tests/vllm proves all of this on a real engine.
+
+A window in tokens is decided inside the engine by profwin-vllm's engine plugin
+(:mod:`profwin_vllm.engine_plugin`), which reads ``delay_iterations``/``max_iterations``
+encoded by :func:`profwin.plugin.encode_tokens`; it is sent only where the plugin runs. Anywhere
+else the plan records the same numbers as steps, and says so in a note (a ``WindowWarning``).
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from profwin.plugin import (
     ProfileSpec,
     VersionSource,
     Window,
+    encode_tokens,
     engine_flavours,
     is_session_prefix,
     resolve_activities,
     shown,
 )
 from profwin_vllm.options import VllmOptions, options_of
-from profwin_vllm.versions import Mechanism, mechanism, reads_env, takes_prefix
+from profwin_vllm.versions import TOKEN_WINDOWS_FROM, Mechanism, mechanism, reads_env, takes_prefix
 
 __all__ = ["check_state", "delay_iterations", "max_iterations", "plan_for"]
 
@@ -61,7 +67,12 @@ def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tup
     on ``version``: the per-session request, or just the prefix where the window is fixed at launch."""
     how = mechanism(version)
     # No window on vLLM < 0.12: the whole session, from start_profile on, is what ':' asks for.
-    delay, limit = (0, 0) if how is Mechanism.NONE else (delay_iterations(window), max_iterations(window))
+    if how is Mechanism.NONE:
+        delay, limit = 0, 0
+    elif window.in_tokens:
+        delay, limit = encode_tokens(window)
+    else:
+        delay, limit = delay_iterations(window), max_iterations(window)
     start_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
     if how is Mechanism.PER_SESSION:
         start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
@@ -149,14 +160,47 @@ def _check_ascend(spec: ProfileSpec, version: EngineVersion) -> None:
             )
 
 
-def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given") -> EnginePlan:
+_ENGINE_PLUGIN = "profwin-vllm in vLLM's environment (its vllm.general_plugins entry point), loaded when the engine starts"
+
+
+def token_fallback(window: Window, why: str) -> str:
+    """The note of a token window recorded in steps."""
+    return (
+        f"the trace is in steps: window {window} is recorded as engine steps {window.in_steps()} of the session, "
+        f"because {why}; a token window needs {_ENGINE_PLUGIN}"
+    )
+
+
+def _token_plan(window: Window, version: EngineVersion, plugin: bool | None, inactive: str) -> tuple[Window, list[str]]:
+    """The window to map and the notes: a token window stays in tokens where the engine plugin
+    runs (``plugin``: it answered; ``None``: not asked, as for ``profwin args``); else its steps."""
+    if not window.in_tokens:
+        return window, []
+    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+        return window.in_steps(), [token_fallback(window, f"vLLM {version} takes no profiler_config")]
+    if plugin is False or (plugin is None and version < TOKEN_WINDOWS_FROM):
+        why = inactive or f"vLLM {version} does not report profwin-vllm's engine plugin"
+        if version < TOKEN_WINDOWS_FROM:
+            why = f"vLLM {version} is older than {TOKEN_WINDOWS_FROM}, the oldest the engine plugin is proven on"
+        return window.in_steps(), [token_fallback(window, why)]
+    return window, []
+
+
+def plan_for(
+    spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given", *, plugin: bool | None = None, inactive: str = ""
+) -> EnginePlan:
     """What vLLM ``version`` is sent to record exactly ``spec.window``.
+
+    A token window needs profwin-vllm's engine plugin in the engine: ``plugin`` says whether the
+    engine reported it (``None``: nobody asked; the plan assumes it and ``fallback`` says what
+    happens without it), ``inactive`` why not, when known.
 
     Raises :class:`~profwin.ConfigError` when the version cannot honour the spec: a window on
     vLLM < 0.12, an activity the platform rejects, an unknown ``options.vllm`` key.
     """
     options = options_of(spec)
-    window = spec.window
+    window, token_notes = _token_plan(spec.window, version, plugin, inactive)
+    spec = spec.replace(window=window)
     _check_window_supported(window, version, options)
     if options.platform == "ascend":
         _check_ascend(spec, version)
@@ -184,7 +228,7 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
         launch["profiler_config"] = config
     env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
 
-    notes = []
+    notes = token_notes
     if options.frontend:
         notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
     return EnginePlan(
@@ -193,12 +237,15 @@ def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = 
         version_source=source,
         mechanism=how.value,
         window=window,
-        records=window,
+        # A token window's steps are decided in the engine: unknown until the trace says.
+        records=None if window.in_tokens else window,
         output_dir=spec.output_dir,
         launch=launch,
         env=env,
         request=start_kwargs if how is Mechanism.PER_SESSION else None,
         per_session=how is Mechanism.PER_SESSION,
+        server_requirement=_ENGINE_PLUGIN if window.in_tokens else None,
+        fallback=token_fallback(window, "the engine does not report the plugin") if window.in_tokens else None,
         notes=tuple(notes),
         details={
             "delay_iterations": delay,

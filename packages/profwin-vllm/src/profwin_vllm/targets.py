@@ -28,6 +28,7 @@ from profwin.plugin import (
     VersionSource,
     render_plan,
 )
+from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
 from profwin_vllm.plan import plan_for
 from profwin_vllm.traces import session_artifacts
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, resolve_version
@@ -39,6 +40,27 @@ def _relaunch_hint(plan: EnginePlan) -> str:
     if plan.launch:
         return render_plan(plan, "serve").splitlines()[0]
     return "these environment variables: " + "; ".join(f"{k}={v}" for k, v in plan.env.items())
+
+
+def plugin_answer(reports: object) -> tuple[bool, str]:
+    """Whether every worker's ``profwin_report`` says it decides token windows, and why not: a
+    token window is sent only when all of them do (one rank without it would record steps)."""
+    if not isinstance(reports, list) or not reports:
+        return False, "the engine's workers gave no report of profwin-vllm's engine plugin"
+    missing = [
+        str(r.get("rank")) if isinstance(r, Mapping) else "?"
+        for r in reports
+        if not (isinstance(r, Mapping) and r.get("protocol") == PROTOCOL and r.get("token_windows") is True)
+    ]
+    if missing:
+        return False, f"worker rank(s) {', '.join(missing)} of {len(reports)} do not run profwin-vllm's engine plugin"
+    return True, ""
+
+
+_NO_PLUGIN = (
+    "the engine does not run profwin-vllm's engine plugin (profwin-vllm is not installed in vLLM's environment, "
+    "VLLM_PLUGINS leaves out 'profwin', or the engine started before it was installed)"
+)
 
 
 def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -> tuple[list[Artifact], list[str]]:
@@ -91,7 +113,8 @@ class VllmServer:
             except ConfigError:
                 version, source = str(NEWEST_KNOWN), "assumed"
                 notes = (f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}",)
-        plan = plan_for(spec, EngineVersion.parse(version), source)
+        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
+        plan = plan_for(spec, EngineVersion.parse(version), source, plugin=plugin, inactive=inactive)
         if not plan.per_session:
             notes += (
                 f"vLLM {plan.version} takes the window only at launch and profwin cannot read a server's launch "
@@ -99,6 +122,17 @@ class VllmServer:
                 f"{_relaunch_hint(plan)}",
             )
         return plan.replace(notes=plan.notes + notes)
+
+    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
+        """Ask the server's workers (``GET /profwin``, the engine plugin's route) whether they
+        decide token windows."""
+        reply = self.client.call(STATE_ROUTE, method="GET", expect="object")
+        if reply.status == 404:
+            return False, _NO_PLUGIN
+        if not reply.ok or not isinstance(reply.data, Mapping):
+            return False, f"GET {STATE_ROUTE} failed: {reply.describe()}"
+        state = reply.data.get("profwin_vllm")
+        return plugin_answer(state.get("workers") if isinstance(state, Mapping) else None)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         self._post("/start_profile", plan, plan.request if plan.per_session else None)
@@ -129,7 +163,8 @@ class VllmEngine:
             version = getattr(sys.modules["vllm"], "__version__", None)
         planned, source = resolve_version(version)
         config = self.config
-        plan = plan_for(_with_platform(spec), planned, source)
+        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
+        plan = plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive)
         if config is None or getattr(config, "profiler", None) is None:
             raise ConfigError(
                 f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",
@@ -150,6 +185,17 @@ class VllmEngine:
         if "://" in directory:
             raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
         return plan.replace(output_dir=Path(directory))
+
+    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
+        """Ask the engine's workers (``collective_rpc("profwin_report")``) whether they decide
+        token windows; a worker without the plugin refuses the method, which is harmless."""
+        try:
+            reports = ctx.call(lambda: self.engine.collective_rpc("profwin_report"), "collective_rpc")
+        except (TargetError, ConfigError):
+            raise
+        except Exception as exc:
+            return False, f"{_NO_PLUGIN}: collective_rpc('profwin_report') failed ({type(exc).__name__})"
+        return plugin_answer(list(reports) if isinstance(reports, (list, tuple)) else reports)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         kwargs = dict(plan.details["start_kwargs"])

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps, token_steps
 from profwin_vllm._plugin import STEP_MARKER
 
 __all__ = ["STEP_ANNOTATION", "TraceFile", "session_artifacts"]
@@ -83,7 +83,8 @@ def session_artifacts(
 
     ``prefix``: keep only files named for it (``None``: the engine ignores prefixes, keep all).
     ``ranks``: ``"all"`` or the ranks to keep. A worker trace covers ``window.start`` plus as many
-    steps as it has annotations; a frontend trace covers the whole session (``steps=None``).
+    steps as it has annotations (a token window: the session steps its ``profwin.tokens``
+    annotations name); a frontend trace covers the whole session (``steps=None``).
     """
     found = [t for t in map(TraceFile.parse, sorted(paths)) if t is not None]
     if prefix is not None:
@@ -96,8 +97,11 @@ def session_artifacts(
         if trace.frontend:
             artifacts.append(_artifact(trace.path, None, rank, "frontend-trace", producer))
             continue
-        steps = count_steps(trace.path, markers=_MARKERS)
-        covered = Window(window.start, window.start + steps) if steps else None
+        if window.in_tokens:  # the engine decided the steps: its annotations name them
+            covered = token_steps(trace.path)
+        else:
+            steps = count_steps(trace.path, markers=_MARKERS)
+            covered = Window(window.start, window.start + steps) if steps else None
         artifacts.append(_artifact(trace.path, covered, rank, "trace", producer))
         # The table is rewritten by every session of the same worker name: only a table written
         # after this trace belongs to it.

