@@ -93,7 +93,7 @@ def new_profile_id() -> str:
 
 
 _PROFILE_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{8}")  # what new_profile_id makes
-_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix")
+_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix", "profiler")
 
 
 def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
@@ -129,6 +129,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         ("plugin", (bool, type(None))),
         ("plugin_inactive", (str, type(None))),
         ("device", (str, type(None))),
+        ("profiler", (str, type(None))),
     ):
         if type(details[key]) not in allowed:
             raise ConfigError(
@@ -166,9 +167,11 @@ def launch_env(spec: ProfileSpec) -> dict[str, str]:
 
     ``SGLANG_PROFILE_WITH_STACK``/``..._RECORD_SHAPES`` only ever turn recording *off* in SGLang, so
     they are set to false when the spec does not want them (a guard against clients that leave the
-    fields out); ``SGLANG_PROFILE_V2`` must stay off because the v2 manager refuses ``start_step``.
+    fields out); ``SGLANG_PROFILE_V2`` stays off because the v2 manager refuses ``start_step`` and
+    has no manual stop; ``SGLANG_EXPOSE_OWN_ENV_VARS`` lets a server without profwin's plugin tell
+    clients (``/server_info``) which profiler it runs, the one thing no harmless request reveals.
     """
-    env = {"SGLANG_TORCH_PROFILER_DIR": str(spec.output_dir), "SGLANG_PROFILE_V2": "0"}
+    env = {"SGLANG_TORCH_PROFILER_DIR": str(spec.output_dir), "SGLANG_PROFILE_V2": "0", "SGLANG_EXPOSE_OWN_ENV_VARS": "1"}
     if not spec.stack:
         env["SGLANG_PROFILE_WITH_STACK"] = "false"
     if not spec.shapes:
@@ -192,14 +195,19 @@ def plan_for(
     device: str | None,
     profile_id: str | None = None,
     inactive: str = "",
+    profiler: str | None = "v1",
+    token_plugin: bool | None = None,
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
     ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
     only exact way, and says what happens without it). ``inactive``: why the plugin is not
-    active on that server, for the warning of the trim fallback."""
+    active on that server, for the warning of the trim fallback. ``profiler``: the profiler the
+    server runs (``v1``, ``v2``, ``None`` when it cannot say), unless ``options.sglang.profiler``
+    says it; ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     assume = plugin is None and options.start != "trim" and spec.window.start > 0
+    running = profiler if options.profiler == "auto" else options.profiler
     chosen = plan_window(
         spec.window,
         features=feats,
@@ -207,6 +215,8 @@ def plan_for(
         start=options.start,
         by_stage=options.by_stage,
         inactive=inactive,
+        profiler=running if running in ("v1", "v2") else None,  # type: ignore[arg-type]
+        token_plugin=bool(plugin if token_plugin is None else token_plugin) or (plugin is None and token_plugin is None),
     )
     activities, dropped = activities_for(spec, device, options=options)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
@@ -221,6 +231,11 @@ def plan_for(
             f"(profwin.remote_session) sees the plugin is missing and records {trim_records(spec.window)}, then trims "
             f"the trace to {spec.window}"
         )
+    elif chosen.mode == "tokens":
+        fallback = (
+            "a server without the plugin never reaches the encoded start_step: a session (profwin.remote_session) "
+            f"sees the plugin is missing and records steps {spec.window.in_steps()} instead, with a warning"
+        )
     return EnginePlan(
         engine="sglang",
         version=None if feats.version is None else str(feats.version),
@@ -231,7 +246,7 @@ def plan_for(
         output_dir=spec.output_dir,
         env=launch_env(spec),
         request=body,
-        server_requirement=_PLUGIN if relative else None,
+        server_requirement=_PLUGIN if relative or chosen.mode == "tokens" else None,
         fallback=fallback,
         notes=tuple(notes),
         details={
@@ -242,5 +257,6 @@ def plan_for(
             "profile_id": body["profile_id"],
             "client_profile_id": feats.client_profile_id,
             "prefix": spec.prefix,
+            "profiler": running if running in ("v1", "v2") else None,
         },
     )

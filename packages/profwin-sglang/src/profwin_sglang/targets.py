@@ -10,6 +10,7 @@ SGLang's ``/start_profile`` can hang forever (#22083).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from profwin.plugin import (
     TargetError,
 )
 from profwin_sglang.plan import plan_for
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
 
@@ -40,35 +41,65 @@ _NOT_RUNNING = "not in progress"
 _BUSY = "already in progress"
 
 
+_TRUE = ("1", "true", "yes", "y", "on")
+
+
+def profiler_from_env(value: object) -> str | None:
+    """``v2`` or ``v1`` for a value of ``SGLANG_PROFILE_V2`` as SGLang reads it (``None``: unset)."""
+    if value is None:
+        return None
+    return "v2" if str(value).strip().lower() in _TRUE else "v1"
+
+
 @frozen(kw_only=True)
 class ServerInfo:
-    """What profwin needs to know about a server before starting.
+    """What profwin needs to know about a server before starting, from every scheduler's entry
+    of ``internal_states``: a capability counts only when every scheduler reports it.
 
     Attributes:
         version: SGLang's version string, if the server said.
         device: its ``--device`` (``cuda``, ``cpu``, ``npu``...), if known.
-        plugin: the profwin-sglang server plugin answered with the protocol this client speaks.
+        plugin: the profwin-sglang server plugin answered with the protocol this client speaks,
+            on every scheduler.
+        token_windows: the plugin decides token windows, on every scheduler.
+        profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the plugin or the server's own
+            environment (``SGLANG_EXPOSE_OWN_ENV_VARS=1``) reports it; ``None``: it cannot say.
         forward_ct: rank 0's batch counter (only with the plugin).
     """
 
     version: str | None
     device: str | None
     plugin: bool
+    token_windows: bool = False
+    profiler: str | None = None
     forward_ct: int | None = None
 
     @classmethod
     def parse(cls, data: Mapping[str, Any]) -> ServerInfo:
-        states = data.get("internal_states") or []
-        state = states[0] if isinstance(states, list) and states and isinstance(states[0], Mapping) else {}
-        ours = state.get(STATE_KEY) if isinstance(state, Mapping) else None
-        plugin = isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE
+        raw = data.get("internal_states")
+        states = [s for s in raw if isinstance(s, Mapping)] if isinstance(raw, list) else []
+        ours = [s.get(STATE_KEY) for s in states]
+        plugin = bool(states) and all(
+            isinstance(o, Mapping) and o.get("protocol") == PROTOCOL and o.get("relative_base") == RELATIVE_BASE for o in ours
+        )
+        token_windows = plugin and all(isinstance(o, Mapping) and o.get("token_windows") == TOKEN_WINDOWS for o in ours)
+        kinds = {o.get("profiler") for o in ours if isinstance(o, Mapping)} if plugin else set()
+        if not kinds - {"v1", "v2"} and kinds:
+            profiler: str | None = "v2" if "v2" in kinds else "v1"
+        else:
+            env = [s.get("env_vars") for s in states]
+            told = {profiler_from_env(e.get(V2_ENV, "0")) for e in env if isinstance(e, Mapping)} if env else set()
+            profiler = ("v2" if "v2" in told else "v1") if told and all(isinstance(e, Mapping) for e in env) else None
         device = data.get("device")
         version = data.get("version")
-        forward_ct = ours.get("forward_ct") if plugin and isinstance(ours, Mapping) else None
+        first = ours[0] if ours else None
+        forward_ct = first.get("forward_ct") if plugin and isinstance(first, Mapping) else None
         return cls(
             version=version if isinstance(version, str) else None,
             device=device if isinstance(device, str) else None,
-            plugin=bool(plugin),
+            plugin=plugin,
+            token_windows=token_windows,
+            profiler=profiler,
             forward_ct=forward_ct if isinstance(forward_ct, int) else None,
         )
 
@@ -90,7 +121,10 @@ def disarm_body(output_dir: str) -> dict[str, Any]:
 
 def _needs_disarm(plan: EnginePlan, stopped: bool) -> bool:
     # A by-stage arming survives a stop (the decode capture can still start later); a relative
-    # window that had not begun is still armed. Immediate modes never leave anything armed.
+    # window that had not begun is still armed (the plugin itself forgets its own windows, under
+    # v2 and for tokens). Immediate modes never leave anything armed.
+    if plan.details.get("profiler") == "v2" and plan.details.get("plugin"):
+        return False
     return plan.mechanism == "by-stage" or (plan.mechanism == "relative" and not stopped)
 
 
@@ -113,7 +147,14 @@ class _Sglang:
         running = version or info.version
         inactive = "" if info.plugin else self.inactive_reason(running)
         return plan_for(
-            spec, version=running, given=version is not None, plugin=info.plugin, device=info.device, inactive=inactive
+            spec,
+            version=running,
+            given=version is not None,
+            plugin=info.plugin,
+            device=info.device,
+            inactive=inactive,
+            profiler=info.profiler,
+            token_plugin=info.token_windows,
         )
 
     def inactive_reason(self, version: str | None) -> str:
@@ -125,6 +166,10 @@ class _Sglang:
         self.send_start(plan.request, ctx)
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        if plan.details.get("profiler") != "v1" and not plan.details.get("plugin"):
+            # Only a by-stage capture is ever sent there, and SGLang's v2 profiler (maybe this
+            # server's) raises on a manual stop, taking the scheduler down: it stops itself.
+            return False
         stopped = self.send_stop(ctx)
         if _needs_disarm(plan, stopped):
             self.send_start(disarm_body(str(plan.output_dir)), ctx)
@@ -212,6 +257,9 @@ class SglangEngine(_Sglang):
             version=info.version or sglang_version(),
             device=info.device or getattr(args, "device", None),
             plugin=info.plugin,
+            token_windows=info.token_windows,
+            # The Engine's schedulers were started from this process, with its environment.
+            profiler=info.profiler or profiler_from_env(os.environ.get(V2_ENV, "0")),
             forward_ct=info.forward_ct,
         )
 

@@ -3,6 +3,7 @@
 SGLang 0.5.23 names them (``srt/managers/scheduler_components/profiler_manager.py``)::
 
     {prefix}-{profile_id}-TP-{tp}[-DP-{dp}][-PP-{pp}][-EP-{ep}][-EXTEND|-DECODE].trace.json.gz
+    {prefix}-{profile_id}-TP-{tp}[...][-prefill|-decode].trace.json.gz   (SGLANG_PROFILE_V2=1)
     merged-{profile_id}.trace.json.gz                      (merge_profiles, written by rank 0)
     {prefix}-{time.time()}-TP-{tp}-memory[-EXTEND|-DECODE].pickle        (MEM: no profile_id)
 
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, trim
+from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, token_steps, trim
 from profwin_sglang._plugin import STEP_MARKER
 
 __all__ = ["collect", "trim_in_place"]
@@ -84,7 +85,9 @@ def collect(
     artifacts: list[Artifact] = []
     for path, kind in found:
         steps: Window | None
-        if plan.mechanism == "by-stage":
+        if plan.mechanism == "tokens" and kind == "trace":
+            steps = token_steps(path)  # the steps the server's plugin chose, from its annotations
+        elif plan.mechanism == "by-stage":
             steps = None
         elif kind in ("trace", "merged-trace") and plan.mechanism == "trim":
             steps = _trim(path, plan, notes)
