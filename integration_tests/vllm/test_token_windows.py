@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from ..conftest import dist_info_site
+from ..token_rule import expected_steps, fields, held, produced_by_step
 from .conftest import HERE, engine_env
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -70,44 +71,12 @@ def at_launch(oldest_vllm_python: Path, tiny_model: Path, tmp_path_factory: pyte
     return _run(oldest_vllm_python, tiny_model, tmp_path_factory.mktemp("vllm-tokens-launch"), "launch")
 
 
-def produced_by_step(record: list[dict[str, Any]]) -> list[list[int]]:
-    """The response-token index of every token each step produced, from the sampled counts."""
-    made: dict[str, int] = {}
-    steps = []
-    for step in record:
-        indices = []
-        for request, count in step["sampled"].items():
-            for _ in range(count):
-                indices.append(made.get(request, 0))
-                made[request] = made.get(request, 0) + 1
-        steps.append(indices)
-    return steps
-
-
-def expected_steps(window: str, produced: list[list[int]]) -> range | None:
-    """docs/window.md's rule: open at the first step with a token in [start, end), stay while
-    every step has one, at most 2 * (end - start) steps."""
-    first_text, _, end_text = window.partition(":")
-    start, end = int(first_text), int(end_text) if end_text else None
-
-    def inside(indices: list[int]) -> bool:
-        return any(k >= start and (end is None or k < end) for k in indices)
-
-    opened = next((s for s, indices in enumerate(produced) if inside(indices)), None)
-    if opened is None:
-        return None
-    last = opened
-    while last + 1 < len(produced) and inside(produced[last + 1]) and (end is None or last + 1 - opened < 2 * (end - start)):
-        last += 1
-    return range(opened, last + 1)
-
-
 _CONTEXT = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_\d+\(\d+\)")
 
 
 def check_scenario(scenario: dict[str, Any], window: str) -> None:
     record = scenario["record"]
-    produced = produced_by_step(record)
+    produced = produced_by_step(_totals(record))
     steps = expected_steps(window, produced)
     traces = [a for a in scenario["artifacts"] if a["kind"] == "trace"]
     if steps is None:
@@ -119,27 +88,32 @@ def check_scenario(scenario: dict[str, Any], window: str) -> None:
     (trace,) = traces
     assert trace["steps"] == f"{steps.start}:{steps.stop}"
     names = scenario["trace"][Path(trace["path"]).name]
-    ours = [dict(part.split("=") for part in n.split()[1:]) for n in names if n.startswith("profwin.tokens")]
+    ours = [fields(n) for n in names if n.startswith("profwin.tokens")]
     vllms = [n for n in names if n.startswith("execute_")]
     # Exactly the expected steps, in order: vLLM's own annotation of each, each enclosed by ours.
     assert vllms == [record[s]["annotation"] for s in steps]
     assert names == [n for pair in zip([n for n in names if n.startswith("profwin.tokens")], vllms, strict=True) for n in pair]
-    start, _, end = window.partition(":")
-    for k, (s, held) in enumerate(zip(steps, ours, strict=True)):
-        indices = sorted(produced[s])
+    for k, (s, annotation) in enumerate(zip(steps, ours, strict=True)):
         context = _CONTEXT.fullmatch(record[s]["annotation"])
         assert context is not None
-        assert held == {
+        assert annotation == {
             "window_step": str(k),
-            "decoding": str(len(indices)),
-            "token_min": str(indices[0]) if indices else "-",
-            "token_median": str(indices[(len(indices) - 1) // 2]) if indices else "-",
-            "token_max": str(indices[-1]) if indices else "-",
-            "in_window": str(sum(1 for i in indices if i >= int(start) and (not end or i < int(end)))),
+            **held(window, produced[s]),
             "prefilling": context.group(1),
             "prefill_tokens": context.group(2),
             "session_step": str(s),
         }, (s, record[s])
+
+
+def _totals(record: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """Each request's tokens so far after each step, from the per-step sampled counts."""
+    made: dict[str, int] = {}
+    totals = []
+    for step in record:
+        for request, count in step["sampled"].items():
+            made[request] = made.get(request, 0) + count
+        totals.append({request: made[request] for request in step["sampled"]})
+    return totals
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -150,10 +124,11 @@ def test_per_session_token_window(per_session: dict[str, Any], name: str) -> Non
 
 def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     """The scenarios do what they say: prefill in several chunks, late admission, n copies."""
-    chunked = produced_by_step(per_session["scenarios"]["chunked-prefill"]["record"])
+    chunked = produced_by_step(_totals(per_session["scenarios"]["chunked-prefill"]["record"]))
     first_tokens = [s for s, indices in enumerate(chunked) for k in indices if k == 0]
-    assert len(first_tokens) == 8 and max(first_tokens) - min(first_tokens) >= 4
-    late = produced_by_step(per_session["scenarios"]["admission"]["record"])
+    assert len(first_tokens) == 8
+    assert max(first_tokens) - min(first_tokens) >= 4
+    late = produced_by_step(_totals(per_session["scenarios"]["admission"]["record"]))
     admitted = sorted(s for s, indices in enumerate(late) for k in indices if k == 0)
     assert admitted[-1] - admitted[0] >= 10  # requests 5..10 start after others finish
     assert len(per_session["scenarios"]["n-samples"]["generated"]) == 9
