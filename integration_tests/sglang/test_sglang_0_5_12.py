@@ -45,6 +45,10 @@ def probe(python: Path, plugin_site: Path, *stubs: Path) -> Any:
 def test_register_on_the_real_0_5_12_package_installs_nothing_and_says_why(old_sglang_python: Path, plugin_site: Path) -> None:
     result = probe(old_sglang_python, plugin_site, OLD_STUBS)
     assert result["sglang"] == OLD_VERSION
+    assert result["built"] == {
+        "start": {"kind": "START_PROFILE", "num_steps": 3, "detailed_annotations": "absent", "struct": "dataclass"},
+        "stop": {"kind": "STOP_PROFILE", "num_steps": 3, "detailed_annotations": "absent", "struct": "dataclass"},
+    }
     assert result["profwin_hooks"] == []  # SGLang ran register(); nothing was hooked
     assert any(
         "relative profiling windows unavailable on this SGLang" in line
@@ -59,6 +63,10 @@ def test_register_on_the_real_0_5_12_package_installs_nothing_and_says_why(old_s
 def test_register_on_the_real_0_5_23_package_installs_both_hooks(sglang_python: Path, plugin_site: Path) -> None:
     result = probe(sglang_python, plugin_site)
     assert result["sglang"] == "0.5.23"
+    assert result["built"] == {
+        "start": {"kind": "START_PROFILE", "num_steps": 3, "detailed_annotations": True, "struct": "msgspec"},
+        "stop": {"kind": "STOP_PROFILE", "num_steps": 3, "detailed_annotations": True, "struct": "msgspec"},
+    }
     assert [target.rsplit(".", 1)[-1] for target in result["profwin_hooks"]] == ["get_internal_state", "_profile"]
     assert result["applied"] == result["profwin_hooks"]  # what the capability report checks before answering
     assert result["unavailable_here"] is None

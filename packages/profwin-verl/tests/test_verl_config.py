@@ -69,7 +69,11 @@ def test_enabled_role_block() -> None:
     assert isinstance(result, VerlProfiling)
     assert (result.enabled, result.reason, result.tool, result.plugins) == (True, "", "torch", ("torch", "vllm", "sglang"))
     assert result.spec is not None
-    assert (result.spec.window, result.spec.activities, result.spec.records()) == (Window(20, 80, unit="tokens"), ("cpu", "cuda"), ("stack",))
+    assert (result.spec.window, result.spec.activities, result.spec.records()) == (
+        Window(20, 80, unit="tokens"),
+        ("cpu", "cuda"),
+        ("stack",),
+    )
     assert result.spec.ranks == (1, 4)
     assert (result.discrete, result.steps, result.save_path) == (True, None, "outputs/profile")
 

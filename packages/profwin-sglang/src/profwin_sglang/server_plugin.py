@@ -206,7 +206,7 @@ class _Window:
             pm = self.manager._profile_manager
             if pm.profiler is not None or pm.stage_based_trigger.running_state is not None:
                 return _output(False, "Profiling is already in progress. Call /stop_profile first.")
-            pm.detailed_annotations = bool(req.detailed_annotations)
+            pm.detailed_annotations = bool(getattr(req, "detailed_annotations", False))
             pm.profiler_kwargs = {
                 "activities": req.activities if req.activities is not None else ["CPU", "GPU"],
                 "with_stack": req.with_stack,
@@ -218,7 +218,7 @@ class _Window:
         else:
             answer = self.manager._init_profile(
                 req.output_dir, None, None, req.activities, req.with_stack, req.record_shapes, False,
-                req.profile_id, req.merge_profiles, req.profile_prefix, req.detailed_annotations,
+                req.profile_id, req.merge_profiles, req.profile_prefix, getattr(req, "detailed_annotations", False),
             )  # fmt: skip
             if not answer.success:
                 return answer
@@ -309,11 +309,12 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
     from sglang.srt.managers.io_struct import ProfileReqType
 
     v2 = _profile_v2()
+    kind = getattr(req, "req_type", None) or getattr(req, "type", None)  # 0.5.16+ / before (msgspec)
     window = _windows.get(id(manager))
     if window is not None and window.done:
         _windows.pop(id(manager), None)
         window = None
-    if req.req_type != ProfileReqType.START_PROFILE:
+    if kind != ProfileReqType.START_PROFILE:
         if window is not None:
             _windows.pop(id(manager), None)
             if window.finish():

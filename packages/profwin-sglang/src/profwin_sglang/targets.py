@@ -29,6 +29,7 @@ from profwin.plugin import (
 )
 from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
+from profwin_sglang.structs import build_profile_req
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
 
@@ -272,9 +273,10 @@ class SglangEngine(_Sglang):
             if ctx.loop is not None:
                 manager = self.engine.tokenizer_manager
                 if self.req_type:
-                    from sglang.srt.managers.io_struct import ProfileReq  # the engine is here, so sglang is too
+                    from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType  # the engine is here
 
-                    ctx.call(lambda: manager.start_profile(ProfileReq(**body)), "start_profile")
+                    request = build_profile_req(ProfileReq, ProfileReqType, body)
+                    ctx.call(lambda: manager.start_profile(request), "start_profile")
                 else:  # before 0.5.23 the tokenizer manager took the fields as keywords
                     ctx.call(lambda: manager.start_profile(**body), "start_profile")
             else:
