@@ -4,7 +4,7 @@ vLLM loads *general plugins* (entry-point group ``vllm.general_plugins``) in its
 engine and worker processes; installing profwin-vllm beside vLLM registers :func:`register`
 there. It changes nothing per step. It hooks two things once:
 
-* ``WorkerWrapperBase.init_worker``: each new worker gets a ``profile`` wrapper (called only on
+* ``WorkerBase.__init__``: each new worker gets a ``profile`` wrapper (called only on
   ``start_profile``/``stop_profile``) and a ``profwin_report`` method that
   ``collective_rpc("profwin_report")`` calls to learn that this worker honours token windows.
 * the ``/start_profile`` router of ``vllm serve`` (when the server has a profiler): one more
@@ -250,23 +250,24 @@ def _install(worker: Any) -> None:
 
 
 def _hook_workers() -> None:
-    from vllm.v1.worker.worker_base import WorkerWrapperBase
+    # WorkerBase.__init__, not WorkerWrapperBase.init_worker: a worker process loads the general
+    # plugins from inside init_worker itself, too late to hook that call, before the worker exists.
+    from vllm.v1.worker.worker_base import WorkerBase
 
-    original = WorkerWrapperBase.init_worker
+    original = WorkerBase.__init__
     if getattr(original, _MARK, False):
         return
 
     @functools.wraps(original)
-    def init_worker(self: Any, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
         try:
-            _install(self.worker)
+            _install(self)
         except Exception as exc:  # never break a worker's start
             logger.warning("profwin: token windows unavailable on this worker: %s", exc)
-        return result
 
-    setattr(init_worker, _MARK, True)
-    WorkerWrapperBase.init_worker = init_worker  # type: ignore[method-assign]
+    setattr(init, _MARK, True)
+    WorkerBase.__init__ = init  # type: ignore[method-assign]
 
 
 def _hook_server() -> None:
@@ -282,6 +283,9 @@ def _hook_server() -> None:
         workers = await raw_request.app.state.engine_client.collective_rpc("profwin_report")
         return JSONResponse({"profwin_vllm": {"protocol": PROTOCOL, "workers": list(workers)}})
 
+    # FastAPI reads the annotations to inject the request; this module's are strings (PEP 563)
+    # naming names local to this function, so it is given the objects.
+    profwin_state.__annotations__ = {"raw_request": Request, "return": JSONResponse}
     api_router.router.add_api_route(STATE_ROUTE, profwin_state, methods=["GET"])
 
 
