@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "values",
         (
             "profwin.window",
+            "profwin.selection",
             "profwin.inputs",
             "profwin.atomic",
             "profwin.versions",

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import profwin
-from profwin.rollouts import MAX_ROLLOUT_ID, Rollouts
+from profwin.selection import MAX_ROLLOUT_ID, Rollouts
 
 # -- the selection -------------------------------------------------------------------------------
 

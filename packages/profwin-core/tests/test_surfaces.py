@@ -23,7 +23,7 @@ import profwin.plugin
 from profwin.cli_runner import EXIT_ERROR, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
-DISTRIBUTIONS = ("profwin", "profwin_vllm", "profwin_sglang", "profwin_npu", "profwin_memory", "profwin_verl")
+DISTRIBUTIONS = ("profwin", "profwin_vllm", "profwin_sglang", "profwin_npu", "profwin_memory", "profwin_verl", "profwin_slime")
 # Modules whose import does something (runs a command, patches verl, warns): they define no errors;
 # profwin.verl only forwards to profwin_verl, which is walked itself.
 _SIDE_EFFECTS = ("__main__", ".autopatch", ".cli_support")

@@ -29,10 +29,11 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): `import profwin` impo
     from profwin.protocols import Artifact, RemoteResult
     from profwin.remote import RemoteSession, SessionError, remote_session
     from profwin.render import FORMS, render_plan
-    from profwin.rollouts import RolloutProfiler, RolloutRecord, Rollouts  # noqa: F401  (RolloutRecord: reachable, not listed)
+    from profwin.rollouts import RolloutProfiler, RolloutRecord  # noqa: F401  (RolloutRecord: reachable, not listed)
 
     # `profwin.router(URL)`: reachable here, outside the 30-name user surface (docs/scale-out.md).
     from profwin.router import RouterError, RouterWorkers, router  # noqa: F401
+    from profwin.selection import Rollouts
     from profwin.session import Session, current_rank
     from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
     from profwin.window import Window
@@ -112,7 +113,8 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.protocols": ("Artifact", "RemoteResult"),
         "profwin.remote": ("RemoteSession", "SessionError", "remote_session"),
         "profwin.render": ("FORMS", "render_plan"),
-        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord", "Rollouts"),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.selection": ("Rollouts",),
         "profwin.router": ("RouterError", "RouterWorkers", "router"),
         "profwin.session": ("Session", "current_rank"),
         "profwin.spec": ("ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec"),

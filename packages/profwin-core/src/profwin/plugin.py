@@ -66,7 +66,8 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.options import at_least, choice, flag, names, parse_options
     from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
     from profwin.render import render_plan
-    from profwin.rollouts import RolloutProfiler, RolloutRecord, Rollouts
+    from profwin.rollouts import RolloutProfiler, RolloutRecord
+    from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
@@ -218,7 +219,8 @@ __getattr__, __dir__ = lazy_exports(
             "session_function",
         ),
         "profwin.render": ("render_plan",),
-        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord", "Rollouts"),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
