@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "profwin.window",
             "profwin.tokens",
+            "profwin.selection",
             "profwin.inputs",
             "profwin.atomic",
             "profwin.versions",
@@ -44,7 +45,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("discovery", ("profwin.discovery",)),
     (
         "loading and running",
-        ("profwin.config", "profwin.session", "profwin.remote", "profwin.router", "profwin.render", "profwin.torch_driver"),
+        (
+            "profwin.config",
+            "profwin.session",
+            "profwin.remote",
+            "profwin.router",
+            "profwin.rollouts",
+            "profwin.render",
+            "profwin.torch_driver",
+        ),
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
     ("integrations", ("profwin.verl", "profwin.verl.*")),

@@ -30,6 +30,9 @@ Groups of names:
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
   :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
   imported on first use so the plugin API itself stays free of command-line machinery;
+- trainer integrations (profwin-verl, profwin-slime): :data:`TRAINERS_GROUP` and
+  :class:`RolloutProfiler` over a :class:`Rollouts` selection, with a :class:`RolloutRecord` per
+  profiled rollout;
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
   :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
@@ -68,6 +71,8 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.options import at_least, choice, flag, names, parse_options
     from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
     from profwin.render import render_plan
+    from profwin.rollouts import RolloutProfiler, RolloutRecord
+    from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
     from profwin.tokens import TokenRule
     from profwin.tokens import annotation as token_annotation
@@ -110,6 +115,9 @@ __all__ = [
     "RankSelection",
     "RemoteSession",
     "Reply",
+    "RolloutProfiler",
+    "RolloutRecord",
+    "Rollouts",
     "ServerClient",
     "SessionError",
     "StepMarker",
@@ -227,6 +235,8 @@ __getattr__, __dir__ = lazy_exports(
             "session_function",
         ),
         "profwin.render": ("render_plan",),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
         "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_annotation=annotation"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),

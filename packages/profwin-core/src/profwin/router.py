@@ -34,7 +34,7 @@ from profwin.protocols import RemoteResult
 from profwin.remote import STATE_DIR, start_remote, stop_remote
 from profwin.spec import ProfileSpec
 
-__all__ = ["RouterError", "RouterWorkers", "router", "start_router", "stop_router"]
+__all__ = ["RouterError", "RouterWorkers", "against_router", "router", "start_router", "stop_router"]
 
 
 class RouterError(ConfigError):
@@ -142,18 +142,39 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
         raise RouterError(
             f"the state file {path} is damaged ({type(exc).__name__}: {exc}); stop the workers with --url", path="router"
         ) from None
+    stopped = stop_remote(engine, started, spec, **kwargs) if started else []
+    results = against_router(
+        stopped, started, base, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0), since="profwin start"
+    )
+    os.unlink(path)
+    return results
+
+
+def against_router(
+    results: Sequence[RemoteResult],
+    started: Sequence[str],
+    router_url: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+    since: str = "the start",
+) -> list[RemoteResult]:
+    """The stop's ``results`` (one per worker in ``started``) compared with what the router lists
+    now, each tagged in ``details.router``: ``listed``, ``left`` (stopped at its URL all the same)
+    or ``unknown`` (the router could not be asked); a worker listed now that was not started gets
+    a result of its own, not ok, ``joined``: no window ran on it. ``since`` names the start in
+    the messages (``profwin start``, ``the rollout's start``)."""
     try:
-        now: list[str] | None = list(router(base, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0)))
+        now: list[str] | None = list(router(router_url, api_key=api_key, timeout=timeout))
         unreachable = ""
     except RouterError as exc:
         now, unreachable = None, str(exc)
-    results = [_left(r, now, unreachable) for r in stop_remote(engine, started, spec, **kwargs)] if started else []
+    tagged = [_left(r, now, unreachable, since) for r in results]
     for url in now or ():
         if url not in started:
-            message = "joined the router after profwin start (or did not start): no window was started on it, left alone"
-            results.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
-    os.unlink(path)
-    return results
+            message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
+            tagged.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
+    return tagged
 
 
 def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
@@ -163,9 +184,9 @@ def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
     )
 
 
-def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str) -> RemoteResult:
+def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, since: str) -> RemoteResult:
     if now is None:
-        return _tagged(result, "unknown", f"the router could not be asked ({unreachable}); stopped at the URL profwin start used")
+        return _tagged(result, "unknown", f"the router could not be asked ({unreachable}); stopped at the URL {since} used")
     if result.target in now:
         return _tagged(result, "listed")
-    return _tagged(result, "left", "left the router after profwin start; stopped at its URL")
+    return _tagged(result, "left", f"left the router after {since}; stopped at its URL")
