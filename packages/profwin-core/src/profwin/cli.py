@@ -303,25 +303,38 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _summary(args: argparse.Namespace) -> Any:
-    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace or the
-    :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
+def _one_trace(args: argparse.Namespace) -> str | None:
+    """The trace file ``profwin summarize`` names when it names one: a file, or a folder holding
+    one trace (which then reads exactly as the file would); ``None`` for several, or on Ray."""
     from pathlib import Path
 
+    if args.ray or len(args.trace) != 1:
+        return None
+    if not Path(args.trace[0]).is_dir():
+        return str(args.trace[0])
+    from profwin.traces import trace_files
+
+    found = trace_files(args.trace)
+    return str(found[0]) if len(found) == 1 else None
+
+
+def _summary(args: argparse.Namespace, one: str | None) -> Any:
+    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace (``one``)
+    or the :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
     from profwin.traces import tty_progress
 
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
         return cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
     # The modules a command needs only (one trace: not those of ranks; 0.005 CPU s of a start).
-    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+    if one is not None:
         from profwin.traces import summarize
 
         if args.session is not None:  # one trace: it must be of that session
             from profwin.traces import choose_session, trace_facts
 
-            choose_session([trace_facts(args.trace[0])], args.session)
-        return summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
+            choose_session([trace_facts(one)], args.session)
+        return summarize(one, **options, progress=tty_progress(f"reading {one}"))
     from profwin.traces import summarize_ranks
 
     return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
@@ -336,7 +349,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     if args.plot:
         _check_plot(args.plot, args.trace)
     with trace_command(blas=not args.ray):  # Ray's local workers inherit this process's environment
-        result = _summary(args)
+        one_trace = _one_trace(args)
+        result = _summary(args, one_trace)
     one = isinstance(result, Summary)
     if args.plot:
         from profwin.traces import plot_ranks, plot_steps
@@ -352,8 +366,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         from profwin.traces import render_summary
 
         print(render_summary(result))
-        if not args.ray:  # paths on the nodes: nothing here to open
-            print("\n" + how_to_view([Path(args.trace[0])]))
+        if one_trace is not None:  # paths on the nodes (--ray): nothing here to open
+            print("\n" + how_to_view([Path(one_trace)]))
     else:
         from profwin.traces import render_ranks, trace_files
 

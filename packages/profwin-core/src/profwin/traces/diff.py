@@ -84,7 +84,7 @@ def _side(
     """Step times by number, and self time and calls per step by (name, is_kernel)."""
     files = trace_files([path])
     summaries: list[Summary]
-    if len(files) == 1 and not Path(path).is_dir():
+    if len(files) == 1:  # a trace, or a folder holding one: the same answer
         summaries = [summarize(files[0], window=window, top=_ALL_OPS, first_step=first_step)]
     else:
         ranks = summarize_ranks(files, window=window, top=_ALL_OPS, first_step=first_step, session=session)
