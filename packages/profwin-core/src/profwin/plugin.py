@@ -31,6 +31,9 @@ Groups of names:
   :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
   the session choice split the same way: :func:`trace_facts` (where the trace lies) and
   :func:`choose_session` (on the caller) over :class:`TraceFacts`;
+- a step's token annotation (a token window's engine plugins write it, the trace tools read it):
+  :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
+  :func:`parse_step_tokens`;
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -67,12 +70,14 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
     from profwin.traces import (
+        StepTokens,
         Summary,
         TraceError,
         TraceFacts,
         choose_session,
         count_steps,
         merge_ranks,
+        parse_step_tokens,
         summarize,
         trace_facts,
         trace_files,
@@ -103,6 +108,7 @@ __all__ = [
     "ServerClient",
     "SessionError",
     "StepMarker",
+    "StepTokens",
     "Summary",
     "TargetContext",
     "TargetError",
@@ -132,6 +138,7 @@ __all__ = [
     "normalize_url",
     "open_input",
     "parse_options",
+    "parse_step_tokens",
     "plain",
     "print_json",
     "read_document",
@@ -215,12 +222,14 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
             "TraceRanks=Ranks",
+            "StepTokens",
             "Summary",
             "TraceError",
             "TraceFacts",
             "choose_session",
             "count_steps",
             "merge_ranks",
+            "parse_step_tokens",
             "summarize",
             "trace_facts",
             "trace_files",

@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
         render_summary,
         summarize,
     )
+    from profwin.traces.tokens import StepTokens, parse_step_tokens
     from profwin.traces.trim import TrimResult, trim
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "StepMarker",
     "StepSpread",
     "StepStat",
+    "StepTokens",
     "Summary",
     "ThreadInfo",
     "TraceError",
@@ -79,6 +81,7 @@ __all__ = [
     "count_steps",
     "diff",
     "merge_ranks",
+    "parse_step_tokens",
     "plot_diff",
     "plot_ranks",
     "plot_steps",
@@ -113,6 +116,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.summarize": (
             "OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "count_steps", "render_summary", "summarize",
         ),
+        "profwin.traces.tokens": ("StepTokens", "parse_step_tokens"),
         "profwin.traces.trim": ("TrimResult", "trim"),
     },
 )  # fmt: skip
