@@ -467,6 +467,34 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from profwin.traces import merge, tty_progress
+    from profwin.traces.reader import trace_command
+
+    check_output_path(args.output)
+
+    def progress(path: Any, n: int) -> Any:
+        return tty_progress(f"{'reading' if n == 1 else 'merging'} {path}")
+
+    with trace_command():
+        result = merge(
+            args.trace, args.output, window=args.window, first_step=args.first_step, session=args.session, progress=progress
+        )
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(
+            f"{result.path}: {len(result.traces)} traces, one process each, aligned on step {result.aligned_step} "
+            f"({result.events:,} events, {result.bytes:,} bytes)"
+        )
+        for t in result.traces:
+            print(f"  pid {t.pid}: {t.label}, {t.producer} steps {t.steps}, times {t.shift_us:+,.3f} us")
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(how_to_view([result.path]))
+    return 0
+
+
 def _version_text() -> str:
     """One line per distribution: the umbrella (when installed), core, then each plugin's with
     the entry points it provides."""
@@ -621,6 +649,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="draw per-operator bars of A and B (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_diff)
+
+    p = sub.add_parser(
+        "merge", help="write the traces of one window as one trace, each rank or engine its own process, steps aligned"
+    )
+    p.add_argument(
+        "trace", nargs="+",
+        help="the traces (.json or .json.gz) of one window: files, a folder of them, or a profwin collect folder",
+    )  # fmt: skip
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json.gz, or .json)")
+    p.add_argument("--window", type=_window_arg, help="only these steps; aligned on the first one every trace holds")
+    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
+    p.add_argument(
+        "--session", metavar="ID", help="of traces from several profiling sessions, this one (default: each rank's newest)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")

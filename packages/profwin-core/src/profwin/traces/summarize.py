@@ -135,26 +135,36 @@ class Summary(JsonForm):
 def selection(
     index: TraceIndex, window: Window | None, *, first_step: int | None = None
 ) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
-    """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``.
-
-    ``t1`` reaches the end of the window's GPU-side step annotations when the trace has them,
-    so kernels that run after their host step are inside.
-    """
-    first = _first_step(index, first_step)
-    producer, steps = number_steps(index.markers, first_step=first)
+    """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``
+    (:func:`time_range`)."""
+    producer, steps, device = step_table(index, first_step)
     chosen = select_steps(steps, window, path=index.path, producer=producer, searched=index.searched)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
-    numbers = {s.number for s in chosen}
     if window is not None and (window.start < chosen[0].number or (window.end or 0) > chosen[-1].number + 1):
         notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
+    t0, t1 = time_range(chosen, device)
+    return producer, steps, chosen, t0, t1, notes
+
+
+def step_table(index: TraceIndex, first_step: int | None = None) -> tuple[str | None, list[Step], list[Step]]:
+    """The producer whose markers number the steps (``None``: the trace has none), its steps,
+    and the GPU-side copies of them, numbered from the trace's first step (:func:`_first_step`)."""
+    first = _first_step(index, first_step)
+    producer, steps = number_steps(index.markers, first_step=first)
+    _, device = number_steps(index.device_markers, first_step=first)
+    return producer, steps, device
+
+
+def time_range(chosen: Sequence[Step], device: Sequence[Step]) -> tuple[float, float]:
+    """``[t0, t1)`` of the steps ``chosen``: from the first one's start to the last end, which
+    reaches the end of their GPU-side step annotations when the trace has them (``device``), so
+    kernels that run after their host step are inside."""
+    numbers = {s.number for s in chosen}
     t0 = min(s.start for s in chosen)
     t1 = max(s.end for s in chosen)
-    _, device = number_steps(index.device_markers, first_step=first)
     device_ends = [s.end for s in device if s.number in numbers]
-    if device_ends:
-        t1 = max(t1, *device_ends)
-    return producer, steps, chosen, t0, t1, notes
+    return t0, max(t1, *device_ends) if device_ends else t1
 
 
 def _first_step(index: TraceIndex, explicit: int | None) -> int:

@@ -150,7 +150,8 @@ def step_tokens(
     its process that it overlaps longest; one that overlaps none goes to the step its process
     was in when it began, the last marker that started at or before it (as every event is placed
     in a step), or the first marker when it began before them all. A step annotated twice keeps
-    its first span. Spans of a process without markers and spans whose name does not parse are
+    its first span (one that says the same, from another process of a merged trace, is no
+    conflict). Spans of a process without markers and spans whose name does not parse are
     left out, and annotations whose ``window_step`` does not advance with the steps are named:
     the notes say so."""
     by_process: dict[Any, list[tuple[float, float, int]]] = {}
@@ -178,7 +179,7 @@ def step_tokens(
         number = own[at][2]
         offsets.setdefault(pid, set()).add(at - tokens.window_step)
         if number in found:
-            twice += 1
+            twice += found[number] != tokens  # the same on another process (a merged trace's ranks): one annotation
             continue
         found[number] = tokens
     notes = []
@@ -189,7 +190,7 @@ def step_tokens(
     if unplaced:
         notes.append(f"{unplaced} profwin.tokens spans are on a process without step markers and are left out")
     if twice:
-        notes.append(f"{twice} profwin.tokens spans fall on a step already annotated; each step keeps its first")
+        notes.append(f"{twice} profwin.tokens spans fall on a step annotated otherwise already; each step keeps its first")
     if any(len(o) > 1 for o in offsets.values()):
         notes.append(
             "the profwin.tokens annotations' window_step does not advance one for one with the steps: some annotation "
