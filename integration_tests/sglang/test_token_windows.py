@@ -124,10 +124,11 @@ def _check(result: dict[str, Any], window: str) -> None:
     (trace,) = traces
     assert trace.steps == Window(steps.start, steps.stop)
     summary = summarize(trace.path, top=0)
-    # The token annotations number the trace's steps by session step; each holds SGLang's own span.
-    assert summary.producer == "profwin-tokens"
+    # SGLang's own step spans, numbered as the session's steps, each with what it held.
+    assert summary.producer == "sglang"
     assert [st.number for st in summary.steps] == list(steps)
-    labels = [fields(st.label) for st in summary.steps]
+    labels = [fields(st.tokens.span_name()) for st in summary.steps if st.tokens is not None]
+    assert len(labels) == len(steps)
     sglang_spans = _sglang_spans(trace.path)
     assert [(mode, bs) for mode, bs, _ in sglang_spans] == [(record[k][1], len(record[k][2])) for k in steps]
     for k, (step, annotation, (mode, _, toks)) in enumerate(zip(steps, labels, sglang_spans, strict=True)):

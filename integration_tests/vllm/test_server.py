@@ -93,11 +93,11 @@ def test_token_window_over_http(profiled: Server) -> None:
     (trace,) = [a for a in s.artifacts if a.kind == "trace"]
     assert trace.steps == Window(2, 5)
     assert step_names(trace.path) == [DECODE] * 3
+    # Numbered as the session's steps (the provenance beside the trace), each with what it held.
     summary = summarize(trace.path, top=0)
-    assert summary.producer == "profwin-tokens"
     assert [st.number for st in summary.steps] == [2, 3, 4]
-    assert [st.label.split()[3:6] for st in summary.steps] == [
-        [f"token_min={k}", f"token_median={k}", f"token_max={k}"] for k in (2, 3, 4)
+    assert [(st.tokens.session_step, st.tokens.token_min, st.tokens.in_window) for st in summary.steps if st.tokens] == [
+        (k, k, 1) for k in (2, 3, 4)
     ]
 
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from profwin import Window
-from profwin.tokens import ANNOTATION, ANNOTATION_FIELDS, TOKEN_BASE, TokenRule, annotation, decode, encode, max_steps
+from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, decode, encode, max_steps, parse_step_tokens
 
 
 def simulate(first_tokens: list[int], lengths: list[int]) -> list[list[tuple[int, int]]]:
@@ -79,15 +79,18 @@ def test_encoding_round_trips_and_refuses_anything_else() -> None:
         assert decode(start, count) is None
 
 
-def test_annotation_names_what_the_step_held() -> None:
-    name = annotation(Window(4, 12, unit="tokens"), [9, 3, 5, 4], window_step=2, session_step=7, prefilling=2, prefill_tokens=59)
+def test_the_annotation_names_what_the_step_held() -> None:
+    held = StepTokens.of(2, [9, 3, 5, 4], Window(4, 12, unit="tokens"), 2, 59, session_step=7)
+    name = held.span_name()
     assert name == (
         "profwin.tokens window_step=2 decoding=4 token_min=3 token_median=4 token_max=9 in_window=3 prefilling=2 "
         "prefill_tokens=59 session_step=7"
     )
-    empty = annotation(Window(4, 12, unit="tokens"), [], window_step=0, session_step=0, prefilling=1, prefill_tokens=64)
-    assert empty.startswith(f"{ANNOTATION} window_step=0 decoding=0 token_min=- token_median=- token_max=- in_window=0")
-    assert [part.split("=")[0] for part in name.split()[1:]] == list(ANNOTATION_FIELDS)
+    assert parse_step_tokens(name) == held
+    empty = StepTokens.of(0, [], Window(4, 12, unit="tokens"), 1, 64, session_step=0)
+    assert empty.span_name().startswith("profwin.tokens window_step=0 decoding=0 token_min=- token_median=- token_max=-")
+    # An open window counts every index from its start.
+    assert StepTokens.of(0, [1, 8, 30], Window(5, unit="tokens"), 0, 0).in_window == 2
 
 
 # -- properties: the rule's promises (docs/window.md) ------------------------------------------------

@@ -29,9 +29,7 @@ def test_registry_holds_core_and_installed_plugins() -> None:
     assert markers["torch"] is TORCH_MARKER
     assert markers["vllm"].pattern == r"execute_(?:\d+_)?context_"
     assert markers["sglang"].pattern == r"step\[[A-Z_]+\b"
-    # The token-window annotations (core's, numbered by session step) come right after torch's.
-    assert markers["profwin-tokens"].pattern.startswith(r"profwin\.tokens ")
-    assert [m.producer for m in step_markers()][:4] == ["torch", "profwin-tokens", "vllm", "sglang"]
+    assert [m.producer for m in step_markers()][:3] == ["torch", "vllm", "sglang"]
 
 
 def test_vllm_detailed_annotations_are_steps(tmp_path: Path) -> None:
@@ -87,7 +85,7 @@ def toy_engine(install_backend: Callable[[str, str], None]) -> None:
 @pytest.mark.usefixtures("toy_engine")
 def test_a_new_engine_declares_its_marker_without_editing_core(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     marker = next(m for m in step_markers() if m.producer == "toyengine")
-    assert [m.producer for m in step_markers()][:5] == ["torch", "profwin-tokens", "vllm", "toyengine", "sglang"]
+    assert [m.producer for m in step_markers()][:4] == ["torch", "vllm", "toyengine", "sglang"]
     events = [span(f"engine_iteration_{i}", 50.0 * i, 40.0, pid=p) for p in (1, 2) for i in range(3)]
     path = trace(tmp_path / "toy.json", events)
     summary = summarize(path, first_step=10)

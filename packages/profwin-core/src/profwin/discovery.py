@@ -31,7 +31,6 @@ from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
 from profwin.protocols import Cluster, PluginSpec, Profiler, SpecFormat
 from profwin.spec import ProfileSpec
-from profwin.tokens import MARKER as TOKEN_MARKER
 
 if TYPE_CHECKING:  # asyncio behind it: not imported to list plugins or learn their step markers
     from profwin.engine import Backend
@@ -294,15 +293,13 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
 
 @functools.cache
 def step_markers() -> tuple[StepMarker, ...]:
-    """Core's markers and every installed plugin's, by preference (cached per process).
+    """Core's marker and every installed plugin's, by preference (cached per process).
 
-    Core's are torch's ``ProfilerStep#`` (0) and the token-window annotations
-    (:data:`profwin.tokens.MARKER`, 1), which number a token window's steps by session step. A
-    plugin's marker counts from preference 1, behind core's ``ProfilerStep#``, whatever it
+    A plugin's marker counts from preference 1, behind core's ``ProfilerStep#`` (0), whatever it
     declares; ``$PROFWIN_STEP_MARKER`` (:data:`profwin.markers.MARKER_ENV`) puts the producer the
     user names first. A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
     """
-    found = {TORCH_MARKER.producer: TORCH_MARKER, TOKEN_MARKER.producer: TOKEN_MARKER}
+    found = {TORCH_MARKER.producer: TORCH_MARKER}
     for info in plugins():
         marker = info.spec.step_marker if info.spec is not None else None
         if marker is not None and marker.producer not in found:

@@ -20,7 +20,7 @@ Groups of names:
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
-  :func:`token_annotation` (what each recorded step held, in the trace);
+  :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
@@ -39,6 +39,9 @@ Groups of names:
   :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
   the session choice split the same way: :func:`trace_facts` (where the trace lies) and
   :func:`choose_session` (on the caller) over :class:`TraceFacts`;
+- a step's token annotation (a token window's engine plugins write it, the trace tools read it):
+  :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
+  :func:`parse_step_tokens`;
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -75,18 +78,19 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
     from profwin.tokens import TokenRule
-    from profwin.tokens import annotation as token_annotation
     from profwin.tokens import decode as decode_tokens
     from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
     from profwin.traces import (
+        StepTokens,
         Summary,
         TraceError,
         TraceFacts,
         choose_session,
         count_steps,
         merge_ranks,
+        parse_step_tokens,
         summarize,
         token_steps,
         trace_facts,
@@ -121,6 +125,7 @@ __all__ = [
     "ServerClient",
     "SessionError",
     "StepMarker",
+    "StepTokens",
     "Summary",
     "TargetContext",
     "TargetError",
@@ -154,6 +159,7 @@ __all__ = [
     "normalize_url",
     "open_input",
     "parse_options",
+    "parse_step_tokens",
     "plain",
     "print_json",
     "read_document",
@@ -169,7 +175,6 @@ __all__ = [
     "spec_from_mapping",
     "summarize",
     "to_json",
-    "token_annotation",
     "token_steps",
     "trace_facts",
     "trace_files",
@@ -238,16 +243,18 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
-        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_annotation=annotation"),
+        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
             "TraceRanks=Ranks",
+            "StepTokens",
             "Summary",
             "TraceError",
             "TraceFacts",
             "choose_session",
             "count_steps",
             "merge_ranks",
+            "parse_step_tokens",
             "summarize",
             "token_steps",
             "trace_facts",

@@ -28,8 +28,19 @@ The rule (docs/window.md has the picture and the measurements behind it):
 4. It never reopens. An open window (``end=None``) has no cap: it closes when no step produces
    a token at or past ``start``, or when the session stops.
 
-Each recorded step is annotated in the trace (:func:`annotation`) with what it held, so
-``profwin summarize`` shows it and tests count it.
+Each recorded step is annotated in the trace with what it held (:class:`StepTokens`, written by
+:meth:`StepTokens.span_name` and read by :func:`parse_step_tokens`: the one place of its form),
+so ``profwin summarize`` shows it and tests count it::
+
+    profwin.tokens window_step=3 decoding=8 token_min=20 token_median=23 token_max=27 in_window=8 prefilling=1 prefill_tokens=47 session_step=12
+
+``window_step`` is the step's index inside the recording (0-based); ``decoding`` the requests
+that produce a response token in the step; ``token_min``/``token_median``/``token_max`` the
+smallest, lower median and largest index of those tokens (``-`` when no request decodes);
+``in_window`` how many of those indices lie in the window; ``prefilling`` the requests with
+prompt tokens in the step and ``prefill_tokens`` those prompt tokens; ``session_step`` the step's
+index in the session (steps since the start request). Keys in this order, one space apart,
+non-negative ints.
 
 Engines receive a token window as a start value and a count that no engine reaches by itself
 (:func:`encode`): a plugin recognises it (:func:`decode`), and profwin sends it only to engines
@@ -38,23 +49,25 @@ that report the plugin.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
-from profwin.markers import StepMarker
+from attrs import frozen
+
+from profwin.errors import ConfigError, shown
 from profwin.window import Window
 
 __all__ = [
-    "ANNOTATION",
-    "ANNOTATION_FIELDS",
-    "MARKER",
+    "TOKENS_PREFIX",
     "TOKEN_BASE",
     "Decision",
+    "StepTokens",
     "TokenRule",
-    "annotation",
     "decode",
     "encode",
     "max_steps",
+    "parse_step_tokens",
 ]
 
 TOKEN_BASE = 1 << 41
@@ -62,30 +75,117 @@ TOKEN_BASE = 1 << 41
 SGLang's relative range (``2**40``..``2**41``) and far below profwin's SGLang disarm step
 (``2**62``); 2**41 engine steps are never reached."""
 
-ANNOTATION = "profwin.tokens"
-"""The name every token-window annotation begins with, followed by ``key=value`` fields."""
+TOKENS_PREFIX = "profwin.tokens "
+"""How the name of a step's token annotation begins."""
 
-ANNOTATION_FIELDS: tuple[str, ...] = (
-    "window_step",
-    "decoding",
-    "token_min",
-    "token_median",
-    "token_max",
-    "in_window",
-    "prefilling",
-    "prefill_tokens",
-    "session_step",
+_KEYS = ("window_step", "decoding", "token_min", "token_median", "token_max", "in_window", "prefilling", "prefill_tokens")
+_OPTIONAL = frozenset({"token_min", "token_median", "token_max"})
+_NUMBER = "0|[1-9][0-9]{0,17}"
+# session_step, last, is optional: annotations written before it was added read as they were.
+_FORM = re.compile(
+    re.escape(TOKENS_PREFIX)
+    + " ".join(f"{key}=({'-|' if key in _OPTIONAL else ''}{_NUMBER})" for key in _KEYS)
+    + f"(?: session_step=({_NUMBER}))?"
 )
-"""The fields of an annotation, in order: the step's index in the recording and in the session
-(steps since the session's start request), how many requests produced a token in it, the min,
-lower median and max of those tokens' indices (``-`` when none), how many of them lie in the
-window, how many requests had prompt tokens in it, and how many prompt tokens it processed."""
 
-MARKER = StepMarker(
-    producer="profwin-tokens", pattern=r"profwin\.tokens (?:\S+ )*session_step=(\d+)$", numbering="number", preference=1
-)
-"""The annotations as step markers, numbered by session step: in a token window's trace they are
-the steps (the engine's own markers, one per step as well, give no session number)."""
+
+@frozen
+class StepTokens:
+    """What one step held, from its ``profwin.tokens`` annotation (see the module)."""
+
+    window_step: int
+    decoding: int
+    token_min: int | None
+    token_median: int | None
+    """The lower median of the decoded tokens' indices."""
+    token_max: int | None
+    in_window: int
+    prefilling: int
+    prefill_tokens: int
+    session_step: int | None = None
+    """The step's index in the session (steps since the start request), when the engine said."""
+
+    def __attrs_post_init__(self) -> None:
+        for key in (*_KEYS, "session_step"):
+            value = getattr(self, key)
+            if value is None and (key in _OPTIONAL or key == "session_step"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"must be a non-negative int (got {shown(value)})", path=key)
+        tokens = (self.token_min, self.token_median, self.token_max)
+        if self.decoding == 0 and tokens != (None, None, None):
+            raise ConfigError(f"must all be '-' (None) when decoding=0 (got {shown(tokens)})", path="token_min/median/max")
+        if self.decoding and None in tokens:
+            raise ConfigError(
+                f"must all be ints when decoding={self.decoding} (got {shown(tokens)})", path="token_min/median/max"
+            )
+        if self.decoding and not (self.token_min <= self.token_median <= self.token_max):  # type: ignore[operator]
+            raise ConfigError(
+                f"must hold token_min <= token_median <= token_max (got {shown(tokens)})", path="token_min/median/max"
+            )
+        if self.in_window > self.decoding:
+            raise ConfigError(f"must be at most decoding={self.decoding} (got {self.in_window})", path="in_window")
+        if (self.prefilling == 0) != (self.prefill_tokens == 0) or self.prefill_tokens < self.prefilling:
+            raise ConfigError(
+                f"must be at least prefilling={self.prefilling}, and 0 only when it is (got {self.prefill_tokens})",
+                path="prefill_tokens",
+            )
+
+    @classmethod
+    def of(
+        cls,
+        window_step: int,
+        tokens: Iterable[int],
+        window: Window | tuple[int, int | None],
+        prefilling: int,
+        prefill_tokens: int,
+        *,
+        session_step: int | None = None,
+    ) -> StepTokens:
+        """A step's annotation from the response-token index of each request decoding in it
+        (``tokens``), the token window (or its bounds ``(start, end)``), and its prefills."""
+        window = window if isinstance(window, Window) else Window(*window)
+        found = sorted(tokens)
+        return cls(
+            window_step=window_step,
+            decoding=len(found),
+            token_min=found[0] if found else None,
+            token_median=found[(len(found) - 1) // 2] if found else None,
+            token_max=found[-1] if found else None,
+            in_window=sum(1 for k in found if window.contains(k)),
+            prefilling=prefilling,
+            prefill_tokens=prefill_tokens,
+            session_step=session_step,
+        )
+
+    def span_name(self) -> str:
+        """The ``record_function`` name that carries this annotation."""
+        values = (getattr(self, key) for key in _KEYS)
+        name = TOKENS_PREFIX + " ".join(f"{key}={'-' if v is None else v}" for key, v in zip(_KEYS, values, strict=True))
+        return name if self.session_step is None else f"{name} session_step={self.session_step}"
+
+
+def parse_step_tokens(name: str) -> StepTokens | None:
+    """The annotation a span's name carries; ``None`` when the name is not a ``profwin.tokens``
+    annotation. Raises :class:`~profwin.ConfigError`, naming the value and the rule, for one that
+    does not follow the form (the module docstring)."""
+    if not name.startswith(TOKENS_PREFIX):
+        return None
+    match = _FORM.fullmatch(name)
+    if match is None:
+        raise ConfigError(
+            f"{shown(name)} does not follow '{TOKENS_PREFIX}"
+            + " ".join(f"{key}=N" for key in _KEYS)
+            + " [session_step=N]' (these keys in this order, one space apart, non-negative ints of at most 18 digits, "
+            "'-' for a token index when decoding=0)",
+            path="profwin.tokens",
+        )
+    values = [None if v is None or v == "-" else int(v) for v in match.groups()]
+    try:
+        return StepTokens(*values)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{shown(name)}: {exc}", path="profwin.tokens") from None
+
 
 Decision = Literal["skip", "open", "record", "close"]
 """What an engine does before a step: leave the profiler off, start it, keep it, stop it."""
@@ -110,20 +210,6 @@ def decode(start: object, count: object) -> Window | None:
         return None
     first = start - TOKEN_BASE
     return Window(first, first + count if count else None, unit="tokens")
-
-
-def annotation(
-    window: Window, produced: Sequence[int], *, window_step: int, session_step: int, prefilling: int, prefill_tokens: int
-) -> str:
-    """The name of the span around one recorded step: what the step held (:data:`ANNOTATION_FIELDS`)."""
-    ordered = sorted(produced)
-    inside = sum(1 for index in ordered if window.contains(index))
-    if ordered:
-        low, median, high = str(ordered[0]), str(ordered[(len(ordered) - 1) // 2]), str(ordered[-1])
-    else:
-        low = median = high = "-"
-    values = (window_step, len(ordered), low, median, high, inside, prefilling, prefill_tokens, session_step)
-    return " ".join([ANNOTATION, *(f"{key}={value}" for key, value in zip(ANNOTATION_FIELDS, values, strict=True))])
 
 
 class TokenRule:

@@ -140,17 +140,10 @@ class _Session:
             self.start_recording()
         import torch
 
-        from profwin.plugin import token_annotation
+        from profwin.plugin import StepTokens
 
-        name = token_annotation(
-            self.window,
-            produced,
-            window_step=self.rule.recorded - 1,
-            session_step=session_step,
-            prefilling=prefilling,
-            prefill_tokens=prefill_tokens,
-        )
-        with torch.profiler.record_function(name):
+        held = StepTokens.of(self.rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
+        with torch.profiler.record_function(held.span_name()):
             return self.execute(scheduler_output, *args, **kwargs)
 
     def start_recording(self) -> None:
