@@ -43,7 +43,15 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("discovery", ("profwin.discovery",)),
     (
         "loading and running",
-        ("profwin.config", "profwin.session", "profwin.remote", "profwin.router", "profwin.render", "profwin.torch_driver"),
+        (
+            "profwin.config",
+            "profwin.session",
+            "profwin.remote",
+            "profwin.router",
+            "profwin.render",
+            "profwin.torch_driver",
+            "profwin.nsys_driver",
+        ),
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
     ("integrations", ("profwin.verl", "profwin.verl.*")),
