@@ -151,3 +151,13 @@ def test_proton_files_of_the_session(tmp_path: Path) -> None:
         (names[0], 0, "proton-profile", None),
     ]
     assert [a.rank for a in proton_artifacts(tmp_path.iterdir(), prefix="sess", ranks=[1], producer="vllm")] == [1]
+
+
+def test_the_last_guard_refuses_a_field_the_table_lacks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should a mapping ever add a field without the table knowing it, nothing is sent."""
+    import profwin_vllm.plan
+
+    table = {k: v for k, v in CONFIG_FIELDS.items() if k != "ignore_frontend"}
+    monkeypatch.setattr(profwin_vllm.plan, "CONFIG_FIELDS", table)
+    with pytest.raises(ConfigError, match=r"ProfilerConfig has no field\(s\) \['ignore_frontend'\].*only the fields it has"):
+        plan_for(make({"window": "2:5"}), EngineVersion.parse("0.32.0"))
