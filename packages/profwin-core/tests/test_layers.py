@@ -53,6 +53,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "profwin.rollouts",
             "profwin.render",
             "profwin.torch_driver",
+            "profwin.nsys_driver",
         ),
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),

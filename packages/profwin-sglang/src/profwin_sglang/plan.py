@@ -87,6 +87,19 @@ def _unavailable(asked: str, name: str, device: str, accelerator: str | None) ->
     return None
 
 
+def _check_capture_range(options: SglangOptions, chosen: Plan) -> None:
+    """``CUDA_PROFILER`` opens nsys's capture range when SGLang starts recording and closes it at the
+    stop (``cudaProfilerStart``/``Stop`` on the server's base GPU, 0.5.12 and 0.5.23 alike): the
+    range is the recorded steps. A trimmed plan records steps before the window, and an nsys report
+    cannot be cut afterwards, so it is refused rather than sent."""
+    if options.cuda_profiler and chosen.trims:
+        raise ConfigError(
+            f"nsys's capture range cannot be trimmed: without the server plugin SGLang would record steps "
+            f"{chosen.recorded} for window {chosen.window}. Install {_PLUGIN}, or start the window at step 0",
+            path="options.sglang.cuda_profiler",
+        )
+
+
 def new_profile_id() -> str:
     """A profile id no other session shares: seconds since the epoch plus 8 random hex digits."""
     return f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
@@ -218,6 +231,7 @@ def plan_for(
         profiler=running if running in ("v1", "v2") else None,  # type: ignore[arg-type]
         token_plugin=bool(plugin if token_plugin is None else token_plugin) or (plugin is None and token_plugin is None),
     )
+    _check_capture_range(options, chosen)
     activities, dropped = activities_for(spec, device, options=options)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
     notes = [chosen.warning] if chosen.warning else []

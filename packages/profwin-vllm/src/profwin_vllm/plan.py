@@ -18,6 +18,11 @@ A window in tokens is decided inside the engine by profwin-vllm's engine plugin
 (:mod:`profwin_vllm.engine_plugin`), which reads ``delay_iterations``/``max_iterations``
 encoded by :func:`profwin.plugin.encode_tokens`; it is sent only where the plugin runs. Anywhere
 else the plan records the same numbers as steps, and says so in a note (a ``WindowWarning``).
+
+The same bounds drive every profiler kind vLLM has (``options.vllm.profiler``): ``torch``,
+``cuda`` (``cudaProfilerStart``/``Stop`` for nsys) and ``proton``. Each version is sent only the
+``ProfilerConfig`` fields and ``start_profile`` keywords it has (:mod:`profwin_vllm.versions`):
+from 0.16 an unknown key aborts vLLM's launch.
 """
 
 from __future__ import annotations
@@ -40,7 +45,18 @@ from profwin.plugin import (
     shown,
 )
 from profwin_vllm.options import VllmOptions, options_of
-from profwin_vllm.versions import TOKEN_WINDOWS_FROM, Mechanism, mechanism, reads_env, takes_prefix
+from profwin_vllm.versions import (
+    CONFIG_FIELDS,
+    PROFILER_KINDS,
+    START_KEYWORDS,
+    TOKEN_WINDOWS_FROM,
+    Mechanism,
+    mechanism,
+    missing,
+    profiler_kinds,
+    reads_env,
+    takes_prefix,
+)
 
 __all__ = ["check_state", "delay_iterations", "max_iterations", "plan_for"]
 
@@ -73,9 +89,10 @@ def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tup
         delay, limit = encode_tokens(window)
     else:
         delay, limit = delay_iterations(window), max_iterations(window)
-    start_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
-    if how is Mechanism.PER_SESSION:
-        start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    wanted = {"profile_prefix": prefix, "delay_iterations": delay, "max_iterations": limit}
+    # Only the keywords this version's start_profile takes (fields.START_KEYWORDS): none before
+    # 0.17, the prefix from 0.17, the bounds from 0.32.
+    start_kwargs = {k: v for k, v in wanted.items() if not missing([k], START_KEYWORDS, version)}
     return delay, limit, start_kwargs
 
 
@@ -96,10 +113,11 @@ def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion)
             "leave activities unset, or set options.vllm.platform: ascend",
             path="activities",
         )
-    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+    if missing(["torch_profiler_activities"], CONFIG_FIELDS, version):
         raise ConfigError(
-            f"vLLM {version} has no setting for activities (torch_profiler_activities came with "
-            "profiler_config in 0.13); leave activities unset",
+            f"vLLM {version} has no setting for activities (ProfilerConfig.torch_profiler_activities came in "
+            f"{CONFIG_FIELDS['torch_profiler_activities']}; before it the worker records its platform's default, "
+            "CPU and the accelerator); leave activities unset",
             path="activities",
         )
     return [_VLLM_ACTIVITY[a] for a in wanted]
@@ -144,6 +162,118 @@ def _check_window_supported(window: Window, version: EngineVersion, options: Vll
             f"profiler until 0.13). Use vLLM >= 0.13, or profile the whole session with window ':' (got {window})",
             path="window",
         )
+
+
+# What a spec may ask of a profiler other than torch: these are torch.profiler settings. vLLM's
+# 'cuda' profiler only opens and closes nsys's capture range (nsys decides what is recorded), and
+# 'proton' records Triton Proton's own data.
+_TORCH_ONLY: tuple[tuple[str, str], ...] = (
+    ("activities", "activities"),
+    ("stack", "stack"),
+    ("modules", "modules"),
+    ("shapes", "shapes"),
+    ("memory", "memory"),
+    ("flops", "flops"),
+)
+# The platforms whose vLLM workers accept a kind other than torch (validate_worker_profiler_config:
+# only CUDA devices, ROCm included, take 'cuda' and 'proton').
+_NON_TORCH_PLATFORMS = (None, "cuda", "rocm")
+
+
+def _check_kind(spec: ProfileSpec, options: VllmOptions, version: EngineVersion) -> str:
+    """The profiler kind (``options.vllm.profiler``) after checking that ``version`` has it, the
+    platform takes it and the spec asks nothing of it that only torch records."""
+    kind = options.profiler
+    if options.proton_data is not None and kind != "proton":
+        raise ConfigError(f"is for profiler 'proton' (options.vllm.profiler is {kind!r})", path="options.vllm.proton_data")
+    if kind == "torch":
+        return kind
+    if kind not in profiler_kinds(version):
+        first = PROFILER_KINDS[kind]
+        raise ConfigError(
+            f"vLLM {version} has no {kind!r} profiler (ProfilerConfig.profiler {kind!r} came in {first}); "
+            f"use vLLM >= {first} or profiler 'torch'",
+            path="options.vllm.profiler",
+        )
+    if options.platform not in _NON_TORCH_PLATFORMS:
+        raise ConfigError(
+            f"vLLM on platform {options.platform!r} runs only the 'torch' profiler ({kind!r} needs a CUDA device)",
+            path="options.vllm.profiler",
+        )
+    for attribute, path in _TORCH_ONLY:
+        value = getattr(spec, attribute)
+        if value not in (None, False):
+            raise ConfigError(
+                f"is a torch.profiler setting, which vLLM's {kind!r} profiler does not take "
+                f"(got {shown(value)} with options.vllm.profiler {kind!r}); leave it unset",
+                path=path,
+            )
+    if options.frontend:
+        raise ConfigError(
+            f"the AsyncLLM frontend profiler runs only with profiler 'torch' (got {kind!r})", path="options.vllm.frontend"
+        )
+    return kind
+
+
+def _torch_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "torch_profiler_dir": str(spec.output_dir),
+        # vLLM records stacks unless told otherwise: always send the spec's choice.
+        "torch_profiler_with_stack": spec.stack or spec.modules,
+        "torch_profiler_record_shapes": spec.shapes,
+        "torch_profiler_with_memory": spec.memory,
+        "torch_profiler_with_flops": spec.flops,
+        "torch_profiler_use_gzip": options.gzip,
+        "ignore_frontend": not options.frontend,
+    }
+    if activities is not None:
+        fields["torch_profiler_activities"] = activities
+    return fields
+
+
+def _cuda_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    return {}  # nsys writes the report: vLLM only needs the kind and the bounds
+
+
+def _proton_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"proton_profiler_dir": str(spec.output_dir)}
+    if options.proton_data is not None:
+        fields["proton_data"] = options.proton_data
+    return fields
+
+
+_KIND_FIELDS = MappingProxyType({"torch": _torch_fields, "cuda": _cuda_fields, "proton": _proton_fields})
+"""profiler kind -> the ``ProfilerConfig`` fields of that kind, from the spec."""
+
+
+def _launch_config(
+    spec: ProfileSpec,
+    options: VllmOptions,
+    version: EngineVersion,
+    *,
+    kind: str,
+    activities: list[str] | None,
+    bounds: tuple[int, int],
+) -> dict[str, Any]:
+    """vLLM ``version``'s ``profiler_config`` for ``spec``: the kind's fields and the bounds.
+
+    Every key is checked against :data:`profwin_vllm.versions.CONFIG_FIELDS`: a field the version
+    lacks is never sent (from 0.16 vLLM aborts its launch on an unknown key).
+    """
+    config: dict[str, Any] = {
+        "profiler": kind,
+        **_KIND_FIELDS[kind](spec, options, activities),
+        "delay_iterations": bounds[0],
+        "max_iterations": bounds[1],
+    }
+    absent = missing(config, CONFIG_FIELDS, version)
+    if absent:
+        raise ConfigError(
+            f"vLLM {version}'s ProfilerConfig has no field(s) {sorted(absent)} (they came in "
+            f"{', '.join(sorted(set(absent.values())))}): profwin sends a version only the fields it has",
+            path="options.vllm",
+        )
+    return config
 
 
 def _check_ascend(spec: ProfileSpec, version: EngineVersion) -> None:
@@ -204,33 +334,28 @@ def plan_for(
     _check_window_supported(window, version, options)
     if options.platform == "ascend":
         _check_ascend(spec, version)
+    kind = _check_kind(spec, options, version)
     activities = _activities(spec, options, version)
     how = mechanism(version)
     delay, limit, start_kwargs = _session_numbers(window, version, spec.prefix)
 
     launch: dict[str, Any] = {}
     if version >= "0.13":
-        config: dict[str, Any] = {
-            "profiler": "torch",
-            "torch_profiler_dir": str(spec.output_dir),
-            # vLLM records stacks unless told otherwise: always send the spec's choice.
-            "torch_profiler_with_stack": spec.stack or spec.modules,
-            "torch_profiler_record_shapes": spec.shapes,
-            "torch_profiler_with_memory": spec.memory,
-            "torch_profiler_with_flops": spec.flops,
-            "torch_profiler_use_gzip": options.gzip,
-            "ignore_frontend": not options.frontend,
-            "delay_iterations": delay,
-            "max_iterations": limit,
-        }
-        if activities is not None:
-            config["torch_profiler_activities"] = activities
-        launch["profiler_config"] = config
+        launch["profiler_config"] = _launch_config(
+            spec, options, version, kind=kind, activities=activities, bounds=(delay, limit)
+        )
     env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
 
     notes = token_notes
     if options.frontend:
         notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
+    if kind == "cuda":
+        notes.append(
+            "vLLM's 'cuda' profiler calls cudaProfilerStart/Stop at the window's edges and writes no file: run the "
+            "engine under `nsys profile --capture-range=cudaProfilerApi --capture-range-end=repeat "
+            "--trace-fork-before-exec=true -o REPORT`; nsys writes REPORT.N.nsys-rep, one per session, when the "
+            "engine exits"
+        )
     return EnginePlan(
         engine="vllm",
         version=str(version),

@@ -1,9 +1,11 @@
 """The two kinds of live vLLM engine a session drives: a ``vllm serve`` server by URL, and an
 in-process ``LLM`` or ``AsyncLLM``.
 
-On stop a session always calls ``stop_profile``: vLLM's own auto-stop at the window's end
-writes the trace but leaves the frontend's "session active" flag set, and the next
-``start_profile`` would fail without it.
+On stop a session always calls ``stop_profile``, also after vLLM stopped by itself at
+``max_iterations``: up to 0.28 that auto-stop leaves the worker's session active, so the next
+``start_profile`` is silently ignored; from 0.29 it resets the worker, but from 0.32 the
+frontend's "session active" flag stays set and the next start is refused (HTTP 409,
+``ProfilerAlreadyActiveError``). A stop is harmless after an auto-stop on every version.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from profwin.plugin import (
 )
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
 from profwin_vllm.plan import plan_for
-from profwin_vllm.traces import session_artifacts
+from profwin_vllm.traces import proton_artifacts, session_artifacts
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, resolve_version
 
 __all__ = ["VllmEngine", "VllmServer"]
@@ -63,10 +65,19 @@ _NO_PLUGIN = (
 )
 
 
+def _kind(plan: EnginePlan) -> str:
+    """The profiler kind a plan launches (``torch`` for plans without a launch config)."""
+    return str(plan.launch.get("profiler_config", {}).get("profiler", "torch"))
+
+
 def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -> tuple[list[Artifact], list[str]]:
     prefix = plan.details["start_kwargs"].get("profile_prefix") if plan.details["takes_prefix"] else None
-    artifacts = session_artifacts(files(), window=plan.window, prefix=prefix, ranks=plan.details["ranks"], producer=producer)
-    return artifacts, []
+    kind, ranks = _kind(plan), plan.details["ranks"]
+    if kind == "cuda":
+        return [], ["vLLM's 'cuda' profiler writes no file: the nsys report holds this session's capture range"]
+    if kind == "proton":
+        return proton_artifacts(files(), prefix=prefix, ranks=ranks, producer=producer), []
+    return session_artifacts(files(), window=plan.window, prefix=prefix, ranks=ranks, producer=producer), []
 
 
 class VllmServer:
@@ -170,8 +181,13 @@ class VllmEngine:
                 f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",
                 path="target",
             )
-        if config.profiler != "torch":
-            raise PluginError(f"profwin-vllm reads torch traces; this engine runs the {config.profiler!r} profiler")
+        if config.profiler != _kind(plan):
+            raise ConfigError(
+                f"this engine runs vLLM's {config.profiler!r} profiler and the spec asks for {_kind(plan)!r}: set "
+                f"options.vllm.profiler: {config.profiler}, or rebuild the engine with "
+                f"{render_plan(plan, 'python').splitlines()[0]}",
+                path="options.vllm.profiler",
+            )
         wanted = (plan.details["delay_iterations"], plan.details["max_iterations"])
         if plan.mechanism != Mechanism.PER_SESSION.value and (config.delay_iterations, config.max_iterations) != wanted:
             raise ConfigError(
@@ -181,7 +197,9 @@ class VllmEngine:
                 f"{render_plan(plan, 'python').splitlines()[0]}",
                 path="window",
             )
-        directory = str(config.torch_profiler_dir)
+        if config.profiler == "cuda":
+            return plan  # nsys writes the report, wherever its -o says
+        directory = str(config.proton_profiler_dir if config.profiler == "proton" else config.torch_profiler_dir)
         if "://" in directory:
             raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
         return plan.replace(output_dir=Path(directory))

@@ -89,13 +89,20 @@ _LAUNCHES = frozenset({
 })  # fmt: skip
 _NAMED = {"process_name": "processes", "thread_name": "threads"}
 _MAX_CATEGORIES = 4096  # categories remembered; real traces have a dozen
-_COMMUNICATION = re.compile(r"nccl.*Kernel")
-_MEMORY = re.compile(r"Memcpy|Memset|dma")
-_NOT_COMPUTE = re.compile(r".*(?:Memcpy|Memset)|.*Sync")
+# traceinsight 0.6.1's kernel types (hta/common/types.py: CommunicateKernelGroupingPattern,
+# MemoryKernelGroupingPattern, ComputeKernelGroupingPattern), matched at the start of the name.
+# HTA 0.5 had communication = nccl…Kernel only and fewer names outside compute.
+_COMMUNICATION = re.compile(r"nccl|hip|hccl|.*ncclKernel")
+_MEMORY = re.compile(r"(?:hip)?(?:Memcpy|Memset)|dma")
+_NOT_COMPUTE = re.compile(
+    r"nccl|.*Memcpy|.*Memset|.*dma|.*Sync|Stream Wait Event|cuda.*LaunchKernel|runFunction|hip|job_exe|packet"
+    r"|pe_exe|cpum_exe_subgraph|hccl|collective_subgraph_execution"
+)
 
 
 def kernel_kind(name: str) -> int:
-    """Index into :data:`KERNEL_KINDS` for a device event's name (HTA 0.5's rules)."""
+    """Index into :data:`KERNEL_KINDS` for a device event's name (traceinsight 0.6.1's rules:
+    ``get_kernel_type``)."""
     if _COMMUNICATION.match(name):
         return 1
     if _MEMORY.match(name):
