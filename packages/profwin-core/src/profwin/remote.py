@@ -539,7 +539,11 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     return [
         f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"
         for a in traces
-        if a.steps is not None and window.end is not None and a.steps.end is not None and a.steps.end < window.end
+        if a.steps is not None
+        and a.steps.start == window.start  # a trace elsewhere in the session: its backend says why
+        and window.end is not None
+        and a.steps.end is not None
+        and a.steps.end < window.end
     ]
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, get_args
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, engine_flavours, is_session_prefix, resolve_activities, shown
@@ -93,7 +94,8 @@ def new_profile_id() -> str:
 
 
 _PROFILE_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{8}")  # what new_profile_id makes
-_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix")
+_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix", "forward_ct")
+_MAX_SCHEDULERS = 65_536
 
 
 def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
@@ -124,6 +126,13 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             f"must be the plan's profile id {profile_id!r} (got {shown(plan.request.get('profile_id'))})",
             path="request.profile_id",
         )
+    counters = details["forward_ct"]
+    if not (
+        isinstance(counters, list)
+        and len(counters) <= _MAX_SCHEDULERS
+        and all(type(c) is int and 0 <= c < 1 << 62 for c in counters)
+    ):
+        raise ConfigError(f"must be a list of batch counts (got {shown(counters)})", path="details.forward_ct")
     for key, allowed in (
         ("client_profile_id", (bool,)),
         ("plugin", (bool, type(None))),
@@ -192,11 +201,14 @@ def plan_for(
     device: str | None,
     profile_id: str | None = None,
     inactive: str = "",
+    forward_ct: Sequence[int] = (),
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
     ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
     only exact way, and says what happens without it). ``inactive``: why the plugin is not
-    active on that server, for the warning of the trim fallback."""
+    active on that server, for the warning of the trim fallback. ``forward_ct``: each
+    scheduler's batch counter as the plugin reported it before the start (kept in the plan's
+    details: the stop compares the trace with how many batches ran since)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     assume = plugin is None and options.start != "trim" and spec.window.start > 0
@@ -242,5 +254,6 @@ def plan_for(
             "profile_id": body["profile_id"],
             "client_profile_id": feats.client_profile_id,
             "prefix": spec.prefix,
+            "forward_ct": list(forward_ct),
         },
     )

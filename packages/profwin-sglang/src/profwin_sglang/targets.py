@@ -14,10 +14,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from profwin.plugin import (
     Artifact,
+    ConfigError,
     EngineBusy,
     EnginePlan,
     ProfileSpec,
@@ -47,30 +48,62 @@ class ServerInfo:
     Attributes:
         version: SGLang's version string, if the server said.
         device: its ``--device`` (``cuda``, ``cpu``, ``npu``...), if known.
-        plugin: the profwin-sglang server plugin answered with the protocol this client speaks.
+        plugin: every scheduler the server lists (one entry each in ``internal_states``) runs the
+            profwin-sglang server plugin with the protocol this client speaks: a relative start
+            is honoured only if each one rewrites it.
         forward_ct: rank 0's batch counter (only with the plugin).
+        forward_cts: every scheduler's batch counter, in ``internal_states`` order (only with the
+            plugin on each): what the stop compares the trace with.
+        schedulers: how many schedulers the server listed.
+        reporting: how many of them report the plugin.
     """
 
     version: str | None
     device: str | None
     plugin: bool
     forward_ct: int | None = None
+    forward_cts: tuple[int, ...] = ()
+    schedulers: int = 0
+    reporting: int = 0
 
     @classmethod
     def parse(cls, data: Mapping[str, Any]) -> ServerInfo:
-        states = data.get("internal_states") or []
-        state = states[0] if isinstance(states, list) and states and isinstance(states[0], Mapping) else {}
-        ours = state.get(STATE_KEY) if isinstance(state, Mapping) else None
-        plugin = isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE
+        states = data.get("internal_states")
+        entries = list(states) if isinstance(states, list) else []
+        ours = [_plugin_state(state) for state in entries]
+        reporting = [state for state in ours if state is not None]
+        plugin = bool(entries) and len(reporting) == len(entries)
+        counters = tuple(c for c in (state.get("forward_ct") for state in reporting) if type(c) is int and c >= 0)
+        forward_cts = counters if plugin and len(counters) == len(entries) else ()
         device = data.get("device")
         version = data.get("version")
-        forward_ct = ours.get("forward_ct") if plugin and isinstance(ours, Mapping) else None
         return cls(
             version=version if isinstance(version, str) else None,
             device=device if isinstance(device, str) else None,
-            plugin=bool(plugin),
-            forward_ct=forward_ct if isinstance(forward_ct, int) else None,
+            plugin=plugin,
+            forward_ct=forward_cts[0] if forward_cts else None,
+            forward_cts=forward_cts,
+            schedulers=len(entries),
+            reporting=len(reporting),
         )
+
+    @property
+    def partial_plugin(self) -> str:
+        """Why the plugin cannot be used although a scheduler reports it (``""``: it can, or none does)."""
+        if 0 < self.reporting < self.schedulers:
+            return (
+                f"only {self.reporting} of the server's {self.schedulers} schedulers report the profwin-sglang server "
+                "plugin, and each must rewrite the relative start"
+            )
+        return ""
+
+
+def _plugin_state(state: object) -> Mapping[str, Any] | None:
+    """The plugin's entry in one scheduler's internal state, when it speaks this client's protocol."""
+    ours = state.get(STATE_KEY) if isinstance(state, Mapping) else None
+    if isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE:
+        return ours
+    return None
 
 
 def disarm_body(output_dir: str) -> dict[str, Any]:
@@ -108,12 +141,21 @@ class _Sglang:
     def send_stop(self, ctx: TargetContext) -> bool:
         raise NotImplementedError
 
+    ran: int | None = None
+    """Batches the server ran since the start, by its own counters, read at the stop (relative mode)."""
+
     def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
         info = self.info(ctx)
         running = version or info.version
-        inactive = "" if info.plugin else self.inactive_reason(running)
+        inactive = "" if info.plugin else info.partial_plugin or self.inactive_reason(running)
         return plan_for(
-            spec, version=running, given=version is not None, plugin=info.plugin, device=info.device, inactive=inactive
+            spec,
+            version=running,
+            given=version is not None,
+            plugin=info.plugin,
+            device=info.device,
+            inactive=inactive,
+            forward_ct=info.forward_cts,
         )
 
     def inactive_reason(self, version: str | None) -> str:
@@ -128,10 +170,26 @@ class _Sglang:
         stopped = self.send_stop(ctx)
         if _needs_disarm(plan, stopped):
             self.send_start(disarm_body(str(plan.output_dir)), ctx)
+        self.ran = self._ran_since(plan, ctx)
         return stopped
 
+    def _ran_since(self, plan: EnginePlan, ctx: TargetContext) -> int | None:
+        """The most batches any scheduler ran between the plan and now, by the counters the
+        plugin reports (read after the stop: every recorded batch ran before it); ``None`` when
+        unknown. A relative window's trace cannot hold batches the server never ran."""
+        before: list[int] = list(plan.details.get("forward_ct") or [])
+        if plan.mechanism != "relative" or not before:
+            return None
+        try:
+            now = self.info(ctx).forward_cts
+        except (TargetError, ConfigError):
+            return None
+        if len(now) != len(before):
+            return None
+        return max(after - then for after, then in zip(now, before, strict=True))
+
     def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
-        return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}")
+        return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}", ran=self.ran)
 
 
 class SglangServer(_Sglang):
@@ -208,12 +266,7 @@ class SglangEngine(_Sglang):
             info = ServerInfo.parse(ctx.bounded(self.engine.get_server_info, "Engine.get_server_info"))
         args = getattr(self.engine.tokenizer_manager, "server_args", None)
         self.req_type = features(info.version or sglang_version()).req_type
-        return ServerInfo(
-            version=info.version or sglang_version(),
-            device=info.device or getattr(args, "device", None),
-            plugin=info.plugin,
-            forward_ct=info.forward_ct,
-        )
+        return evolve(info, version=info.version or sglang_version(), device=info.device or getattr(args, "device", None))
 
     def inactive_reason(self, version: str | None) -> str:
         """The Engine's schedulers run in this environment: the reason is known exactly here."""
