@@ -1,37 +1,36 @@
-"""Trace tools benchmark: profwin's streaming summarize/trim against json.load + a loop, HTA and gzip.
+"""Trace tools benchmark: profwin's streaming summarize and trim on every real trace shape, against json.load + a loop, gzip and HTA.
 
-    uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024 --hta-python ~/.cache/profwin/venvs/hta-0.5.0/bin/python
+    uv run --no-sync python benchmarks/traces_bench.py --size-mb 256 --repeat 3
+    uv run --no-sync python benchmarks/traces_bench.py --size-mb 1024 --shapes vllm,gpu
 
-Prints, in one run, the ratios issues 15 and 20 ask for: summarize and trim CPU time against
-``json.load`` + a loop (issue 20: summarize >= 8x, trim >= 7x), against HTA loading the same
-trace (>= 5x), profwin's peak RSS (<= 100 MB), and summarize of the ``.json.gz`` against
-``gzip -dc FILE > /dev/null`` (<= 2x the decompression floor).
+Prints, in one run and side by side for every shape (``benchmarks/parts/trace_shapes.py``):
+profwin's summarize and trim CPU time against ``json.load`` + a loop doing the same work (issue
+34's goals: summarize >= 8x, trim >= 7x), summarize's speed in MiB of trace per CPU second,
+summarize of the ``.json.gz`` against ``gzip -dc FILE > /dev/null`` (<= 1.5x the decompression
+floor), and profwin's peak RSS (<= 100 MB); with ``--hta-python``, HTA loading the same trace.
 
-1. Records a real template trace: a tiny decoder profiled by ``profwin.Session`` with the torch
-   driver on CPU (``record_shapes`` on, so events carry ``Input Dims`` like a real decode trace).
-2. Tiles one recorded step of it into a synthetic trace of ``--size-mb`` (uncompressed): the
-   same top-level keys, metadata events and pretty-printed layout as Kineto writes, with the
-   step's events repeated at shifted timestamps under ``ProfilerStep#k`` markers. Each step also
-   gets a GPU-like lane: a ``cudaLaunchKernel`` runtime call on the CPU thread, a ``kernel`` on
-   stream 7 of device 0 and the ``ac2g`` flow pair linking them, as a CUDA trace has.
-3. Runs each contender in its own subprocess and reads its peak RSS from
-   ``resource.getrusage`` in that process (CPU seconds too, which a busy machine distorts less
-   than wall time): the commands ``profwin summarize FILE`` and ``profwin trim FILE --window
-   A:B -o OUT`` (both streaming; ``profwin.cli.main`` in the child, its text output discarded)
-   and the naive way, ``json.load`` of the whole file plus a Python loop doing the same work.
-   Every contender runs with Python's bytecode cache on (``PYTHONPYCACHEPREFIX`` in the work
-   folder, ``PYTHONDONTWRITEBYTECODE`` unset) after one warm-up run of profwin on a small trace,
-   as any run after a package's first import is: compiling profwin, numpy and msgspec from
-   source would add about 0.5 CPU s to each profwin run and nothing to ``json.load``'s.
-   With ``--parsers`` it also times the JSON parsers considered for the reader (stdlib
-   ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) on the same file, each where
-   importable.
+1. Each shape is a real trace tiled to ``--size-mb`` (uncompressed): a block of its steps
+   repeated at later times, each event's text as the producer wrote it (see trace_shapes.py):
+   profwin's own torch-driver trace, a training step with Kineto's usual args, an NVIDIA H200
+   trace, vLLM's and SGLang's CPU traces, and the benchmark's former synthetic shape. The torch
+   templates are recorded by a child process with real torch on CPU.
+2. Runs each contender in its own subprocess and reads its peak RSS from ``/proc/self/status``
+   in that process and its CPU seconds from ``resource.getrusage`` (which a busy machine
+   distorts less than wall time): the commands ``profwin summarize FILE`` and ``profwin trim FILE
+   --window A:B -o OUT`` (``profwin.cli.main`` in the child, its text output discarded) and the
+   naive way, ``json.load`` of the whole file plus a Python loop doing the same work with the
+   shape's step marker. Every contender runs with Python's bytecode cache on
+   (``PYTHONPYCACHEPREFIX`` in the work folder, ``PYTHONDONTWRITEBYTECODE`` unset) after one
+   warm-up run of profwin on a small trace, as any run after a package's first import is:
+   compiling profwin, numpy and msgspec from source would add about 0.5 CPU s to each profwin
+   run and nothing to ``json.load``'s. With ``--stdlib`` profwin also runs without its ``fast``
+   extra, and with ``--parsers`` the JSON parsers considered for the reader (stdlib
+   ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) run on each shape.
 
-Prints seconds, peak RSS and the naive/profwin ratios. Timings are not asserted anywhere. With
-``--repeat N`` the contenders run in N rounds, each running every contender once (so that the
-machine's drift over minutes reaches every contender alike), and each contender's run with the
-least CPU time is kept (the same for each side: what this machine's noise, a few per cent from
-one run to the next, added least to).
+Timings are not asserted anywhere. With ``--repeat N`` the contenders run in N rounds, each
+running every contender of every shape once (so that the machine's drift over minutes reaches
+every contender alike), and each contender's run with the least CPU time is kept (the same for
+each side: what this machine's noise, a few per cent from one run to the next, added least to).
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ import argparse
 import gzip
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -50,134 +48,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent / "parts"))
-from trace_contenders import STEP  # the contenders run without this script (see its module)
+from trace_shapes import SHAPES, Shape, template_path, tile  # the contenders run without these (see trace_contenders)
+
+PARTS = Path(__file__).parent / "parts"
 
 CORE_SRC = Path(__file__).resolve().parents[1] / "packages" / "profwin-core" / "src"  # for --parser-python
-CORRELATION = re.compile(r"777000(\d{3})")
-KERNEL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::_softmax", "aten::native_layer_norm", "aten::gelu")
-
-
-# -- the template: one real torch trace ---------------------------------------------------------
-
-
-def record_template(out_dir: Path) -> Path:
-    """Profile steps 2..5 of a tiny decoder with profwin's torch driver; return the trace path."""
-    import torch
-
-    import profwin
-
-    torch.manual_seed(0)
-    dim, heads, vocab = 128, 4, 512
-    embed = torch.randn(vocab, dim)
-    layers = [
-        {
-            "qkv": torch.nn.Linear(dim, 3 * dim),
-            "out": torch.nn.Linear(dim, dim),
-            "up": torch.nn.Linear(dim, 4 * dim),
-            "down": torch.nn.Linear(4 * dim, dim),
-        }
-        for _ in range(2)
-    ]
-    head = torch.nn.Linear(dim, vocab)
-    cache: list[list[Any]] = [[torch.empty(heads, 0, dim // heads), torch.empty(heads, 0, dim // heads)] for _ in layers]
-
-    def decode(token: int) -> int:
-        f = torch.nn.functional
-        x = embed[token]
-        for i, layer in enumerate(layers):
-            q, k, v = layer["qkv"](f.layer_norm(x, (dim,))).view(3, heads, 1, dim // heads)
-            cache[i][0] = torch.cat([cache[i][0], k], dim=1)
-            cache[i][1] = torch.cat([cache[i][1], v], dim=1)
-            attn = f.scaled_dot_product_attention(q, cache[i][0], cache[i][1])
-            x = x + layer["out"](attn.reshape(dim))
-            x = x + layer["down"](f.gelu(layer["up"](f.layer_norm(x, (dim,)))))
-        return int(head(f.layer_norm(x, (dim,))).argmax())
-
-    spec = profwin.ProfileSpec(
-        window=profwin.Window(2, 5), output_dir=out_dir, shapes=True, options={"torch": {"format": "json"}}
-    )
-    token = 1
-    with torch.inference_mode(), profwin.Session(spec) as session:
-        for _ in range(6):
-            token = decode(token)
-            session.step()
-    return session.artifacts[0].path
-
-
-# -- tiling it into a big synthetic trace ---------------------------------------------------------
-
-
-def _render(event: dict[str, Any]) -> str:
-    """One event as Kineto lays it out (two-space indent inside the traceEvents array)."""
-    return "\n  ".join(json.dumps(event, indent=2).splitlines())
-
-
-def _as_format(event: dict[str, Any]) -> str:
-    """The event rendered with its ``ts`` replaced by a ``{ts}`` slot (and ``{step}`` in markers)."""
-    event = dict(event, ts=0.5)  # a sentinel that cannot occur in a real timestamp rendering
-    text = _render(event).replace("{", "{{").replace("}", "}}").replace('"ts": 0.5', '"ts": {ts:.3f}')
-    text = CORRELATION.sub(r"1{step:06d}\1", text)  # a flow id unique to this step
-    return STEP.sub("ProfilerStep#{step}", text)
-
-
-def _gpu_lane(op: dict[str, Any], correlation: int) -> list[dict[str, Any]]:
-    """A cudaLaunchKernel inside ``op``, the kernel it launches on stream 7, and their flow pair.
-
-    ``correlation`` is rendered as ``777000nnn``, a sentinel that :func:`_as_format` makes unique
-    per step."""
-    correlation += 777000000
-    launch_ts = op["ts"] + op.get("dur", 0.0) / 2
-    kernel_ts = launch_ts + 40.0
-    name = "void at::native::" + op["name"].split("::")[-1] + "_kernel<float, 128, 4>(float const*, float*, int)"
-    args = {"correlation": correlation, "device": 0, "stream": 7}
-    return [
-        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": op["pid"], "tid": op["tid"],
-         "ts": launch_ts, "dur": 4.2, "args": {"cbid": 211, "correlation": correlation}},
-        {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": kernel_ts, "dur": 11.5,
-         "args": dict(args, grid=[108, 1, 1], block=[128, 1, 1], **{"registers per thread": 32})},
-        {"ph": "s", "id": correlation, "pid": op["pid"], "tid": op["tid"], "ts": launch_ts, "cat": "ac2g", "name": "ac2g"},
-        {"ph": "f", "id": correlation, "pid": 0, "tid": 7, "ts": kernel_ts, "cat": "ac2g", "name": "ac2g", "bp": "e"},
-    ]  # fmt: skip
-
-
-def generate(template: Path, out: Path, *, size_mb: float) -> dict[str, Any]:
-    """Write a ~``size_mb`` trace tiled from the first recorded step of ``template``."""
-    opener: Any = gzip.open if template.name.endswith(".gz") else open
-    with opener(template, "rt", encoding="utf-8") as f:
-        trace = json.load(f)
-    events = trace["traceEvents"]
-    markers = sorted((e for e in events if e.get("ph") == "X" and STEP.fullmatch(str(e.get("name")))), key=lambda e: e["ts"])
-    first = markers[0]
-    start, period = first["ts"], markers[1]["ts"] - first["ts"]
-    in_step = [e for e in events if e.get("ph") != "M" and start <= e.get("ts", -1.0) < start + period]
-    gpu = [lane for n, e in enumerate(e for e in in_step if e.get("name") in KERNEL_OPS) for lane in _gpu_lane(e, n)]
-    metadata = [e for e in events if e.get("ph") == "M"]
-    metadata += [
-        {"ph": "M", "name": "process_name", "pid": 0, "tid": 0, "args": {"name": "python"}},
-        {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
-        {"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7 "}},
-    ]
-    sections = [[(_as_format(e), e["ts"] - start) for e in part] for part in (in_step, gpu)]
-    step_bytes = sum(len(text) + 8 for part in sections for text, _ in part)  # + separators and ts digits, roughly
-    steps = max(2, int(size_mb * 2**20 / step_bytes))
-
-    head = {k: v for k, v in trace.items() if k != "traceEvents"}
-    keys = list(trace)
-    before = {k: head[k] for k in keys[: keys.index("traceEvents")]}
-    after = {k: head[k] for k in keys[keys.index("traceEvents") + 1 :]}
-    tmp = out.with_name(out.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(before, indent=2)[:-2] + ',\n  "traceEvents": [\n  ')
-        f.write(",\n  ".join(_render(e) for e in metadata))
-        # Kineto's order: all host operators (sorted by start), then all CUPTI activities.
-        for slots in sections:
-            for step in range(steps):
-                base = start + step * period
-                f.write(",\n  ")
-                f.write(",\n  ".join(fmt.format(ts=base + offset, step=step) for fmt, offset in slots))
-        f.write("\n  ]," + json.dumps(after)[1:] + "\n")
-    tmp.replace(out)
-    return {"steps": steps, "events": len(metadata) + steps * (len(in_step) + len(gpu)), "bytes": out.stat().st_size}
+GOALS = {"summarize": 8.0, "trim": 7.0, "gzip": 1.5, "rss_mb": 100.0}
 
 
 def measure(name: str, *args: str, python: str = sys.executable, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -185,7 +61,7 @@ def measure(name: str, *args: str, python: str = sys.executable, env: dict[str, 
     and peak RSS (VmHWM: unlike ru_maxrss it does not carry over from the parent across exec)."""
     code = (
         "import re, resource, sys, time\n"
-        f"sys.path[:0] = [{str(Path(__file__).parent / 'parts')!r}, {str(CORE_SRC)!r}]\n"
+        f"sys.path[:0] = [{str(PARTS)!r}, {str(CORE_SRC)!r}]\n"
         "import trace_contenders\n"
         "t = time.perf_counter()\n"
         "msg = trace_contenders.CONTENDERS[sys.argv[1]](*sys.argv[2:])\n"
@@ -217,128 +93,192 @@ def _row(r: dict[str, Any]) -> str:
     return f"  {r['name']:<28} {r['seconds']:>8.2f} s wall {r['cpu']:>8.2f} s cpu {r['rss_mb']:>9.1f} MB   {r['result']}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--size-mb", type=float, default=1024, help="synthetic trace size, uncompressed (default 1024)")
-    parser.add_argument("--dir", type=Path, help="where to write the traces (default: a temporary folder)")
-    parser.add_argument("--keep", action="store_true", help="keep the generated files")
-    parser.add_argument("--parsers", action="store_true", help="also time the JSON parsers considered")
-    parser.add_argument(
-        "--parser-python", default=sys.executable, help="interpreter for the parser runs (one with ijson/msgspec/orjson)"
+def _templates(work: Path) -> dict[str, str]:
+    """The recorded templates' paths by kind, recorded once per work folder in a child (torch)."""
+    known = work / "templates" / "recorded.json"
+    if known.exists():
+        return dict(json.loads(known.read_text()))
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(PARTS)!r}); import trace_shapes as s; "
+        "print(json.dumps(s.record_templates(s.Path(sys.argv[1]))))"
     )
-    parser.add_argument("--skip-naive", action="store_true", help="do not run the json.load baselines")
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="runs of every contender, the one with the least CPU kept (default 1)"
-    )
-    parser.add_argument("--smoke", action="store_true", help="a tiny run (2 MiB) that only checks the script works (CI)")
-    parser.add_argument(
-        "--hta-python", help="interpreter with HolisticTraceAnalysis 0.5.0 (integration_tests/traces/build_hta_env.sh)"
-    )
-    args = parser.parse_args(argv)
-    if args.smoke:
-        args.size_mb = 2
+    done = subprocess.run([sys.executable, "-c", code, str(known.parent)], capture_output=True, text=True, check=True)
+    known.write_text(done.stdout.strip().splitlines()[-1])
+    return dict(json.loads(known.read_text()))
 
-    work = args.dir or Path(tempfile.mkdtemp(prefix="profwin-traces-bench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    trace = work / f"synthetic-{int(args.size_mb)}mb.pt.trace.json"
-    if not trace.exists():
-        t = time.perf_counter()
-        code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import traces_bench as b; print(b.record_template(b.Path(sys.argv[1])))"
-        recorded = subprocess.run(
-            [sys.executable, "-c", code, str(work / "template")], capture_output=True, text=True, check=True
-        )
-        template = Path(recorded.stdout.strip().splitlines()[-1])
-        info = generate(template, trace, size_mb=args.size_mb)
-        print(f"generated {trace}: {info['bytes'] / 2**20:.0f} MiB, {info['steps']} steps, {info['events']:,} events "
-              f"in {time.perf_counter() - t:.0f} s")  # fmt: skip
-    else:
-        print(f"reusing {trace} ({trace.stat().st_size / 2**20:.0f} MiB)")
 
-    gz = trace.with_name(trace.name + ".gz")
-    if not gz.exists():
-        with open(trace, "rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    hta_dir = work / "hta"
-    hta_dir.mkdir(exist_ok=True)
-    hta_trace = hta_dir / trace.name
-    if not hta_trace.exists():
-        hta_trace.symlink_to(trace)
-    # Bytecode cached, as after a package's first import (see the module docstring).
-    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    cached["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
-    stdlib = {**cached, "PROFWIN_TRACES_FAST": "0"}
+def _traces(work: Path, shapes: list[Shape], size_mb: float) -> dict[str, Path]:
+    """Each shape's trace of ``size_mb`` (and its ``.gz``, gzip -1), generated once per work folder."""
+    recorded: dict[str, str] | None = None
+    found = {}
+    for shape in shapes:
+        trace = work / f"{shape.name}-{size_mb:g}mb.pt.trace.json"
+        if not trace.exists():
+            t = time.perf_counter()
+            recorded = recorded or _templates(work)
+            info = tile(template_path(shape, recorded), trace, shape, size_mb=size_mb)
+            print(f"generated {trace.name}: {info['bytes'] / 2**20:.0f} MiB, {info['steps']} steps, "
+                  f"{info['events']:,} events in {time.perf_counter() - t:.0f} s", flush=True)  # fmt: skip
+        gz = trace.with_name(trace.name + ".gz")
+        if not gz.exists():
+            with open(trace, "rb") as src, gzip.open(gz, "wb", compresslevel=1) as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        found[shape.name] = trace
+    return found
+
+
+def _warm_up(work: Path, envs: list[dict[str, str]]) -> None:
+    """One run of each profwin command per environment, on a small trace: bytecode compiled and cached."""
     warm = work / "warm-up.pt.trace.json"
     warm.write_text(json.dumps({"traceEvents": [{"ph": "X", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": 10.0 * k,
                                                  "dur": 5.0} for k in range(3)]}, indent=2))  # fmt: skip
     with open(warm, "rb") as src, gzip.open(str(warm) + ".gz", "wb") as dst:
         shutil.copyfileobj(src, dst)
-    for env in (cached, stdlib):
-        for name, call in (
-            ("cli_summarize", (str(warm) + ".gz",)),
-            ("cli_trim", (str(warm), str(warm) + ".out.json", "0", "2")),
-        ):
-            measure(name, *call, env=env)
+    for env in envs:
+        measure("cli_summarize", str(warm) + ".gz", env=env)
+        measure("cli_trim", str(warm), str(warm) + ".out.json", "0", "2", env=env)
 
-    # The trims keep the middle three fifths of the steps, which one summarize run counts.
-    counted = measure("cli_summarize", str(trace), env=cached)
-    n_steps = int(counted["result"].split()[0]) if "error" not in counted else 100
-    first, last = n_steps // 5, n_steps * 4 // 5
-    window = (str(first), str(last))
-    runs: list[tuple[str, str, tuple[str, ...], dict[str, Any]]] = [
-        ("profwin summarize", "cli_summarize", (str(trace),), {"env": cached}),
-        ("profwin summarize (stdlib)", "cli_summarize", (str(trace),), {"env": stdlib}),
-        ("profwin summarize .json.gz", "cli_summarize", (str(gz),), {"env": cached}),
-        ("gzip -dc .json.gz", "gzip_dc", (str(gz),), {"env": cached}),
+
+def _ratio(num: dict[str, Any] | None, den: dict[str, Any] | None) -> float | None:
+    return None if num is None or den is None else num["cpu"] / den["cpu"]
+
+
+def _goal(value: float | None, goal: float, *, most: bool = False) -> str:
+    if value is None:
+        return "-"
+    met = value <= goal if most else value >= goal
+    return f"{value:.2f}x {'met' if met else 'NOT met'}"
+
+
+def _table(shapes: list[Shape], traces: dict[str, Path], results: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """The per-shape table, in Markdown: the ratios and whether each meets its goal."""
+    lines = [
+        "| shape | MiB | summarize CPU s | json.load + loop CPU s | summarize vs json.load + loop (>= 8x) | MiB/s (CPU) "
+        "| trim vs json.load + filter + dump (>= 7x) | .json.gz vs gzip -dc (<= 1.5x) | peak RSS (<= 100 MB) |",
+        "|---|---:|---:|---:|---|---:|---|---|---|",
     ]
-    if not args.skip_naive:
-        runs.append(("json.load + loop", "naive_summarize", (str(trace),), {"env": cached}))
-    if args.hta_python:
-        runs.append(("HTA 0.5.0 load", "hta_load", (str(hta_trace),), {"python": args.hta_python, "env": cached}))
-    runs.append(("profwin trim", "cli_trim", (str(trace), str(work / "cli_trim.pt.trace.json"), *window), {"env": cached}))
-    if not args.skip_naive:
-        out = str(work / "naive_trim.pt.trace.json")
-        runs.append(("json.load + filter + dump", "naive_trim", (str(trace), out, *window), {"env": cached}))
+    for shape in shapes:
+        got = {label: r for (name, label), r in results.items() if name == shape.name and "error" not in r}
+        mib = traces[shape.name].stat().st_size / 2**20
+        ours, naive = got.get("profwin summarize"), got.get("json.load + loop")
+        summarize = _ratio(naive, ours)
+        trim = _ratio(got.get("json.load + filter + dump"), got.get("profwin trim"))
+        zipped = _ratio(got.get("profwin summarize .json.gz"), got.get("gzip -dc .json.gz"))
+        peak = max((r["rss_mb"] for label, r in got.items() if label.startswith("profwin")), default=None)
+        rss = "-" if peak is None else f"{peak:.0f} MB {'met' if peak <= GOALS['rss_mb'] else 'NOT met'}"
+        lines.append(
+            f"| {shape.name} | {mib:.0f} | {ours['cpu'] if ours else float('nan'):.2f} | "
+            f"{naive['cpu'] if naive else float('nan'):.2f} | {_goal(summarize, GOALS['summarize'])} | "
+            f"{mib / ours['cpu'] if ours else float('nan'):.0f} | {_goal(trim, GOALS['trim'])} | "
+            f"{_goal(zipped, GOALS['gzip'], most=True)} | {rss} |"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size-mb", type=float, default=256, help="each shape's trace size, uncompressed (default 256)")
+    parser.add_argument(
+        "--shapes", default=",".join(SHAPES), help=f"comma-separated shapes to run (default all: {', '.join(SHAPES)})"
+    )
+    parser.add_argument("--dir", type=Path, help="where to write the traces (default: a temporary folder, removed)")
+    parser.add_argument("--stdlib", action="store_true", help="also run profwin summarize without its fast extra")
+    parser.add_argument("--parsers", action="store_true", help="also time the JSON parsers considered, on each shape")
+    parser.add_argument(
+        "--parser-python", default=sys.executable, help="interpreter for the parser runs (one with ijson/msgspec/orjson)"
+    )
+    parser.add_argument("--skip-naive", action="store_true", help="do not run the json.load baselines")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="rounds of every contender, each one's run with the least CPU kept (default 1)"
+    )
+    parser.add_argument("--smoke", action="store_true", help="a tiny run (1 MiB a shape) that only checks the script works (CI)")
+    parser.add_argument(
+        "--hta-python", help="interpreter with HolisticTraceAnalysis 0.5.0 (integration_tests/traces/build_hta_env.sh)"
+    )
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.size_mb = 1
+    names = [n.strip() for n in args.shapes.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown or not names:
+        parser.error(f"--shapes: unknown {', '.join(unknown) or 'none given'}; the shapes are {', '.join(SHAPES)}")
+    shapes = [SHAPES[n] for n in names]
+
+    work = args.dir or Path(tempfile.mkdtemp(prefix="profwin-traces-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    traces = _traces(work, shapes, args.size_mb)
+    # Bytecode cached, as after a package's first import (see the module docstring).
+    cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    cached["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    stdlib = {**cached, "PROFWIN_TRACES_FAST": "0"}
+    _warm_up(work, [cached, stdlib] if args.stdlib else [cached])
+
+    runs: list[tuple[str, str, str, tuple[str, ...], dict[str, Any]]] = []
+    windows = {}
+    for shape in shapes:
+        trace, gz = traces[shape.name], str(traces[shape.name]) + ".gz"
+        # The trims keep the middle three fifths of the steps, which one summarize run counts.
+        counted = measure("cli_summarize", str(trace), env=cached)
+        n_steps = int(counted["result"].split()[0]) if "error" not in counted else 100
+        window = (str(n_steps // 5), str(n_steps * 4 // 5))
+        windows[shape.name] = (n_steps, window)
+        hta_dir = work / f"hta-{shape.name}"
+        hta_dir.mkdir(exist_ok=True)
+        if not (hta_dir / trace.name).exists():
+            (hta_dir / trace.name).symlink_to(trace)
+        one = [
+            ("profwin summarize", "cli_summarize", (str(trace),), {"env": cached}),
+            ("profwin summarize .json.gz", "cli_summarize", (gz,), {"env": cached}),
+            ("gzip -dc .json.gz", "gzip_dc", (gz,), {"env": cached}),
+            ("profwin trim", "cli_trim", (str(trace), str(work / "cli_trim.pt.trace.json"), *window), {"env": cached}),
+        ]
+        if args.stdlib:
+            one.append(("profwin summarize (stdlib)", "cli_summarize", (str(trace),), {"env": stdlib}))
+        if not args.skip_naive:
+            one.append(("json.load + loop", "naive_summarize", (str(trace), shape.marker), {"env": cached}))
+            out = str(work / "naive_trim.pt.trace.json")
+            one.append(("json.load + filter + dump", "naive_trim", (str(trace), out, *window, shape.marker), {"env": cached}))
+        if args.hta_python:
+            one.append(("HTA 0.5.0 load", "hta_load", (str(hta_dir / trace.name),), {"python": args.hta_python, "env": cached}))
+        runs += [(shape.name, label, name, call, kwargs) for label, name, call, kwargs in one]
     # Rounds that each run every contender once: the machine's drift over minutes reaches all
     # of them alike, not one contender's block of runs more than another's.
-    samples: dict[str, list[dict[str, Any]]] = {label: [] for label, *_ in runs}
+    samples: dict[tuple[str, str], list[dict[str, Any]]] = {(shape, label): [] for shape, label, *_ in runs}
     rounds = max(args.repeat, 1)
     for round_ in range(rounds):
         if rounds > 1:
             print(f"round {round_ + 1} of {rounds}", file=sys.stderr, flush=True)
-        for label, name, call, kwargs in runs:
-            samples[label].append(measure(name, *call, **kwargs))
+        for shape_name, label, name, call, kwargs in runs:
+            samples[(shape_name, label)].append(measure(name, *call, **kwargs))
     for path in (work / "cli_trim.pt.trace.json", work / "naive_trim.pt.trace.json"):
         path.unlink(missing_ok=True)
-    results = {label: best_of(runs_of) for label, runs_of in samples.items()}
-    for label, result in results.items():
-        print(_row(dict(result, name=label)), flush=True)
+    results = {key: best_of(runs_of) for key, runs_of in samples.items()}
     if args.parsers:
-        for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
-            results[name] = measure(name, str(trace), python=args.parser_python, env=cached)
-            print(_row(dict(results[name], name=name)), flush=True)
+        for shape in shapes:
+            for name in ("parse_stdlib", "parse_ijson", "parse_msgspec", "parse_orjson", "parse_json_load"):
+                results[(shape.name, name)] = measure(name, str(traces[shape.name]), python=args.parser_python, env=cached)
 
-    ok = {k: r for k, r in results.items() if "error" not in r}
-    print(f"\ntrace: {trace.stat().st_size / 2**20:.0f} MiB ({gz.stat().st_size / 2**20:.0f} MiB gzip -1), "
-          f"{n_steps} steps; trim keeps {first}:{last}" + (f"; best of {args.repeat} runs each" if args.repeat > 1 else ""))  # fmt: skip
-    ours, ours_trim = ok.get("profwin summarize"), ok.get("profwin trim")
-    if ours and "json.load + loop" in ok:
-        print(f"1. vs json.load + loop, CPU: summarize {ok['json.load + loop']['cpu'] / ours['cpu']:.2f}x"
-              + (f", trim {ok['json.load + filter + dump']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim and "json.load + filter + dump" in ok else "")
-              + "  (goal: summarize >= 8x, trim >= 7x)")  # fmt: skip
-    if ours and "HTA 0.5.0 load" in ok:
-        print(f"2. vs HTA load, CPU: summarize {ok['HTA 0.5.0 load']['cpu'] / ours['cpu']:.2f}x"
-              + (f", trim {ok['HTA 0.5.0 load']['cpu'] / ours_trim['cpu']:.2f}x" if ours_trim else "") + "  (goal >= 5x)")  # fmt: skip
-    if ours:
-        peak = max(r["rss_mb"] for k, r in ok.items() if k.startswith("profwin"))
-        print(f"3. peak RSS of profwin: {peak:.0f} MB  (goal <= 100 MB)")
-    if "profwin summarize .json.gz" in ok and "gzip -dc .json.gz" in ok:
-        mine, floor = ok["profwin summarize .json.gz"], ok["gzip -dc .json.gz"]
-        print(f"4. summarize .json.gz / gzip -dc: wall {mine['seconds'] / floor['seconds']:.2f}x, "
-              f"CPU {mine['cpu'] / floor['cpu']:.2f}x  (goal <= 2x)")  # fmt: skip
-    if "profwin summarize (stdlib)" in ok and ours:
-        print(f"   fast path vs stdlib path, CPU: {ok['profwin summarize (stdlib)']['cpu'] / ours['cpu']:.2f}x")
-    if not args.keep and not args.dir:
-        shutil.rmtree(work)  # the HTA folder's link dangles once its target is gone: not a walk of files
+    for shape in shapes:
+        n_steps, (first, last) = windows[shape.name]
+        mib = traces[shape.name].stat().st_size / 2**20
+        print(f"\n{shape.name}: {shape.about}\n  {mib:.0f} MiB, {n_steps} steps; trim keeps {first}:{last}")
+        for (name, label), result in results.items():
+            if name == shape.name:
+                print(_row(dict(result, name=label)), flush=True)
+        got = {label: r for (name, label), r in results.items() if name == shape.name and "error" not in r}
+        if "HTA 0.5.0 load" in got and "profwin summarize" in got:
+            hta = got["HTA 0.5.0 load"]["cpu"]
+            print(f"  vs HTA load, CPU: summarize {hta / got['profwin summarize']['cpu']:.2f}x"
+                  + (f", trim {hta / got['profwin trim']['cpu']:.2f}x" if "profwin trim" in got else "") + "  (goal >= 5x)")  # fmt: skip
+        if "profwin summarize (stdlib)" in got and "profwin summarize" in got:
+            print(
+                f"  fast path vs stdlib path, CPU: {got['profwin summarize (stdlib)']['cpu'] / got['profwin summarize']['cpu']:.2f}x"
+            )
+    conditions = f"{args.size_mb:g} MiB a shape, best of {rounds} interleaved round{'s' if rounds > 1 else ''}, CPU time"
+    print(f"\nper shape ({conditions}):")
+    print("\n".join(_table(shapes, traces, results)))
+    if not args.dir:
+        shutil.rmtree(work)  # the HTA folders' links dangle once their targets are gone: not a walk of files
     return 0
 
 

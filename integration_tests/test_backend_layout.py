@@ -21,14 +21,17 @@ RANK = {
     "options": 1,
     "versions": 1,
     "traces": 1,
+    "structs": 1,
     "window": 2,
+    "engine_plugin": 2,
     "plan": 3,
     "targets": 4,
     "backend": 5,
     "session": 6,
     "__init__": 7,
 }
-"""A module imports only modules of a lower rank. ``server_plugin`` and ``window`` are SGLang's own."""
+"""A module imports only modules of a lower rank. ``server_plugin``, ``structs`` and ``window`` are
+SGLang's own, ``engine_plugin`` vLLM's (the engine-side halves: each runs inside the engine)."""
 SHARED = ("_plugin", "backend", "targets", "options", "plan", "versions", "traces", "session", "__init__")
 
 

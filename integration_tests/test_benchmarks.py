@@ -61,7 +61,12 @@ def test_memory_cpu_timeline() -> None:
 
 @pytest.mark.torch
 def test_traces_bench(tmp_path: Path) -> None:
-    out = run_smoke("traces_bench.py", "--dir", str(tmp_path), "--repeat", "2")
-    assert "1. vs json.load + loop, CPU: summarize" in out
-    assert "best of 2 runs each" in out
+    """Every shape is generated from its template and every contender runs on it, once."""
+    sys.path.insert(0, str(BENCHMARKS / "parts"))
+    from trace_shapes import SHAPES
+
+    out = run_smoke("traces_bench.py", "--dir", str(tmp_path))
+    assert "| shape | MiB | summarize CPU s |" in out
+    for name in SHAPES:
+        assert f"\n| {name} | " in out, name
     assert "unavailable" not in out

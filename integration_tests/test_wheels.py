@@ -52,7 +52,10 @@ CORE = "profwin-core"
 RAY = "profwin-ray"
 PLUGINS = sorted(name for name in MEMBERS if name not in (UMBRELLA, CORE))  # the light ones, in profwin[all]
 ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
-LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.clusters")  # what `profwin plugins` lists
+LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.trainers", "profwin.clusters")  # what `profwin plugins` lists
+# Trainer integrations whose trainer is not on the registry (slime is installed from its repository;
+# the "slime" on PyPI is another project): no "engine" extra can name it.
+NO_ENGINE_EXTRA = {"profwin-slime"}
 # The cached Ray environment's ray (integration_tests/ray/build_env.sh), so uv's cache holds it.
 RAY_VERSION = "2.60.0"
 
@@ -144,8 +147,8 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     if name == UMBRELLA:
         assert code == [], f"the umbrella must ship no code, has {code}"
         extras = set(meta.get_all("Provides-Extra") or [])
-        assert extras == {"vllm", "sglang", "npu", "memory", "verl", "ray", "plot", "fast", "all"}
-        for extra in ("vllm", "sglang", "npu", "memory", "verl", "ray"):
+        assert extras == {"vllm", "sglang", "npu", "memory", "verl", "slime", "ray", "plot", "fast", "all"}
+        for extra in ("vllm", "sglang", "npu", "memory", "verl", "slime", "ray"):
             assert any(r.startswith(f"profwin-{extra}") and f"extra == '{extra}'" in r for r in requires), extra
     else:
         assert code == [_import_name(name) if name != CORE else "profwin"]
@@ -155,7 +158,10 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
                 assert f"{ep_name} = {target}" in entry_points, f"{name}: entry point {group}:{ep_name} missing"
     if name in PLUGINS:
         assert any(_requirement_name(r) == CORE for r in hard), f"{name} must require {CORE}"
-        assert "engine" in (meta.get_all("Provides-Extra") or []), f"{name}: the engine must be the extra 'engine'"
+        if name in NO_ENGINE_EXTRA:
+            assert "engine" not in (meta.get_all("Provides-Extra") or []), f"{name}: its trainer is not on the registry"
+        else:
+            assert "engine" in (meta.get_all("Provides-Extra") or []), f"{name}: the engine must be the extra 'engine'"
     if name == RAY:  # no engine extra: ray is what it is for
         assert sorted(_requirement_name(r) for r in hard) == [CORE, "ray"], hard
 
@@ -292,7 +298,7 @@ for name in names[1:]:
     except Exception as exc:
         record(name, exc)
 for ep in dist.entry_points:
-    if ep.group in ("profwin.backends", "profwin.profilers"):
+    if ep.group in ("profwin.backends", "profwin.profilers", "profwin.trainers"):
         requires += list(getattr(ep.load(), "requires", ()))
 print(json.dumps({"top": top, "file": getattr(package, "__file__", None),
                   "modules": names, "failures": failures, "requires": requires}))
@@ -412,6 +418,10 @@ def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
     for name in ("torch", "memory"):
         assert plugins[name]["status"] == "missing dependency", plugins[name]
     assert "profwin-verl" in versions  # profwin[all] brings verl's integration (not verl)
+    assert "profwin-slime" in versions  # and slime's (slime is the user's, from its repository)
+    for trainer in ("verl", "slime"):  # listed; the trainer itself is the user's
+        info = plugins[trainer]
+        assert (info["group"], info["status"]) == ("profwin.trainers", "missing dependency"), info
 
 
 # -- profwin-verl next to the real verl ---------------------------------------------------------

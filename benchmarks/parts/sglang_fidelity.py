@@ -139,6 +139,9 @@ def run(variant: str, model: Path, start: int, end: int, tokens: int) -> dict[st
     work = Path(tempfile.mkdtemp(prefix="profwin-sglang-fidelity-"))
     site = _timer_site(work / "site", profwin_plugin=variant == "relative")
     os.environ["PROFWIN_BATCH_TIMES"] = str(work / "batches.txt")
+    # As profwin's launch environment: without the plugin (the trim variant) the server then says
+    # which profiler it runs, and profwin sends it only what that profiler takes.
+    os.environ["SGLANG_EXPOSE_OWN_ENV_VARS"] = "1"
     batches = Batches(work / "batches.txt")
     server = Server(model, work, plugin_site=site, python=Path(sys.executable), extra_args=MEM_FRACTION)
     server.start()

@@ -13,18 +13,28 @@ import os
 import re
 from typing import Any
 
-STEP = re.compile(r"ProfilerStep#(\d+)")
+
+def _steps(events: list[dict[str, Any]], pattern: str) -> dict[int, tuple[float, float]]:
+    """The steps' ``(start, end)`` by number: host-side complete events whose name starts with the
+    producer's marker ``pattern``, numbered by its group, or in time order where it has none."""
+    marker = re.compile(pattern)
+    found = [
+        e
+        for e in events
+        if e.get("ph") == "X" and marker.match(str(e.get("name", ""))) and not str(e.get("cat", "")).startswith("gpu_")
+    ]
+    if marker.groups:
+        numbered = [(int(marker.match(e["name"]).group(1)), e) for e in found]  # type: ignore[union-attr]
+    else:
+        numbered = list(enumerate(sorted(found, key=lambda e: e["ts"])))
+    return {n: (e["ts"], e["ts"] + e["dur"]) for n, e in numbered}
 
 
-def naive_summarize(path: str) -> str:
+def naive_summarize(path: str, pattern: str) -> str:
     """What a user writes today: json.load the whole trace, then loop over its events."""
     with open(path, encoding="utf-8") as f:
         trace = json.load(f)
-    steps = {}
-    for e in trace["traceEvents"]:
-        m = STEP.fullmatch(str(e.get("name", ""))) if e.get("ph") == "X" else None
-        if m:
-            steps[int(m.group(1))] = (e["ts"], e["ts"] + e["dur"])
+    steps = _steps(trace["traceEvents"], pattern)
     self_us: dict[str, float] = {}
     stacks: dict[Any, list[list[Any]]] = {}
     for e in sorted((e for e in trace["traceEvents"] if e.get("ph") == "X"), key=lambda e: (e["ts"], -e.get("dur", 0))):
@@ -37,20 +47,16 @@ def naive_summarize(path: str) -> str:
         self_us[e["name"]] = self_us.get(e["name"], 0.0) + e.get("dur", 0)
         stack.append([end, e["name"]])
     top = sorted(self_us.items(), key=lambda kv: -kv[1])[:20]
-    return f"{len(steps)} steps, top {top[0][0]}"
+    return f"{len(steps)} steps, top {top[0][0][:40]}"
 
 
-def naive_trim(path: str, out: str, first_step: str, end_step: str) -> str:
+def naive_trim(path: str, out: str, first_step: str, end_step: str, pattern: str) -> str:
     """json.load, keep the events overlapping steps [first, last), json.dump."""
     first, last = int(first_step), int(end_step)
     with open(path, encoding="utf-8") as f:
         trace = json.load(f)
-    spans = {}
-    for e in trace["traceEvents"]:
-        m = STEP.fullmatch(str(e.get("name", ""))) if e.get("ph") == "X" else None
-        if m and first <= int(m.group(1)) < last:
-            spans[int(m.group(1))] = (e["ts"], e["ts"] + e["dur"])
-    t0, t1 = min(s for s, _ in spans.values()), max(e for _, e in spans.values())
+    spans = [span for n, span in _steps(trace["traceEvents"], pattern).items() if first <= n < last]
+    t0, t1 = min(s for s, _ in spans), max(e for _, e in spans)
     trace["traceEvents"] = [
         e
         for e in trace["traceEvents"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ def main(model: str, out: Path, windows: list[str]) -> None:
             is_async = window.startswith("async:")
             text = window.removeprefix("async:")
             spec = ProfileSpec(window=Window.parse(text), output_dir=out / text.replace(":", "-"), activities=["cpu"])
+            caught = warnings.catch_warnings(record=True)
+            seen = caught.__enter__()
+            warnings.simplefilter("always")
             if is_async:
 
                 async def profiled(spec: ProfileSpec = spec) -> Any:
@@ -60,11 +64,13 @@ def main(model: str, out: Path, windows: list[str]) -> None:
             else:
                 with session(engine, spec) as s:
                     engine.generate("w7 w8", params)
+            caught.__exit__(None, None, None)
             report.append(
                 {
                     "window": window,
                     "mode": s.results[0].details["mode"],
                     "plugin": s.results[0].details["plugin"],
+                    "warnings": [str(w.message) for w in seen],
                     "artifacts": [{"steps": str(a.steps), "names": step_names(a.path), "file": a.path.name} for a in s.artifacts],
                 }
             )

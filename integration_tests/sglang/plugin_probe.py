@@ -38,8 +38,26 @@ def main() -> None:
     load_plugins()
     hooks = sorted(target for target, entries in HookRegistry._hooks.items() if any(
         getattr(part, "__module__", "") == "profwin_sglang.server_plugin" for entry in entries for part in entry))  # fmt: skip
+    # profwin's builder on this SGLang's own ProfileReq (a dataclass with ``type`` before 0.5.16, a
+    # kw_only msgspec struct with ``req_type`` after), with a field only newer versions have.
+    from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType
+
+    from profwin_sglang import build_profile_req
+
+    fields = {"output_dir": "/tmp/x", "num_steps": 3, "activities": ["CPU"], "detailed_annotations": True}
+    built = {}
+    for start in (True, False):
+        req = build_profile_req(ProfileReq, ProfileReqType, fields, start=start)
+        kind = getattr(req, "req_type", None) or getattr(req, "type", None)
+        built["start" if start else "stop"] = {
+            "kind": kind.name,
+            "num_steps": req.num_steps,
+            "detailed_annotations": getattr(req, "detailed_annotations", "absent"),
+            "struct": "msgspec" if hasattr(type(req), "__struct_fields__") else "dataclass",
+        }
     json.dump(
         {
+            "built": built,
             "sglang": importlib.metadata.version("sglang"),
             "unavailable_here": before,
             "imported_sglang_to_decide": imported_before,

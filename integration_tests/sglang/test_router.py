@@ -19,17 +19,18 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from argparse import Namespace
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import profwin
-from profwin.traces import summarize
+from profwin.traces import count_steps, summarize
 
-from ..conftest import built_python
-from .conftest import ADMIN_KEY, ROOT, Server, _free_port, _serve
+from ..conftest import built_python, dist_info_site
+from .conftest import ADMIN_KEY, HERE, ROOT, Server, _free_port, _serve
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -177,3 +178,197 @@ def test_start_and_stop_while_workers_join_and_leave(servers: list[Server], rout
     assert not by_url[b.url]["ok"]
     assert by_url[b.url]["details"]["router"] == "joined"
     assert by_url[b.url]["artifacts"] == []
+
+
+# -- profwin-slime: slime's rollout function over this router ------------------------------------
+#
+# slime is not on the registry: slime_standin/ is a stand-in with slime's module paths, signatures
+# and router arguments at the commit profwin-slime names (its docstring says what it reproduces).
+# The proof runs it the way slime does: its RolloutManager as a real Ray 2.60 actor loads
+# profwin_slime.generate_rollout from args and calls it for rollouts 0..4 and one evaluation;
+# every request goes through the real sglang-router to the two real SGLang servers above.
+
+SLIME = HERE / "slime_standin"
+ROLLOUTS = 5
+CHOSEN = (1, 3)
+
+
+@pytest.fixture(scope="module")
+def ray_python() -> Path:
+    """The cached Ray 2.60 environment (integration_tests/ray/build_env.sh)."""
+    return built_python(ROOT / "integration_tests/ray/build_env.sh", label="Ray 2.60.0")
+
+
+@pytest.fixture(scope="module")
+def slime_router(servers: list[Server], router_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Router]:
+    """One router in front of both servers for the slime tests that leave its list alone."""
+    router = Router(router_python, tmp_path_factory.mktemp("slime-router"))
+    router.start([s.url for s in servers])
+    try:
+        yield router
+    finally:
+        router.stop()
+
+
+def _slug(url: str) -> str:
+    return url.removeprefix("http://").replace(":", "_")
+
+
+def _profwin_config(out: Path, rollouts: object, **more: object) -> dict[str, object]:
+    spec = {"window": WINDOW, "output_dir": str(out), "activities": ["cpu"]}
+    return {"profwin_rollouts": rollouts, "profwin_spec": spec, **more}
+
+
+def _trace_of(out: Path, kind: str, rollout_id: int, worker: str) -> list[Path]:
+    return sorted(out.glob(f"profwin-{kind}{rollout_id}-{_slug(worker)}-*.trace.json.gz"))
+
+
+def test_slime_profiles_the_chosen_rollouts_on_every_worker_from_a_ray_actor(
+    servers: list[Server], slime_router: Router, ray_python: Path, tmp_path: Path
+) -> None:
+    import yaml
+
+    out = tmp_path / "traces"
+    custom = tmp_path / "profwin.yaml"  # slime's --custom-config-path: each key lands on args
+    custom.write_text(yaml.safe_dump(_profwin_config(out, list(CHOSEN))))
+    config = tmp_path / "driver.json"
+    config.write_text(
+        json.dumps(
+            {
+                "router": slime_router.url,
+                "admin_key": ADMIN_KEY,
+                "custom_config": str(custom),
+                "rollouts": ROLLOUTS,
+                "tokens": TOKENS,
+            }
+        )
+    )
+    site = dist_info_site(tmp_path / "site", "profwin-core", "profwin-sglang", "profwin-slime")
+    paths = [site, *(ROOT / "packages" / p / "src" for p in ("profwin-core", "profwin-sglang", "profwin-slime")), SLIME]
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PROFWIN_API_KEY")}
+    env |= {"PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    done = subprocess.run(
+        [str(ray_python), str(HERE / "slime_ray_driver.py"), str(config)],
+        env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
+    why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert done.returncode == 0, why
+    assert lines, why
+    report = json.loads(lines[0].removeprefix("PROFWIN-REPORT "))
+    print(f"Ray up in {report['ray_up_s']} s, driver {report['wall_s']} s")
+    assert report["generated"] == [2] * ROLLOUTS  # every rollout ran, chosen or not
+    assert report["evaluated"] == 1
+
+    expected = profwin.Window.parse(WINDOW).length
+    table = []
+    for rollout_id in range(ROLLOUTS):
+        for worker in servers:
+            files = _trace_of(out, "rollout", rollout_id, worker.url)
+            steps = [count_steps(f) for f in files]
+            table.append((rollout_id, worker.url, expected if rollout_id in CHOSEN else 0, steps))
+            if rollout_id in CHOSEN:
+                assert steps == [expected], (rollout_id, worker.url, files)
+                assert _kinds(files[0]) == _expected()
+            else:
+                assert files == [], (rollout_id, worker.url)
+    print("rollout  worker  expected  recorded\n" + "\n".join(f"{r}  {w}  {e}  {s}" for r, w, e, s in table))
+    assert list(out.glob("profwin-eval*")) == []  # evaluation rollouts are not profiled unless asked
+    assert sorted(p.name for p in out.glob("*.trace.json.gz")) == sorted(
+        f.name for r in CHOSEN for s in servers for f in _trace_of(out, "rollout", r, s.url)
+    )
+    records = report["records"]
+    assert [(r["rollout"], r["kind"], r["ok"], r["error"]) for r in records] == [(r, "rollout", True, "") for r in CHOSEN]
+    for record in records:
+        assert sorted(x["target"] for x in record["results"]) == sorted(s.url for s in servers)
+        assert {x["details"]["router"] for x in record["results"]} == {"listed"}
+        assert [a["steps"] for a in record["artifacts"]] == [WINDOW, WINDOW]
+
+
+@pytest.fixture
+def slime_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Namespace]]:
+    """The stand-in importable in this process, and ``args(router, **profwin_keys)`` as slime's
+    ``parse_args`` leaves them; profwin-slime is this workspace's (installed in the dev venv)."""
+    monkeypatch.syspath_prepend(str(SLIME))
+
+    def args(router: Router, **keys: object) -> Namespace:
+        return Namespace(
+            sglang_router_ip="127.0.0.1", sglang_router_port=router.port, sglang_admin_api_key=ADMIN_KEY,
+            rollout_batch_size=2, n_samples_per_prompt=1, rollout_max_response_len=TOKENS, rollout_temperature=1.0, **keys,
+        )  # fmt: skip
+
+    yield args
+    for name in [m for m in sys.modules if m == "slime" or m.startswith("slime.") or m == "rollout_faults"]:
+        del sys.modules[name]
+
+
+def _none_profiling(servers: list[Server], out: Path) -> None:
+    """Every server takes a new session (one already running would refuse it: EngineBusy), and
+    records exactly its window."""
+    with profwin.remote_session(
+        "sglang",
+        [s.url for s in servers],
+        profwin.ProfileSpec(window=profwin.Window(0, 2), output_dir=out, activities=("cpu",)),
+        api_key=ADMIN_KEY,
+    ) as session:
+        for server in servers:
+            server.generate(3)
+    assert [count_steps(a.path) for a in session.artifacts if a.kind == "trace"] == [2] * len(servers)
+
+
+def test_slime_rollout_that_raises_is_stopped_collected_and_propagates(
+    servers: list[Server], slime_router: Router, slime_here: Callable[..., Namespace], tmp_path: Path
+) -> None:
+    import profwin_slime
+
+    out = tmp_path / "traces"
+    args = slime_here(slime_router, **_profwin_config(out, "2", profwin_rollout_function="rollout_faults.raises"))
+    with pytest.raises(RuntimeError, match=r"^rollout 2: the reward model at http://rm:8000 did not answer$"):
+        profwin_slime.generate_rollout(args, 2, _DataSource())
+    (record,) = profwin_slime.records()
+    assert (record.rollout, record.ok) == (2, True)
+    assert record.error == "RuntimeError: rollout 2: the reward model at http://rm:8000 did not answer"
+    assert record.message.startswith("rollout 2 raised RuntimeError: rollout 2: the reward model")
+    for server in servers:  # what was recorded before the failure is collected, per worker
+        (trace,) = _trace_of(out, "rollout", 2, server.url)
+        assert count_steps(trace) == profwin.Window.parse(WINDOW).length
+    _none_profiling(servers, tmp_path / "after")
+
+
+def test_slime_worker_that_leaves_the_router_mid_rollout_is_stopped_at_its_url(
+    servers: list[Server], router_python: Path, slime_here: Callable[..., Namespace], tmp_path: Path
+) -> None:
+    import profwin_slime
+
+    a, b = servers
+    router = Router(router_python, tmp_path)
+    router.start([a.url, b.url])
+    try:
+        out = tmp_path / "traces"
+        keys = _profwin_config(out, [0], profwin_rollout_function="rollout_faults.leaves_the_router")
+        args = slime_here(router, leaving_worker=b.url, **keys)
+        profwin_slime.generate_rollout(args, 0, _DataSource())
+        assert [w for w in profwin.router(router.url)] == [a.url]  # b has left
+    finally:
+        router.stop()
+    (record,) = profwin_slime.records()
+    by_url = {r.target: r for r in record.results}
+    assert (by_url[a.url].ok, by_url[a.url].details["router"]) == (True, "listed")
+    assert (by_url[b.url].ok, by_url[b.url].details["router"]) == (True, "left")
+    assert by_url[b.url].message.endswith("left the router after the rollout's start; stopped at its URL")
+    assert record.ok
+    for server in servers:  # each recorded its own request's window; b's files collected though it left
+        (trace,) = _trace_of(out, "rollout", 0, server.url)
+        assert count_steps(trace) == profwin.Window.parse(WINDOW).length
+        assert _kinds(trace) == _expected()
+    _none_profiling(servers, tmp_path / "after")
+
+
+class _DataSource:
+    """slime's data source as the stand-in rollout asks it (slime_standin/slime/ray/rollout.py's)."""
+
+    def get_samples(self, n: int) -> list[list[dict[str, object]]]:
+        return [[{"prompt": f"w{i + 1} w5 w6 w7", "index": i}] for i in range(n)]
+
+    def add_samples(self, samples: object) -> None:
+        pass

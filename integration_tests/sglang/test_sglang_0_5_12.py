@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from profwin import ProfileSpec, Window
+from profwin import ProfileSpec, SessionError, Window
 from profwin.traces import summarize
 from profwin_sglang import session
 
@@ -45,6 +45,10 @@ def probe(python: Path, plugin_site: Path, *stubs: Path) -> Any:
 def test_register_on_the_real_0_5_12_package_installs_nothing_and_says_why(old_sglang_python: Path, plugin_site: Path) -> None:
     result = probe(old_sglang_python, plugin_site, OLD_STUBS)
     assert result["sglang"] == OLD_VERSION
+    assert result["built"] == {
+        "start": {"kind": "START_PROFILE", "num_steps": 3, "detailed_annotations": "absent", "struct": "dataclass"},
+        "stop": {"kind": "STOP_PROFILE", "num_steps": 3, "detailed_annotations": "absent", "struct": "dataclass"},
+    }
     assert result["profwin_hooks"] == []  # SGLang ran register(); nothing was hooked
     assert any(
         "relative profiling windows unavailable on this SGLang" in line
@@ -59,14 +63,22 @@ def test_register_on_the_real_0_5_12_package_installs_nothing_and_says_why(old_s
 def test_register_on_the_real_0_5_23_package_installs_both_hooks(sglang_python: Path, plugin_site: Path) -> None:
     result = probe(sglang_python, plugin_site)
     assert result["sglang"] == "0.5.23"
-    assert [target.rsplit(".", 1)[-1] for target in result["profwin_hooks"]] == ["get_internal_state", "_init_profile"]
+    assert result["built"] == {
+        "start": {"kind": "START_PROFILE", "num_steps": 3, "detailed_annotations": True, "struct": "msgspec"},
+        "stop": {"kind": "STOP_PROFILE", "num_steps": 3, "detailed_annotations": True, "struct": "msgspec"},
+    }
+    assert [target.rsplit(".", 1)[-1] for target in result["profwin_hooks"]] == ["get_internal_state", "_profile"]
     assert result["applied"] == result["profwin_hooks"]  # what the capability report checks before answering
     assert result["unavailable_here"] is None
     assert result["plugin_log"] == []
 
 
-def _spec(tmp_path: Path, window: str) -> ProfileSpec:
-    return ProfileSpec(window=Window.parse(window), output_dir=tmp_path, activities=("cpu",))
+def _spec(tmp_path: Path, window: str, profiler: str = "v1") -> ProfileSpec:
+    # 0.5.12 cannot tell which profiler it runs (no plugin, no SGLANG_EXPOSE_OWN_ENV_VARS): the
+    # user says it runs the classic one, as docs/backends/sglang.md tells.
+    return ProfileSpec(
+        window=Window.parse(window), output_dir=tmp_path, activities=("cpu",), options={"sglang": {"profiler": profiler}}
+    )
 
 
 def _kinds(path: Path) -> list[str]:
@@ -124,3 +136,20 @@ def test_fresh_server_window_0_5(old_plugin_server: Server, tmp_path: Path) -> N
 def test_warm_server_windows(old_plugin_server: Server, tmp_path: Path, window: str) -> None:
     old_plugin_server.warm()
     _check_window(old_plugin_server, tmp_path, window)
+
+
+def test_a_server_that_cannot_say_which_profiler_it_runs_is_sent_nothing(old_plugin_server: Server, tmp_path: Path) -> None:
+    """Without options.sglang.profiler, profwin cannot tell 0.5.12's classic profiler from its v2
+    one (SGLANG_PROFILE_V2=1, which dies of an immediate start or a stop): it refuses before
+    sending anything, naming SGLANG_PROFILE_V2, and the server serves on."""
+    spec = _spec(tmp_path, "0:5", profiler="auto")
+    logged = old_plugin_server.log.stat().st_size
+    with pytest.raises(SessionError) as info, session(old_plugin_server.url, spec, api_key=old_plugin_server.api_key):
+        pytest.fail("the session must not start")
+    (result,) = info.value.results
+    assert "cannot say whether it runs the v2 profiler (SGLANG_PROFILE_V2=1)" in result.message
+    assert "options.sglang.profiler: v1" in result.message
+    with open(old_plugin_server.log, "rb") as log:
+        log.seek(logged)
+        assert b"_profile" not in log.read()  # neither /start_profile nor /stop_profile was sent
+    old_plugin_server.generate(3)  # alive

@@ -1,4 +1,4 @@
-"""profwin's device times agree with HolisticTraceAnalysis 0.5.0 within 1 %.
+"""profwin's device times agree with Holistic Trace Analysis (traceinsight 0.6.1 and 0.5.0) within 1 %.
 
 The trace is SYNTHETIC on the device side: this machine has no GPU, so a REAL CPU trace written
 by profwin.Session (torch driver, a tiny model) gets CUDA-like device lanes added by
@@ -72,6 +72,7 @@ def test_device_time_agrees_with_hta(hta_python: Path, device_trace: Path) -> No
         "launch delay mean": (device.launch_delay_mean_us, hta["launch_delay_mean_us"]),
         "launch delay max": (device.launch_delay_max_us, hta["launch_delay_max_us"]),
     }
+    print(json.dumps({"hta": hta["hta"], "pairs": pairs, "launches": (device.launches, hta["launches"])}))
     for name, (ours, theirs) in pairs.items():
         assert ours == pytest.approx(theirs, rel=0.01), f"{name}: profwin {ours} vs HTA {theirs}"
     assert device.launches == hta["launches"]

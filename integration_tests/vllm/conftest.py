@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ..conftest import built_python
+from ..conftest import built_python, dist_info_site
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -93,7 +93,9 @@ def free_port() -> int:
 class Server:
     """A real ``python -m vllm.entrypoints.openai.api_server`` (engine core in its own process)."""
 
-    def __init__(self, python: Path, model: Path, log: Path, extra: list[str], trace_dir: Path | None = None) -> None:
+    def __init__(
+        self, python: Path, model: Path, log: Path, extra: list[str], trace_dir: Path | None = None, site: Path | None = None
+    ) -> None:
         self.trace_dir = trace_dir
         """Where the server writes traces (``None``: it has no profiler)."""
         self.port = free_port()
@@ -107,10 +109,11 @@ class Server:
             "--api-key", API_KEY, *extra,
         ]  # fmt: skip
         self._log_file = log.open("w")
+        env = engine_env()
+        if site is not None:  # what `pip install profwin-vllm` registers: its vllm.general_plugins entry
+            env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
         # Own process group: teardown ends the server and its engine-core child together.
-        self.proc = subprocess.Popen(
-            command, stdout=self._log_file, stderr=subprocess.STDOUT, env=engine_env(), start_new_session=True
-        )
+        self.proc = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def wait_ready(self, timeout: float) -> None:
         from profwin.http import request
@@ -149,7 +152,8 @@ def launched_servers(
     vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Server]]:
     """Two servers, started but not waited for: ``profiled`` (launched with profwin's
-    ``--profiler-config`` for window 2:5) and ``plain`` (no profiler, so no profiling endpoints)."""
+    ``--profiler-config`` for window 2:5, with profwin-vllm's engine plugin registered in its
+    environment) and ``plain`` (no profiler, so no profiling endpoints)."""
     from profwin import ProfileSpec, Window, backend, render_plan
 
     logs = tmp_path_factory.mktemp("vllm-server-logs")
@@ -157,8 +161,9 @@ def launched_servers(
     launch = ProfileSpec(window=Window(2, 5), output_dir=trace_dir, prefix="server")
     # The first line of `profwin args vllm --for serve`, exactly as a user would paste it.
     serve_args = shlex.split(render_plan(backend("vllm").plan(launch, version=ENGINE_VERSION), "serve").splitlines()[0])
+    site = dist_info_site(tmp_path_factory.mktemp("vllm-plugin-site"), "profwin-vllm", groups=("vllm.general_plugins",))
     started = {
-        "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir),
+        "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir, site=site),
         "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),
     }
     try:

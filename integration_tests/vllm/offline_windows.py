@@ -36,6 +36,9 @@ SESSIONS = [
     ("w5-end", "5:", None),
     ("w0-1000", "0:1000", None),
     ("unreached", "20:25", None),
+    # No profwin-vllm engine plugin in this engine (no entry point registered): a token window is
+    # recorded as the same steps, with a warning, and the engine keeps serving.
+    ("tokens-no-plugin", "2:5 tokens", None),
 ]
 # Raw vLLM bounds, to derive the off-by-one: (name, delay_iterations, max_iterations).
 RAW = [("raw-d0", 0, 0), ("raw-d1", 1, 0), ("raw-d3", 3, 0), ("verl-1-3", 1, 2)]

@@ -110,6 +110,19 @@ def test_unreached_window_writes_nothing_and_warns(report: dict[str, Any]) -> No
     assert any("no trace was written for window 20:25" in w for w in session["warnings"])
 
 
+def test_token_window_without_the_engine_plugin_is_the_step_window_with_a_warning(report: dict[str, Any]) -> None:
+    """The engine does not run profwin-vllm's engine plugin (its entry point is not registered in
+    this environment): asking its workers is harmless, and the window is recorded in steps."""
+    session = report["sessions"]["tokens-no-plugin"]
+    trace, names = _only_trace(session)
+    assert trace["steps"] == "2:5"
+    assert names == [DECODE] * 3
+    (warning,) = [w for w in session["warnings"] if "the trace is in steps" in w]
+    assert "window 2:5 tokens is recorded as engine steps 2:5" in warning
+    assert "because the engine does not run profwin-vllm's engine plugin" in warning
+    assert session["tokens"] == 8  # and the engine went on generating afterwards
+
+
 def test_launch_config_window_without_per_session_bounds(report: dict[str, Any]) -> None:
     """As on vLLM 0.13-0.31: the engine was launched with profwin's config for 2:5 and
     start_profile got no bounds."""

@@ -76,6 +76,31 @@ def test_session_over_http_records_the_window(profiled: Server) -> None:
     assert (summary.trace.provenance["engine"], summary.trace.provenance["steps"]) == ("vllm", "2:5")
 
 
+def test_the_server_reports_the_engine_plugin(profiled: Server) -> None:
+    reply = request(profiled.url, "/profwin", method="GET", api_key=API_KEY, timeout=60)
+    assert reply.ok, reply.describe()
+    assert reply.data["profwin_vllm"]["workers"] == [{"protocol": 1, "token_windows": True, "per_session": True, "rank": 0}]
+
+
+def test_token_window_over_http(profiled: Server) -> None:
+    """One request: its token k comes from session step k (the prefill gives token 0)."""
+    spec = spec_for(profiled, "2:5 tokens", "tok25")
+    with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120) as s:
+        assert profiled.complete(PROMPT, max_tokens=8) == 8
+    (result,) = s.results
+    assert result.ok, result.message
+    assert result.details["window"] == "2:5 tokens"
+    (trace,) = [a for a in s.artifacts if a.kind == "trace"]
+    assert trace.steps == Window(2, 5)
+    assert step_names(trace.path) == [DECODE] * 3
+    # Numbered as the session's steps (the provenance beside the trace), each with what it held.
+    summary = summarize(trace.path, top=0)
+    assert [st.number for st in summary.steps] == [2, 3, 4]
+    assert [(st.tokens.session_step, st.tokens.token_min, st.tokens.in_window) for st in summary.steps if st.tokens] == [
+        (k, k, 1) for k in (2, 3, 4)
+    ]
+
+
 def test_cli_start_and_stop(profiled: Server) -> None:
     """`profwin start` / `profwin stop` (separate processes), as an operator would run them."""
     assert profiled.trace_dir is not None

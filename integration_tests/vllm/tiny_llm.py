@@ -24,10 +24,11 @@ os.environ.update(
 )
 
 
-def tiny_llm(model: str, profiler_config: Mapping[str, Any]) -> Any:
+def tiny_llm(model: str, profiler_config: Mapping[str, Any], **engine_args: Any) -> Any:
     """vLLM's offline ``LLM`` on the tiny model (make_tiny_model.py): 128 tokens, eager, seed 0,
     the uni executor (the profiler runs in this process, so its traces land where the script
-    looks), with ``profiler_config`` as vLLM's ``--profiler-config`` would pass it."""
+    looks), with ``profiler_config`` as vLLM's ``--profiler-config`` would pass it, and any other
+    engine arguments (``max_num_batched_tokens``, ...)."""
     from vllm import LLM
 
     return LLM(
@@ -38,6 +39,7 @@ def tiny_llm(model: str, profiler_config: Mapping[str, Any]) -> Any:
         seed=0,
         distributed_executor_backend="uni",
         profiler_config=dict(profiler_config),
+        **engine_args,
     )
 
 

@@ -29,6 +29,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "values",
         (
             "profwin.window",
+            "profwin.tokens",
+            "profwin.selection",
             "profwin.inputs",
             "profwin.atomic",
             "profwin.versions",
@@ -43,7 +45,16 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("discovery", ("profwin.discovery",)),
     (
         "loading and running",
-        ("profwin.config", "profwin.session", "profwin.remote", "profwin.router", "profwin.render", "profwin.torch_driver"),
+        (
+            "profwin.config",
+            "profwin.session",
+            "profwin.remote",
+            "profwin.router",
+            "profwin.rollouts",
+            "profwin.render",
+            "profwin.torch_driver",
+            "profwin.nsys_driver",
+        ),
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
     ("integrations", ("profwin.verl", "profwin.verl.*")),

@@ -26,7 +26,7 @@ ROOTS = {
     "profwin.traces": PACKAGES / "profwin-core/src/profwin/traces/__init__.py",
     **{
         f"profwin_{name}": PACKAGES / f"profwin-{name}/src/profwin_{name}/__init__.py"
-        for name in ("vllm", "sglang", "npu", "memory", "verl")
+        for name in ("vllm", "sglang", "npu", "memory", "verl", "slime")
     },
 }
 

@@ -98,7 +98,7 @@ def test_mapping_form(tmp_path: Path) -> None:
     assert spec.output_dir == tmp_path / "traces"
     assert spec.plugin_options("torch") == {"format": "json"}
     assert spec_from_mapping({"window": {"start": 3}}).window == Window(3)
-    assert spec_from_mapping({"profile_token_start": 20, "profile_token_end": 80}).window == Window(20, 80)
+    assert spec_from_mapping({"profile_token_start": 20, "profile_token_end": 80}).window == Window(20, 80, unit="tokens")
 
 
 def test_mapping_form_reports_every_error_with_its_path() -> None:

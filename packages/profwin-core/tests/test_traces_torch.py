@@ -104,3 +104,24 @@ def test_trim_a_session_trace(torch_trace: Path, tmp_path: Path) -> None:
     original = summarize(torch_trace, window="3:5")
     assert [st.dur_us for st in again.steps] == [st.dur_us for st in original.steps if st.in_window]
     assert again.top_ops == original.top_ops
+
+
+@pytest.mark.parametrize("form", [[], ["--json"], ["--window", "3:5", "--top", "3"]])
+def test_a_folder_of_one_trace_reads_as_the_trace(
+    torch_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], form: list[str]
+) -> None:
+    """``profwin summarize DIR`` with one trace in DIR prints what ``profwin summarize FILE`` does
+    (the operator table included): one trace, one answer, however it is named."""
+    from profwin.cli import main
+
+    folder = tmp_path / "one"
+    folder.mkdir()
+    trace = folder / torch_trace.name
+    trace.write_bytes(torch_trace.read_bytes())
+    assert main(["summarize", str(trace), *form]) == 0
+    as_file = capsys.readouterr().out
+    assert main(["summarize", str(folder), *form]) == 0
+    as_folder = capsys.readouterr().out
+    assert as_folder == as_file
+    if not form:
+        assert "top operators by self time" in as_file

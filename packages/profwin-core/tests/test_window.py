@@ -18,7 +18,7 @@ bounds = st.one_of(st.none(), st.integers(min_value=0, max_value=10**9))
 def windows(draw: st.DrawFn) -> Window:
     start = draw(st.integers(min_value=0, max_value=10**6))
     end = draw(st.one_of(st.none(), st.integers(min_value=start + 1, max_value=start + 10**6)))
-    return Window(start, end)
+    return Window(start, end, unit=draw(st.sampled_from(["steps", "tokens"])))
 
 
 def test_defaults_and_derived_values() -> None:
@@ -78,9 +78,38 @@ def test_parse_rejects_non_text() -> None:
 
 def test_from_mapping_both_spellings() -> None:
     assert Window.from_mapping({"start": 1, "end": 4}) == Window(1, 4)
-    assert Window.from_mapping({"profile_token_start": 20, "profile_token_end": 80}) == Window(20, 80)
-    assert Window.from_mapping({"profile_token_end": 80}) == Window(0, 80)
+    # verl documents profile_token_start/end as response-token indices: that spelling means tokens.
+    assert Window.from_mapping({"profile_token_start": 20, "profile_token_end": 80}) == Window(20, 80, unit="tokens")
+    assert Window.from_mapping({"profile_token_end": 80}) == Window(0, 80, unit="tokens")
     assert Window.from_mapping({}) == Window()
+
+
+def test_units() -> None:
+    assert Window.parse("20:80 tokens") == Window(20, 80, unit="tokens")
+    assert Window.parse(" 20 :  tokens ") == Window(20, unit="tokens")
+    assert Window.parse("20:80 steps") == Window(20, 80) == Window.parse("20:80")
+    assert Window.from_mapping({"start": 2, "end": 9, "unit": "tokens"}) == Window(2, 9, unit="tokens")
+    assert Window.from_mapping({"profile_token_start": 2, "unit": "steps"}) == Window(2)
+    assert str(Window(20, 80, unit="tokens")) == "20:80 tokens"
+    assert Window(20, 80, unit="tokens").slug() == "t20-80"
+    assert Window(3, 9, unit="tokens").clip(5) == Window(3, 5, unit="tokens")
+    assert Window(3, 9, unit="tokens").in_steps() == Window(3, 9)
+    assert Window(3, 9, unit="tokens") != Window(3, 9)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Window(1, 5, unit="token"), "unit must be one of ['steps', 'tokens'] (got 'token')"),
+        (lambda: Window(1, 5, unit=None), "unit must be one of ['steps', 'tokens'] (got None)"),
+        (lambda: Window.parse("1:5 tokenz"), "window unit must be one of ['steps', 'tokens'] (got 'tokenz')"),
+        (lambda: Window.from_mapping({"start": 1, "unit": 3}, path="w"), "w: unit must be one of ['steps', 'tokens'] (got 3)"),
+    ],
+)
+def test_bad_units_name_the_field_the_value_and_the_rule(make: object, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        make()  # type: ignore[operator]
+    assert str(info.value) == message
 
 
 def test_from_mapping_mixed_and_unknown_keys() -> None:

@@ -120,6 +120,7 @@ def test_launch_env(tmp_path: Path) -> None:
     assert launch_env(_spec(tmp_path)) == {
         "SGLANG_TORCH_PROFILER_DIR": str(tmp_path),
         "SGLANG_PROFILE_V2": "0",
+        "SGLANG_EXPOSE_OWN_ENV_VARS": "1",
         "SGLANG_PROFILE_WITH_STACK": "false",
         "SGLANG_PROFILE_RECORD_SHAPES": "false",
     }

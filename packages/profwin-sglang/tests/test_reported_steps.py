@@ -24,8 +24,11 @@ import pytest
 import profwin
 from profwin import ProfileSpec, Window, WindowWarning
 from profwin.plugin import TargetContext
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS
 from profwin_sglang.targets import ServerInfo, SglangServer
+
+# What the profwin-sglang server plugin reports on each scheduler (server_plugin.py), less forward_ct.
+_PLUGIN = {"protocol": PROTOCOL, "relative_base": RELATIVE_BASE, "token_windows": TOKEN_WINDOWS, "profiler": "v1"}
 
 
 class FakeSglang:
@@ -45,8 +48,10 @@ class FakeSglang:
     def answer(self, request: Any) -> tuple[int, Any]:
         with self.lock:
             if request.path == "/server_info":
-                ours = {"protocol": PROTOCOL, "relative_base": RELATIVE_BASE, "forward_ct": self.forward_ct}
-                states = [{STATE_KEY: ours} if i < self.plugin else {} for i in range(self.schedulers)]
+                ours = {**_PLUGIN, "forward_ct": self.forward_ct}
+                # Each scheduler exposes its environment (SGLANG_EXPOSE_OWN_ENV_VARS=1, profwin's launch env).
+                env = {"env_vars": {"SGLANG_PROFILE_V2": "0"}}
+                states = [{**env, STATE_KEY: ours} if i < self.plugin else env for i in range(self.schedulers)]
                 return 200, {"version": "0.5.23", "device": "cpu", "internal_states": states}
             if request.path == "/start_profile":
                 body = request.json()
@@ -146,8 +151,9 @@ def test_the_relative_start_needs_every_scheduler(stub_server: Any, tmp_path: Pa
 
 
 def test_every_scheduler_with_the_plugin_is_the_capability() -> None:
-    ours = {"protocol": PROTOCOL, "relative_base": RELATIVE_BASE, "forward_ct": 7}
+    ours = {**_PLUGIN, "forward_ct": 7}
     info = ServerInfo.parse({"internal_states": [{STATE_KEY: ours}, {STATE_KEY: {**ours, "forward_ct": 9}}]})
     assert (info.plugin, info.forward_ct, info.forward_cts, info.partial_plugin) == (True, 7, (7, 9), "")
+    assert (info.token_windows, info.profiler) == (True, "v1")
     assert not ServerInfo.parse({"internal_states": []}).plugin
     assert not ServerInfo.parse({"internal_states": [{STATE_KEY: ours}, "not a state"]}).plugin

@@ -25,7 +25,7 @@ VERL_ROLE = {
 
 def test_verl_role_block(tmp_path: Path) -> None:
     spec = spec_from_verl(VERL_ROLE, base_dir=tmp_path)
-    assert spec.window == Window(20, 80)
+    assert spec.window == Window(20, 80, unit="tokens")
     assert spec.activities == ("cpu",)
     assert spec.records() == ("shapes", "stack")
     assert spec.ranks == (0, 2)
@@ -39,7 +39,7 @@ def test_verl_role_block(tmp_path: Path) -> None:
 
 
 def test_verl_tool_block_and_errors_carry_paths() -> None:
-    assert spec_from_verl({"contents": ["cuda"], "profile_token_end": 8}).window == Window(0, 8)
+    assert spec_from_verl({"contents": ["cuda"], "profile_token_end": 8}).window == Window(0, 8, unit="tokens")
     bad = {"tool_config": {"torch": {"contents": ["cpu", "memory", "gpu"]}}}
     with pytest.raises(ConfigError) as info:
         spec_from_verl(bad, path="profiler")
@@ -62,7 +62,7 @@ def test_load_spec_recognises_verl_documents(tmp_path: Path) -> None:
         "      profile_token_start: 3\n      profile_token_end: 9\n"
     )
     spec = load_spec(tmp_path / "verl.yaml")
-    assert (spec.window, spec.ranks) == (Window(3, 9), (1,))
+    assert (spec.window, spec.ranks) == (Window(3, 9, unit="tokens"), (1,))
 
 
 def test_the_entry_point_names_the_reader() -> None:
@@ -77,4 +77,4 @@ def test_the_entry_point_names_the_reader() -> None:
 def test_omegaconf_dictconfig() -> None:
     omegaconf = pytest.importorskip("omegaconf", reason="omegaconf is profwin-verl's dependency")
     verl = omegaconf.OmegaConf.create(VERL_ROLE)
-    assert spec_from_verl(verl).window == Window(20, 80)
+    assert spec_from_verl(verl).window == Window(20, 80, unit="tokens")

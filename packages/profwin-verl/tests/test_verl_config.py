@@ -69,7 +69,11 @@ def test_enabled_role_block() -> None:
     assert isinstance(result, VerlProfiling)
     assert (result.enabled, result.reason, result.tool, result.plugins) == (True, "", "torch", ("torch", "vllm", "sglang"))
     assert result.spec is not None
-    assert (result.spec.window, result.spec.activities, result.spec.records()) == (Window(20, 80), ("cpu", "cuda"), ("stack",))
+    assert (result.spec.window, result.spec.activities, result.spec.records()) == (
+        Window(20, 80, unit="tokens"),
+        ("cpu", "cuda"),
+        ("stack",),
+    )
     assert result.spec.ranks == (1, 4)
     assert (result.discrete, result.steps, result.save_path) == (True, None, "outputs/profile")
 
@@ -96,7 +100,7 @@ def test_missing_enable_follows_verl_in_load_verl_but_not_in_spec_from_verl() ->
     block = role()
     del block["enable"]
     assert load_verl(block).reason == "enable is false"  # verl's ProfilerConfig.enable defaults to False
-    assert spec_from_verl(block).window == Window(20, 80)  # asked for what the block records
+    assert spec_from_verl(block).window == Window(20, 80, unit="tokens")  # asked for what the block records
 
 
 @pytest.mark.parametrize(
@@ -221,7 +225,7 @@ def test_whole_trainer_file_with_interpolations(tmp_path: Path, monkeypatch: pyt
     rollout = load_verl(file, at="actor_rollout_ref.rollout.profiler")
     assert (rollout.enabled, rollout.tool, rollout.ranks, rollout.steps, rollout.discrete) == (True, "torch", (0, 5), (3,), True)
     spec = load_spec(file, at="actor_rollout_ref.rollout.profiler")
-    assert (spec.window, spec.activities, spec.records()) == (Window(20, 80), ("cpu",), ("stack",))
+    assert (spec.window, spec.activities, spec.records()) == (Window(20, 80, unit="tokens"), ("cpu",), ("stack",))
     assert spec.output_dir == workdir / "prof"  # verl's save_path: the working directory, not the file's folder
     file.write_text(TRAINER_YAML.format(tool="null", steps="[3]"))
     assert load_verl(file, at="actor_rollout_ref.rollout.profiler").reason == "tool is null"
@@ -260,7 +264,7 @@ def test_cli_validate_at(tmp_path: Path, capsys: pytest.CaptureFixture[str], mon
     file.write_text(TRAINER_YAML.format(tool="torch", steps="[3]"))
     assert main(["validate", str(file), "--at", "actor_rollout_ref.rollout.profiler", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert (summary["enabled"], summary["window"], summary["ranks"]) == (True, "20:80", [0, 5])
+    assert (summary["enabled"], summary["window"], summary["ranks"]) == (True, "20:80 tokens", [0, 5])
     file.write_text(TRAINER_YAML.format(tool="null", steps="[3]"))
     assert main(["validate", str(file), "--at", "actor_rollout_ref.rollout.profiler", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)

@@ -1,7 +1,8 @@
 """profwin: profile an exact window of generation steps on any engine.
 
 This is the surface for users: the window and the spec, loading specs, the in-process
-:class:`Session`, live engines (:func:`remote_session`, :func:`backend`, :func:`render_plan`),
+:class:`Session`, live engines (:func:`remote_session`, :func:`backend`, :func:`render_plan`), a
+trainer's chosen rollouts (:class:`RolloutProfiler`, :class:`Rollouts`),
 plugin discovery, and the one error family under :class:`ProfwinError`. Reading traces is
 :mod:`profwin.traces` (with its ``TraceError``); writing a plugin is :mod:`profwin.plugin` (the plugin authors' surface).
 docs/architecture.md lays out the modules behind both and the layers they sit in.
@@ -28,9 +29,11 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): `import profwin` impo
     from profwin.protocols import Artifact, RemoteResult
     from profwin.remote import RemoteSession, SessionError, remote_session
     from profwin.render import FORMS, render_plan
+    from profwin.rollouts import RolloutProfiler, RolloutRecord  # noqa: F401  (RolloutRecord: reachable, not listed)
 
     # `profwin.router(URL)`: reachable here, outside the 30-name user surface (docs/scale-out.md).
     from profwin.router import RouterError, RouterWorkers, router  # noqa: F401
+    from profwin.selection import Rollouts
     from profwin.session import Session, current_rank
     from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
     from profwin.window import Window
@@ -50,6 +53,8 @@ __all__ = [
     "ProfwinError",
     "RemoteResult",
     "RemoteSession",
+    "RolloutProfiler",
+    "Rollouts",
     "Session",
     "SessionError",
     "TargetError",
@@ -108,6 +113,8 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.protocols": ("Artifact", "RemoteResult"),
         "profwin.remote": ("RemoteSession", "SessionError", "remote_session"),
         "profwin.render": ("FORMS", "render_plan"),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.selection": ("Rollouts",),
         "profwin.router": ("RouterError", "RouterWorkers", "router"),
         "profwin.session": ("Session", "current_rank"),
         "profwin.spec": ("ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec"),

@@ -303,25 +303,38 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _summary(args: argparse.Namespace) -> Any:
-    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace or the
-    :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
+def _one_trace(args: argparse.Namespace) -> str | None:
+    """The trace file ``profwin summarize`` names when it names one: a file, or a folder holding
+    one trace (which then reads exactly as the file would); ``None`` for several, or on Ray."""
     from pathlib import Path
 
+    if args.ray or len(args.trace) != 1:
+        return None
+    if not Path(args.trace[0]).is_dir():
+        return str(args.trace[0])
+    from profwin.traces import trace_files
+
+    found = trace_files(args.trace)
+    return str(found[0]) if len(found) == 1 else None
+
+
+def _summary(args: argparse.Namespace, one: str | None) -> Any:
+    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace (``one``)
+    or the :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
     from profwin.traces import tty_progress
 
     options = {"window": args.window, "top": args.top, "first_step": args.first_step}
     if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
         return cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
     # The modules a command needs only (one trace: not those of ranks; 0.005 CPU s of a start).
-    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
+    if one is not None:
         from profwin.traces import summarize
 
         if args.session is not None:  # one trace: it must be of that session
             from profwin.traces import choose_session, trace_facts
 
-            choose_session([trace_facts(args.trace[0])], args.session)
-        return summarize(args.trace[0], **options, progress=tty_progress(f"reading {args.trace[0]}"))
+            choose_session([trace_facts(one)], args.session)
+        return summarize(one, **options, progress=tty_progress(f"reading {one}"))
     from profwin.traces import summarize_ranks
 
     return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
@@ -336,7 +349,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     if args.plot:
         _check_plot(args.plot, args.trace)
     with trace_command(blas=not args.ray):  # Ray's local workers inherit this process's environment
-        result = _summary(args)
+        one_trace = _one_trace(args)
+        result = _summary(args, one_trace)
     one = isinstance(result, Summary)
     if args.plot:
         from profwin.traces import plot_ranks, plot_steps
@@ -352,8 +366,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         from profwin.traces import render_summary
 
         print(render_summary(result))
-        if not args.ray:  # paths on the nodes: nothing here to open
-            print("\n" + how_to_view([Path(args.trace[0])]))
+        if one_trace is not None:  # paths on the nodes (--ray): nothing here to open
+            print("\n" + how_to_view([Path(one_trace)]))
     else:
         from profwin.traces import render_ranks, trace_files
 
@@ -447,6 +461,34 @@ def _cmd_trim(args: argparse.Namespace) -> int:
         print(
             f"{result.path}: steps {result.steps} ({result.step_count} steps, {result.events:,} events, {result.bytes:,} bytes)"
         )
+        for note in result.notes:
+            print(f"note: {note}", file=sys.stderr)
+        print(how_to_view([result.path]))
+    return 0
+
+
+def _cmd_merge(args: argparse.Namespace) -> int:
+    from profwin.traces import merge, tty_progress
+    from profwin.traces.reader import trace_command
+
+    check_output_path(args.output)
+
+    def progress(path: Any, n: int) -> Any:
+        return tty_progress(f"{'reading' if n == 1 else 'merging'} {path}")
+
+    with trace_command():
+        result = merge(
+            args.trace, args.output, window=args.window, first_step=args.first_step, session=args.session, progress=progress
+        )
+    if args.json:
+        _print_json(result.to_dict())
+    else:
+        print(
+            f"{result.path}: {len(result.traces)} traces, one process each, aligned on step {result.aligned_step} "
+            f"({result.events:,} events, {result.bytes:,} bytes)"
+        )
+        for t in result.traces:
+            print(f"  pid {t.pid}: {t.label}, {t.producer} steps {t.steps}, times {t.shift_us:+,.3f} us")
         for note in result.notes:
             print(f"note: {note}", file=sys.stderr)
         print(how_to_view([result.path]))
@@ -607,6 +649,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="PNG", help="draw per-operator bars of A and B (needs matplotlib)")
     p.add_argument("--json", action="store_true", help="print as JSON")
     p.set_defaults(func=_cmd_diff)
+
+    p = sub.add_parser(
+        "merge", help="write the traces of one window as one trace, each rank or engine its own process, steps aligned"
+    )
+    p.add_argument(
+        "trace", nargs="+",
+        help="the traces (.json or .json.gz) of one window: files, a folder of them, or a profwin collect folder",
+    )  # fmt: skip
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json.gz, or .json)")
+    p.add_argument("--window", type=_window_arg, help="only these steps; aligned on the first one every trace holds")
+    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
+    p.add_argument(
+        "--session", metavar="ID", help="of traces from several profiling sessions, this one (default: each rank's newest)"
+    )
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
     p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")

@@ -48,10 +48,12 @@ __all__ = [
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
-_GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.CLUSTERS_GROUP)
+_GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.TRAINERS_GROUP, protocols.CLUSTERS_GROUP)
 # Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
 _PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
-_OWN_DISTRIBUTIONS = frozenset({"profwin-core", "profwin-ray", *(f"profwin-{extra}" for extra in _PUBLISHED.values())})
+_OWN_DISTRIBUTIONS = frozenset(
+    {"profwin-core", "profwin-ray", "profwin-verl", "profwin-slime", *(f"profwin-{extra}" for extra in _PUBLISHED.values())}
+)
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
 _noisy: dict[str, str] = {}

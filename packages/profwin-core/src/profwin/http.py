@@ -39,6 +39,7 @@ from attrs import field, frozen
 
 from profwin.about import __version__
 from profwin.errors import ConfigError, shown
+from profwin.inputs import MAX_TIMEOUT, check_timeout  # the deadline rule, here for the client's callers
 
 __all__ = ["MAX_TIMEOUT", "Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
 
@@ -48,9 +49,6 @@ _CHUNK = 1 << 16
 _S = TypeVar("_S", bound=socket.socket)
 MAX_URL_CHARS = 2048
 """Longest server URL accepted (browsers and servers stop near there too)."""
-MAX_TIMEOUT = 86_400.0
-"""Longest deadline for one exchange, in seconds (a day): longer is a typo, and past about 9e9 s
-the system's timers overflow."""
 
 
 @frozen
@@ -221,21 +219,6 @@ def request(
     ok_status = status is not None and 200 <= status < 300
     data, text, problem = _decode(raw[:max_body], content_type or "", expect if ok_status and not error else None)
     return Reply(method, base + path, status, data, text, error or problem, location)
-
-
-def check_timeout(timeout: object) -> float:
-    """``timeout`` as seconds: a finite number greater than 0 and at most :data:`MAX_TIMEOUT`
-    (a bool is not a number here). The one check for every deadline profwin is given."""
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, (int, float))
-        or not (0 < timeout <= MAX_TIMEOUT)  # False for NaN too
-    ):
-        raise ConfigError(
-            f"must be a number of seconds greater than 0 and at most {MAX_TIMEOUT:,.0f} (a day) (got {shown(timeout)})",
-            path="timeout",
-        )
-    return float(timeout)
 
 
 def _check_arguments(path: str, api_key: str | None, timeout: float, max_body: int, expect: str) -> None:

@@ -40,6 +40,8 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_NODES",
     "MAX_SPEC_BYTES",
+    "MAX_TIMEOUT",
+    "check_timeout",
     "expand_user",
     "open_input",
     "parse_spec_text",
@@ -55,6 +57,26 @@ MAX_NODES = 100_000
 """Most values (mappings, lists and scalars) in a spec document, YAML aliases expanded."""
 MAX_ALIASES = 1_000
 """Most YAML aliases (``*name``) in a spec document."""
+MAX_TIMEOUT = 86_400.0
+"""Longest deadline profwin takes for one exchange with an engine, in seconds (a day): longer is
+a typo, and past about 9e9 s the system's timers overflow."""
+
+
+def check_timeout(timeout: object) -> float:
+    """``timeout`` as seconds: a finite number greater than 0 and at most :data:`MAX_TIMEOUT`
+    (a bool is not a number here). The one check for every deadline profwin is given; it lives
+    here, not with the HTTP client that uses it, so a caller can check a deadline without
+    importing ``http.client``, ``ssl`` and ``socket`` (:class:`profwin.RolloutProfiler`)."""
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not (0 < timeout <= MAX_TIMEOUT)  # False for NaN too
+    ):
+        raise ConfigError(
+            f"must be a number of seconds greater than 0 and at most {MAX_TIMEOUT:,.0f} (a day) (got {shown(timeout)})",
+            path="timeout",
+        )
+    return float(timeout)
 
 
 def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:

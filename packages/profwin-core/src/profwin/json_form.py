@@ -7,13 +7,13 @@ Every model that is printed with ``--json``, written to a state file or sent to 
 
 - :func:`to_json`: ``attrs.asdict`` with one value hook, :func:`json_ready`: nested models become
   dicts, tuples lists, read-only mappings dicts, :class:`~profwin.Window` its ``"start:end"``
-  text and paths their string;
+  text, :class:`~profwin.Rollouts` its text (``"1,3"``, ``"3+4"``) and paths their string;
 - :func:`from_json`: the inverse, guided by each field's annotation (``"20:80"`` back to a
   ``Window``, a string back to a ``Path``, a list back to a tuple); a missing key or a value the
   class refuses is a :class:`~profwin.ConfigError` at ``path``.
 
 Why not cattrs: profwin-core depends on attrs and packaging only, and the models hold a handful
-of types (str, int, float, bool, None, Window, Path, tuples, mappings) that attrs' own ``asdict``
+of types (str, int, float, bool, None, Window, Rollouts, Path, tuples, mappings) that attrs' own ``asdict``
 and one value hook cover; cattrs would be a third dependency for every user (docs/architecture.md
 gives the measurements).
 """
@@ -30,6 +30,7 @@ from typing import Any, TypeVar, cast
 import attrs
 
 from profwin.errors import ConfigError
+from profwin.selection import Rollouts
 from profwin.window import Window
 
 __all__ = ["JsonForm", "from_json", "json_ready", "to_json"]
@@ -40,7 +41,7 @@ _M = TypeVar("_M")
 def json_ready(value: Any) -> Any:
     """A JSON-ready copy of plain data: mappings (read-only views included) as dicts with string
     keys, tuples and lists as lists, windows and paths as their text."""
-    if isinstance(value, (Window, Path)):  # before the attrs check: a Window is an attrs class written as text
+    if isinstance(value, (Window, Rollouts, Path)):  # before the attrs check: attrs classes written as text
         return str(value)
     if attrs.has(type(value)):
         return to_json(value)
@@ -101,7 +102,7 @@ def _read(hint: Any, value: Any) -> Any:
     if origin in (typing.Union, types.UnionType):
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         return _read(options[0], value) if len(options) == 1 else value
-    readers: dict[Any, Callable[[Any], Any]] = {Window: Window.parse, Path: Path}
+    readers: dict[Any, Callable[[Any], Any]] = {Window: Window.parse, Rollouts: Rollouts.parse, Path: Path}
     if hint in readers:
         return readers[hint](value)
     if origin is tuple:

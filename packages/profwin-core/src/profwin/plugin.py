@@ -11,11 +11,16 @@ Groups of names:
   (how the plugin's traces mark steps) and :data:`TORCH_MARKER`;
 - backends (engines that take the window as arguments): :class:`Backend`,
   :class:`EnginePlan`, :class:`EngineTarget`, :class:`TargetContext`, :class:`TargetError`,
-  :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`, the HTTP client
+  :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`,
+  :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side), the HTTP client
   (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
+- token windows inside an engine (an engine-side plugin such as profwin-vllm's
+  ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
+  :func:`decode_tokens` (how a token window travels in an engine's own start fields),
+  :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
@@ -25,12 +30,18 @@ Groups of names:
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
   :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
   imported on first use so the plugin API itself stays free of command-line machinery;
+- trainer integrations (profwin-verl, profwin-slime): :data:`TRAINERS_GROUP` and
+  :class:`RolloutProfiler` over a :class:`Rollouts` selection, with a :class:`RolloutRecord` per
+  profiled rollout;
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
   :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
   :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
   the session choice split the same way: :func:`trace_facts` (where the trace lies) and
   :func:`choose_session` (on the caller) over :class:`TraceFacts`;
+- a step's token annotation (a token window's engine plugins write it, the trace tools read it):
+  :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
+  :func:`parse_step_tokens`;
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -63,22 +74,30 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.options import at_least, choice, flag, names, parse_options
     from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
     from profwin.render import render_plan
+    from profwin.rollouts import RolloutProfiler, RolloutRecord
+    from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
+    from profwin.tokens import TokenRule
+    from profwin.tokens import decode as decode_tokens
+    from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
     from profwin.traces import (
+        StepTokens,
         Summary,
         TraceError,
         TraceFacts,
         choose_session,
         count_steps,
         merge_ranks,
+        parse_step_tokens,
         summarize,
+        token_steps,
         trace_facts,
         trace_files,
         trim,
     )
-    from profwin.versions import EngineVersion, installed_version
+    from profwin.versions import EngineVersion, engine_plugin_missing, installed_version
     from profwin.window import Window
 
 __all__ = [
@@ -100,12 +119,17 @@ __all__ = [
     "RankSelection",
     "RemoteSession",
     "Reply",
+    "RolloutProfiler",
+    "RolloutRecord",
+    "Rollouts",
     "ServerClient",
     "SessionError",
     "StepMarker",
+    "StepTokens",
     "Summary",
     "TargetContext",
     "TargetError",
+    "TokenRule",
     "TraceError",
     "TraceFacts",
     "TraceRanks",
@@ -121,7 +145,10 @@ __all__ = [
     "choose_session",
     "cluster",
     "count_steps",
+    "decode_tokens",
+    "encode_tokens",
     "engine_flavours",
+    "engine_plugin_missing",
     "flag",
     "installed_version",
     "is_session_prefix",
@@ -132,6 +159,7 @@ __all__ = [
     "normalize_url",
     "open_input",
     "parse_options",
+    "parse_step_tokens",
     "plain",
     "print_json",
     "read_document",
@@ -147,6 +175,7 @@ __all__ = [
     "spec_from_mapping",
     "summarize",
     "to_json",
+    "token_steps",
     "trace_facts",
     "trace_files",
     "trim",
@@ -211,22 +240,28 @@ __getattr__, __dir__ = lazy_exports(
             "session_function",
         ),
         "profwin.render": ("render_plan",),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
+        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
             "TraceRanks=Ranks",
+            "StepTokens",
             "Summary",
             "TraceError",
             "TraceFacts",
             "choose_session",
             "count_steps",
             "merge_ranks",
+            "parse_step_tokens",
             "summarize",
+            "token_steps",
             "trace_facts",
             "trace_files",
             "trim",
         ),
-        "profwin.versions": ("EngineVersion", "installed_version"),
+        "profwin.versions": ("EngineVersion", "engine_plugin_missing", "installed_version"),
         "profwin.window": ("Window",),
         "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
     },

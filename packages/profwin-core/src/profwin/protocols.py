@@ -1,12 +1,15 @@
 """What a plugin provides: the entry-point object, the two plugin protocols, and their results.
 
-A distribution registers a :class:`PluginSpec` under one of two entry-point groups::
+A distribution registers a :class:`PluginSpec` under one of these entry-point groups::
 
     [project.entry-points."profwin.backends"]      # engines that take the window as arguments
     vllm = "profwin_vllm._plugin:PLUGIN"
 
     [project.entry-points."profwin.profilers"]     # in-process drivers opened by profwin.Session
     npu = "profwin_npu._plugin:PLUGIN"
+
+    [project.entry-points."profwin.trainers"]      # trainer integrations (listed, never loaded by core)
+    slime = "profwin_slime._plugin:PLUGIN"
 
 The module named by the entry point must import nothing heavy: listing plugins loads it.
 ``PluginSpec.target`` names the object that does the work and is imported only on use.
@@ -36,6 +39,7 @@ __all__ = [
     "PLUGIN_API",
     "PROFILERS_GROUP",
     "SPEC_FORMATS_GROUP",
+    "TRAINERS_GROUP",
     "Artifact",
     "Cluster",
     "ClusterReport",
@@ -64,6 +68,9 @@ before a document is read as a profwin spec; profwin-verl registers verl's profi
 CLUSTERS_GROUP = "profwin.clusters"
 """Objects implementing :class:`Cluster`: how ``profwin collect --ray`` and ``profwin summarize
 --ray`` reach the files on every node (``ray = "profwin_ray:CLUSTER"`` in profwin-ray)."""
+TRAINERS_GROUP = "profwin.trainers"
+"""Trainer integrations (profwin-verl, profwin-slime): a :class:`PluginSpec` of kind ``trainer``
+each, whose ``requires`` names the trainer's import name; ``profwin plugins`` lists them."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
@@ -75,8 +82,9 @@ class PluginSpec:
 
     Attributes:
         name: the key users type (``vllm``, ``npu``); must equal the entry-point name.
-        kind: ``backend`` or ``profiler``.
-        target: ``"module:attribute"`` of the implementation, imported on first use.
+        kind: ``backend``, ``profiler`` or ``trainer``.
+        target: ``"module:attribute"`` of the implementation, imported on first use (a trainer
+            integration's: what the trainer is given, such as slime's rollout function).
         requires: import names the implementation needs at run time (``("torch_npu",)``);
             checked with ``importlib.util.find_spec``, so nothing is imported to list plugins.
         install_hint: what to install when a requirement is missing.
@@ -86,7 +94,7 @@ class PluginSpec:
     """
 
     name: str
-    kind: Literal["backend", "profiler"]
+    kind: Literal["backend", "profiler", "trainer"]
     target: str
     requires: tuple[str, ...] = ()
     install_hint: str = ""

@@ -54,7 +54,7 @@ from profwin.inputs import parse_spec_text, read_input
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.provenance import new_session_id, profwin_version, write_sidecar
-from profwin.spec import ProfileSpec
+from profwin.spec import ProfileSpec, as_spec
 from profwin.window import Window
 
 __all__ = [
@@ -63,6 +63,7 @@ __all__ = [
     "SessionError",
     "as_spec",
     "check_state_dir",
+    "engine_targets",
     "is_session_prefix",
     "remote_session",
     "resume_session",
@@ -89,17 +90,6 @@ class SessionError(ProfwinError, RuntimeError):
     def __init__(self, message: str, results: Sequence[RemoteResult] = ()) -> None:
         super().__init__(message)
         self.results = list(results)
-
-
-def as_spec(spec: ProfileSpec | Window | str) -> ProfileSpec:
-    """A spec from a spec, a :class:`Window` or text like ``"20:80"``."""
-    if isinstance(spec, str):
-        return ProfileSpec(window=Window.parse(spec))
-    if isinstance(spec, Window):
-        return ProfileSpec(window=spec)
-    if not isinstance(spec, ProfileSpec):
-        raise ConfigError(f"must be a ProfileSpec, a Window or text like '20:80' (got {shown(spec)})", path="spec")
-    return spec
 
 
 def _listing(directory: Path) -> dict[str, int]:
@@ -161,6 +151,9 @@ class _Part:
 class RemoteSession:
     """A profiling session on one or several live engines of one backend (see the module doc).
 
+    ``prefixes``: each target's file prefix (default: the spec's, or ``PREFIX-N`` for several);
+    :class:`profwin.RolloutProfiler` names files by rollout and engine this way.
+
     Attributes:
         spec: the spec the session was opened with.
         results: one :class:`~profwin.RemoteResult` per target: start's, then stop's.
@@ -176,6 +169,7 @@ class RemoteSession:
         version: str | None = None,
         timeout: float = 30.0,
         on_active: OnActive = "error",
+        prefixes: Sequence[str] | None = None,
     ) -> None:
         if not targets:
             raise ConfigError("give at least one engine object or server URL", path="target")
@@ -191,7 +185,11 @@ class RemoteSession:
         """Written with every collected trace (its provenance), so a folder tells sessions apart."""
         self._ctx = TargetContext(timeout=timeout)
         # Servers on one machine may share a directory and a rank: one prefix each tells them apart.
-        if len(targets) == 1:
+        if prefixes is not None:
+            if len(prefixes) != len(targets):
+                raise ConfigError(f"must give one prefix per target ({len(targets)}; got {len(prefixes)})", path="prefixes")
+            self._parts = [_Part(t, spec.replace(prefix=p)) for t, p in zip(targets, prefixes, strict=True)]
+        elif len(targets) == 1:
             self._parts = [_Part(targets[0], spec)]
         else:
             self._parts = [_Part(t, spec.replace(prefix=target_prefix(spec.prefix, i))) for i, t in enumerate(targets)]
@@ -221,7 +219,10 @@ class RemoteSession:
         part.started = True
         part.session = self.session_id
         plan = part.plan
-        records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
+        if plan.window.in_tokens:
+            records = f"the steps that produce tokens {plan.window.start}:{'' if plan.window.end is None else plan.window.end}"
+        else:
+            records = "until the stop" if plan.records is None else f"engine steps {plan.records}"
         message = (
             f"started: {plan.engine} {plan.version or '(version unknown)'} records {records} of this session ({plan.mechanism})"
         )
@@ -388,14 +389,14 @@ class RemoteSession:
 
     async def __aenter__(self) -> RemoteSession:
         self._ctx.loop = asyncio.get_running_loop()
-        await _off_loop(self.start)
+        await off_loop(self.start)
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        await _off_loop(functools.partial(self._exit, failed=exc_type is not None))
+        await off_loop(functools.partial(self._exit, failed=exc_type is not None))
 
 
-async def _off_loop(call: Callable[[], T]) -> T:
+async def off_loop(call: Callable[[], T]) -> T:
     """``call()`` in a thread of profwin's own, not the loop's default executor: engines use that
     executor for thread-bound work (vLLM's AsyncLLM starts and stops its frontend torch profiler
     with ``asyncio.to_thread``, and torch crashes when the stop lands on another thread than the
@@ -531,11 +532,18 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     traces = [a for a in artifacts if a.kind == "trace"]
     if plan.mechanism in ("by-stage", "none"):
         return []
+    if not traces and window.in_tokens:
+        return [
+            f"no trace was written for window {window}: no request produced a token with an index in "
+            f"[{window.start}, {'' if window.end is None else window.end}) while the session ran, or the engine writes elsewhere"
+        ]
     if not traces:
         return [
             f"no trace was written for window {window}: window {window} was never reached (the engine ran fewer than "
             f"{window.start + 1} step(s) in this session), or it writes elsewhere"
         ]
+    if window.in_tokens:  # steps are the engine's choice (profwin.tokens): nothing to compare in steps
+        return []
     return [
         f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"
         for a in traces
@@ -571,11 +579,14 @@ def _warn(results: list[RemoteResult], key: str) -> None:
             warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=4)
 
 
-def _targets(engine: Backend, target: Any, api_key: str | None, timeout: float) -> list[EngineTarget]:
+def engine_targets(engine: Backend, target: Any, *, api_key: str | None, timeout: float) -> list[EngineTarget]:
+    """The targets a session drives: one per item of ``target`` (a URL, an engine object, or a
+    list of them), made by ``engine``; an item that already is an :class:`EngineTarget` (an engine
+    a plugin reaches its own way, such as one living in a Ray actor) is used as it is."""
     items = list(target) if isinstance(target, (list, tuple)) else [target]
     if not items:
         raise ConfigError("give at least one engine object or server URL", path="target")
-    return [engine.target(item, api_key=api_key, timeout=timeout) for item in items]
+    return [item if isinstance(item, EngineTarget) else engine.target(item, api_key=api_key, timeout=timeout) for item in items]
 
 
 def remote_session(
@@ -592,8 +603,8 @@ def remote_session(
 
     Args:
         engine: a backend name (``"vllm"``, ``"sglang"``) or a loaded backend.
-        target: an engine object (``vllm.LLM``, ``AsyncLLM``, ``sglang.Engine``), a server URL, or
-            a list of URLs (started and stopped concurrently).
+        target: an engine object (``vllm.LLM``, ``AsyncLLM``, ``sglang.Engine``), a server URL, an
+            :class:`~profwin.plugin.EngineTarget`, or a list of them (started and stopped concurrently).
         spec: a :class:`~profwin.ProfileSpec`, a :class:`~profwin.Window`, or text like ``"20:80"``.
         version: the engine version, for engines that cannot be asked.
         api_key: bearer token for servers started with an API key.
@@ -602,7 +613,7 @@ def remote_session(
     """
     backend = load_backend(engine) if isinstance(engine, str) else engine
     timeout = check_timeout(timeout)
-    targets = _targets(backend, target, api_key, timeout)
+    targets = engine_targets(backend, target, api_key=api_key, timeout=timeout)
     return RemoteSession(backend, targets, as_spec(spec), version=version, timeout=timeout, on_active=on_active)
 
 

@@ -38,7 +38,7 @@ from profwin.protocols import RemoteResult
 from profwin.remote import MAX_STATE_BYTES, start_remote, state_path, stop_remote
 from profwin.spec import ProfileSpec
 
-__all__ = ["RouterError", "RouterWorkers", "router", "start_router", "stop_router"]
+__all__ = ["RouterError", "RouterWorkers", "against_router", "router", "start_router", "stop_router"]
 
 
 class RouterError(ConfigError):
@@ -156,11 +156,7 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
         results = stop_remote(engine, list(router(base, api_key=api_key, timeout=timeout)), spec, **kwargs)
         _forget(path)
         return [_tagged(r, "listed", damaged) for r in results]
-    try:
-        now: list[str] | None = list(router(base, api_key=api_key, timeout=timeout))
-        unreachable = ""
-    except RouterError as exc:
-        now, unreachable = None, str(exc)
+    now, unreachable = _listed_now(base, api_key, timeout)
     listed = [u for u in started if now is not None and u in now]
     only_recorded = [u for u in started if u not in listed]
     stopped: dict[str, RemoteResult] = {}
@@ -169,13 +165,51 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     if only_recorded:
         stopped.update((r.target, r) for r in stop_remote(engine, only_recorded, spec, **{**kwargs, "api_key": None}))
     keyless = "; the API key was not sent to it (only profwin start's record names it now)" if api_key else ""
-    results = [_left(stopped[url], now, unreachable, keyless) for url in started]
-    for url in now or ():
-        if url not in started:
-            message = "joined the router after profwin start (or did not start): no window was started on it, left alone"
-            results.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
+    results = _compare([stopped[url] for url in started], started, now, unreachable, "profwin start", keyless)
     _forget(path)
     return results
+
+
+def against_router(
+    results: Sequence[RemoteResult],
+    started: Sequence[str],
+    router_url: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = 30.0,
+    since: str = "the start",
+) -> list[RemoteResult]:
+    """The stop's ``results`` (one per worker in ``started``) compared with what the router lists
+    now, each tagged in ``details.router``: ``listed``, ``left`` (stopped at its URL all the same)
+    or ``unknown`` (the router could not be asked); a worker listed now that was not started gets
+    a result of its own, not ok, ``joined``: no window ran on it. ``since`` names the start in
+    the messages (``profwin start``, ``the rollout's start``)."""
+    now, unreachable = _listed_now(router_url, api_key, timeout)
+    return _compare(results, started, now, unreachable, since)
+
+
+def _listed_now(router_url: str, api_key: str | None, timeout: float) -> tuple[list[str] | None, str]:
+    """The router's workers now, or None and why it could not be asked."""
+    try:
+        return list(router(router_url, api_key=api_key, timeout=timeout)), ""
+    except RouterError as exc:
+        return None, str(exc)
+
+
+def _compare(
+    results: Sequence[RemoteResult],
+    started: Sequence[str],
+    now: Sequence[str] | None,
+    unreachable: str,
+    since: str,
+    keyless: str = "",
+) -> list[RemoteResult]:
+    tagged = [_left(r, now, unreachable, since, keyless) for r in results]
+    for url in now or ():
+        if url not in started:
+            message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
+            tagged.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
+    return tagged
 
 
 def _read_record(path: Path, base: str) -> list[str]:
@@ -215,10 +249,11 @@ def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
     )
 
 
-def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, keyless: str) -> RemoteResult:
+def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, since: str, keyless: str = "") -> RemoteResult:
+    """``keyless`` is said of a worker stopped without the API key (only a record named it)."""
     if now is None:
-        note = f"the router could not be asked ({unreachable}); stopped at the URL profwin start used{keyless}"
+        note = f"the router could not be asked ({unreachable}); stopped at the URL {since} used{keyless}"
         return _tagged(result, "unknown", note)
     if result.target in now:
         return _tagged(result, "listed")
-    return _tagged(result, "left", f"left the router after profwin start; stopped at its URL{keyless}")
+    return _tagged(result, "left", f"left the router after {since}; stopped at its URL{keyless}")

@@ -16,7 +16,7 @@ from profwin.errors import ConfigError, shown
 from profwin.inputs import expand_user
 from profwin.window import Window
 
-__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "RankSelection"]
+__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "RankSelection", "as_spec"]
 
 ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 """Activities a spec may ask for; ``None`` in a spec means "CPU plus the accelerator present"."""
@@ -177,3 +177,14 @@ class ProfileSpec:
                 path="output_dir",
             ) from None
         return self.output_dir
+
+
+def as_spec(spec: ProfileSpec | Window | str) -> ProfileSpec:
+    """A spec from a spec, a :class:`Window` or text like ``"20:80"``."""
+    if isinstance(spec, str):
+        return ProfileSpec(window=Window.parse(spec))
+    if isinstance(spec, Window):
+        return ProfileSpec(window=spec)
+    if not isinstance(spec, ProfileSpec):
+        raise ConfigError(f"must be a ProfileSpec, a Window or text like '20:80' (got {shown(spec)})", path="spec")
+    return spec

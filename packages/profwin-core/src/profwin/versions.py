@@ -8,9 +8,10 @@ check needs: a release candidate may lack what the release has.
 
 from __future__ import annotations
 
+import os
 import sys
 from functools import total_ordering
-from importlib.metadata import PackageNotFoundError
+from importlib.metadata import PackageNotFoundError, entry_points
 from importlib.metadata import version as dist_version
 
 from attrs import frozen
@@ -18,7 +19,7 @@ from packaging.version import InvalidVersion, Version
 
 from profwin.errors import ConfigError, shown
 
-__all__ = ["EngineVersion", "installed_version"]
+__all__ = ["EngineVersion", "engine_plugin_missing", "installed_version"]
 
 
 @total_ordering
@@ -84,4 +85,24 @@ def installed_version(module: str, distributions: tuple[str, ...]) -> str | None
             return dist_version(name)
         except PackageNotFoundError:
             continue
+    return None
+
+
+def engine_plugin_missing(distribution: str, group: str, allow_env: str, *, empty_allows_all: bool) -> str | None:
+    """Why an engine started from this environment would not load ``distribution``'s entry point
+    in the engine's own plugin ``group`` (``vllm.general_plugins``, ``sglang.srt.plugins``), or
+    ``None`` when it would: the entry point is installed here, and ``$allow_env`` (the engine's
+    comma-separated allow-list: ``VLLM_PLUGINS``, ``SGLANG_PLUGINS``), when set, names it
+    (``empty_allows_all``: an empty value allows every plugin, as SGLang reads it; vLLM reads an
+    empty ``VLLM_PLUGINS`` as a list that names none).
+
+    The one check every engine-side profwin plugin is judged by before an engine runs (verl's
+    builders launch the engine from this environment); never imports the engine."""
+    names = [ep.name for ep in entry_points(group=group) if ep.dist is not None and ep.dist.name == distribution]
+    if not names:
+        return f"{distribution}'s {group} entry point is not installed in this environment"
+    allowed = {name.strip() for name in os.environ.get(allow_env, "").split(",") if name.strip()}
+    restricted = bool(allowed) or (allow_env in os.environ and not empty_allows_all)
+    if restricted and not allowed.intersection(names):
+        return f"{allow_env}={os.environ[allow_env]!r} leaves out {names[0]!r}, so the engine does not load it"
     return None

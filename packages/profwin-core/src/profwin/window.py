@@ -9,19 +9,29 @@
                  steps_to_skip = start    steps_to_record = end - start
 
 Step 0 is the first engine step (one scheduled batch, one forward) after the session starts.
+
+A window may instead be counted in response **tokens** (``Window(20, 80, unit="tokens")``, text
+``"20:80 tokens"``, verl's ``profile_token_start``/``profile_token_end``): response token *k* of a
+request is the *k*-th token it generates. Engines decide such a window inside the engine, by the
+one rule of :mod:`profwin.tokens`; an in-process :class:`profwin.Session` counts the caller's
+``step()`` calls, one per token, so there the two units record the same steps.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from attrs import field, frozen
 
 from profwin.errors import ConfigError, shown, unknown_key
 
-__all__ = ["MAX_STEP", "Window", "check_bounds"]
+__all__ = ["MAX_STEP", "UNITS", "Unit", "Window", "check_bounds", "check_unit"]
+
+Unit = Literal["steps", "tokens"]
+UNITS: tuple[str, ...] = get_args(Unit)
+"""What a window counts: engine ``steps`` (the default) or response ``tokens``."""
 
 MAX_STEP = 2**31 - 1
 """The largest window bound: engines count steps in 32-bit ints (SGLang's ``start_step`` is an
@@ -33,6 +43,8 @@ _KEY_STYLES: tuple[tuple[str, str], ...] = (
     ("start", "end"),
     ("profile_token_start", "profile_token_end"),
 )
+# verl documents profile_token_start/end as "this response-token index": that spelling means tokens.
+_STYLE_UNIT: dict[tuple[str, str], Unit] = {_KEY_STYLES[0]: "steps", _KEY_STYLES[1]: "tokens"}
 
 
 def _describe(value: object) -> str:
@@ -76,30 +88,48 @@ def check_bounds(
     return first, end  # type: ignore[return-value]
 
 
+def check_unit(unit: object, *, name: str = "unit", path: str = "") -> Unit:
+    """``unit`` if it is one of :data:`UNITS`, else a :class:`ConfigError` naming it."""
+    if not isinstance(unit, str) or unit not in UNITS:
+        raise ConfigError(f"{name} must be one of {list(UNITS)} (got {shown(unit)})", path=path)
+    return unit  # type: ignore[return-value]
+
+
 @frozen(init=False)
 class Window:
     """Steps ``[start, end)`` of a profiling session; ``end=None`` means until the session stops.
+
+    With ``unit="tokens"`` the bounds are response-token indices instead (module docstring).
 
     >>> Window(20, 80).steps_to_record
     60
     >>> str(Window.parse(" 20 : "))
     '20:'
+    >>> str(Window.parse("20:80 tokens"))
+    '20:80 tokens'
     """
 
     start: int = field()
     end: int | None = field()
+    unit: Unit = field(default="steps")
 
-    def __init__(self, start: int | None = None, end: int | None = None) -> None:
+    def __init__(self, start: int | None = None, end: int | None = None, *, unit: Unit = "steps") -> None:
         first, last = check_bounds(start, end)
-        self.__attrs_init__(first, last)  # type: ignore[attr-defined]
+        self.__attrs_init__(first, last, check_unit(unit))  # type: ignore[attr-defined]
 
     # -- construction from text and configs -------------------------------------------------
 
     @classmethod
     def parse(cls, text: str, *, field_name: str = "window") -> Window:
-        """Parse ``"20:80"``, ``"20:"``, ``":80"`` or ``":"``; spaces around parts are ignored."""
+        """Parse ``"20:80"``, ``"20:"``, ``":80"`` or ``":"``, optionally followed by a space and
+        a unit (``"20:80 tokens"``, ``"20:80 steps"``); spaces around parts are ignored."""
         if not isinstance(text, str):
             raise ConfigError(f"{field_name} must be text like '20:80' (got {_describe(text)})")
+        unit: Unit = "steps"
+        words = text.split()
+        if len(words) > 1 and words[-1].isalpha():
+            unit = check_unit(words[-1], name=f"{field_name} unit")
+            text = text[: text.rstrip().rfind(words[-1])]
         parts = text.split(":")
         if len(parts) != 2:
             raise ConfigError(
@@ -120,11 +150,13 @@ class Window:
                     f"{field_name} {label} must be a non-negative integer or empty (got {shown(part)} in {shown(text)})"
                 )
         first, last = check_bounds(*bounds, names=(f"{field_name} start", f"{field_name} end"))
-        return cls(first, last)
+        return cls(first, last, unit=unit)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any], *, path: str = "") -> Window:
-        """Build a window from ``{start, end}`` or verl's ``{profile_token_start, profile_token_end}``.
+        """Build a window from ``{start, end}`` or verl's ``{profile_token_start, profile_token_end}``,
+        with an optional ``unit``: ``steps`` by default for ``start``/``end``, ``tokens`` for
+        verl's keys (verl documents them as response-token indices).
 
         Mixing both spellings or passing an unknown key is an error that names the closest valid key.
         """
@@ -137,12 +169,13 @@ class Window:
                 path=path,
             )
         names = used[0] if used else _KEY_STYLES[0]
-        valid = [key for style in _KEY_STYLES for key in style]
+        valid = [key for style in _KEY_STYLES for key in style] + ["unit"]
         for key in data:
-            if key not in names:
+            if key not in (*names, "unit"):
                 raise unknown_key(key, valid, path=path)
         first, last = check_bounds(data.get(names[0]), data.get(names[1]), names=names, path=path)
-        return cls(first, last)
+        unit = check_unit(data.get("unit", _STYLE_UNIT[names]), path=path)
+        return cls(first, last, unit=unit)
 
     # -- derived values ---------------------------------------------------------------------
 
@@ -175,11 +208,21 @@ class Window:
         if steps_run <= self.start:
             return None
         end = steps_run if self.end is None else min(self.end, steps_run)
-        return Window(self.start, end)
+        return Window(self.start, end, unit=self.unit)
+
+    @property
+    def in_tokens(self) -> bool:
+        """Whether the bounds are response-token indices rather than session steps."""
+        return self.unit == "tokens"
+
+    def in_steps(self) -> Window:
+        """The same bounds counted in steps (what an engine without token support records)."""
+        return Window(self.start, self.end)
 
     def __str__(self) -> str:
-        return f"{self.start}:{'' if self.end is None else self.end}"
+        text = f"{self.start}:{'' if self.end is None else self.end}"
+        return f"{text} tokens" if self.in_tokens else text
 
     def slug(self) -> str:
-        """A file-name friendly form: ``w20-80`` or ``w20-end``."""
-        return f"w{self.start}-{'end' if self.end is None else self.end}"
+        """A file-name friendly form: ``w20-80`` or ``w20-end`` (``t20-80`` in tokens)."""
+        return f"{'t' if self.in_tokens else 'w'}{self.start}-{'end' if self.end is None else self.end}"

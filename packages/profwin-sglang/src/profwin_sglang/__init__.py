@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loadin
     from profwin_sglang.plan import activities_for, launch_env, plan_for, profile_request
     from profwin_sglang.server_plugin import RELATIVE_BASE
     from profwin_sglang.session import session
+    from profwin_sglang.structs import build_profile_req
     from profwin_sglang.targets import ServerInfo, SglangEngine, SglangServer
     from profwin_sglang.traces import trim_in_place
     from profwin_sglang.versions import VERIFIED_VERSION, Features, features, sglang_version
@@ -41,6 +42,7 @@ __all__ = [
     "SglangOptions",
     "SglangServer",
     "activities_for",
+    "build_profile_req",
     "features",
     "launch_env",
     "options_of",
@@ -58,6 +60,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "profwin.plugin": ("SessionError",),
         "profwin_sglang.backend": ("SglangBackend",),
+        "profwin_sglang.structs": ("build_profile_req",),
         "profwin_sglang.options": ("SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"),
         "profwin_sglang.plan": ("activities_for", "launch_env", "plan_for", "profile_request"),
         "profwin_sglang.server_plugin": ("RELATIVE_BASE",),

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, shown
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import check_state, plan_for
-from profwin_sglang.server_plugin import unavailable_here
-from profwin_sglang.targets import SglangEngine, SglangServer, is_engine
+from profwin_sglang.server_plugin import V2_ENV, unavailable_here
+from profwin_sglang.targets import SglangEngine, SglangServer, is_engine, profiler_from_env
 from profwin_sglang.versions import sglang_version
 
 __all__ = ["SglangBackend"]
@@ -33,8 +34,12 @@ class SglangBackend:
         trimmed afterwards, with a warning that says why. A window starting at 0 never needs the
         encoding: it goes out in immediate mode, as to a stock server."""
         inactive = unavailable_here()
-        relative = inactive is None and spec.window.start > 0
-        return plan_for(spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "")
+        relative = inactive is None and (spec.window.start > 0 or spec.window.in_tokens)
+        # The engine is started from this process: its environment says which profiler it runs.
+        profiler = profiler_from_env(os.environ.get(V2_ENV, "0"))
+        return plan_for(
+            spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "", profiler=profiler
+        )
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> SglangServer | SglangEngine:
         if isinstance(target, str):

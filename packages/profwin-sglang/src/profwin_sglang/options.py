@@ -9,13 +9,16 @@ from attrs import field, frozen
 
 from profwin.plugin import ProfileSpec, choice, flag, names, parse_options
 
-__all__ = ["SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"]
+__all__ = ["PROFILERS", "SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"]
 
 SGLANG_ACTIVITIES: tuple[str, ...] = ("CPU", "GPU", "XPU", "MEM", "CUDA_PROFILER", "RPD")
 """Every activity name SGLang 0.5.23's profiler recognises (others are silently dropped there)."""
 
 START_MODES: tuple[str, ...] = ("auto", "relative", "trim")
 """Values of the ``start`` option: choose, require the server plugin, or force trimming."""
+
+PROFILERS: tuple[str, ...] = ("auto", "v1", "v2")
+"""Values of the ``profiler`` option: ask the server, or say which profiler it runs."""
 
 
 def _tuple(value: object) -> object:
@@ -35,6 +38,9 @@ class SglangOptions:
         detailed_annotations: SGLang's KV aggregates in the ``step[...]`` span names.
         activities: raw SGLang activity names, replacing the ones derived from the spec (SGLang
             would silently drop a name it does not know).
+        profiler: which profiler the server runs: ``auto`` (default) asks it (its profwin plugin,
+            or its environment when started with ``SGLANG_EXPOSE_OWN_ENV_VARS=1``); ``v1`` (the
+            classic one) or ``v2`` (``SGLANG_PROFILE_V2=1``) say it for servers that cannot.
     """
 
     start: str = field(default="auto", validator=choice(*START_MODES))
@@ -43,6 +49,7 @@ class SglangOptions:
     cuda_profiler: bool = field(default=False, validator=flag)
     detailed_annotations: bool = field(default=False, validator=flag)
     activities: tuple[str, ...] | None = field(default=None, converter=_tuple, validator=names(*SGLANG_ACTIVITIES))
+    profiler: str = field(default="auto", validator=choice(*PROFILERS))
 
 
 def options_of(source: ProfileSpec | Mapping[str, Any]) -> SglangOptions:

@@ -88,13 +88,36 @@ def _unavailable(asked: str, name: str, device: str, accelerator: str | None) ->
     return None
 
 
+def _check_capture_range(options: SglangOptions, chosen: Plan) -> None:
+    """``CUDA_PROFILER`` opens nsys's capture range when SGLang starts recording and closes it at the
+    stop (``cudaProfilerStart``/``Stop`` on the server's base GPU, 0.5.12 and 0.5.23 alike): the
+    range is the recorded steps. A trimmed plan records steps before the window, and an nsys report
+    cannot be cut afterwards, so it is refused rather than sent."""
+    if options.cuda_profiler and chosen.trims:
+        raise ConfigError(
+            f"nsys's capture range cannot be trimmed: without the server plugin SGLang would record steps "
+            f"{chosen.recorded} for window {chosen.window}. Install {_PLUGIN}, or start the window at step 0",
+            path="options.sglang.cuda_profiler",
+        )
+
+
 def new_profile_id() -> str:
     """A profile id no other session shares: seconds since the epoch plus 8 random hex digits."""
     return f"{int(time.time())}-{uuid.uuid4().hex[:8]}"
 
 
 _PROFILE_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{8}")  # what new_profile_id makes
-_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix", "forward_ct")
+_DETAILS = (
+    "mode",
+    "plugin",
+    "plugin_inactive",
+    "device",
+    "profile_id",
+    "client_profile_id",
+    "prefix",
+    "profiler",
+    "forward_ct",
+)
 _MAX_SCHEDULERS = 65_536
 
 
@@ -138,6 +161,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         ("plugin", (bool, type(None))),
         ("plugin_inactive", (str, type(None))),
         ("device", (str, type(None))),
+        ("profiler", (str, type(None))),
     ):
         if type(details[key]) not in allowed:
             raise ConfigError(
@@ -175,9 +199,11 @@ def launch_env(spec: ProfileSpec) -> dict[str, str]:
 
     ``SGLANG_PROFILE_WITH_STACK``/``..._RECORD_SHAPES`` only ever turn recording *off* in SGLang, so
     they are set to false when the spec does not want them (a guard against clients that leave the
-    fields out); ``SGLANG_PROFILE_V2`` must stay off because the v2 manager refuses ``start_step``.
+    fields out); ``SGLANG_PROFILE_V2`` stays off because the v2 manager refuses ``start_step`` and
+    has no manual stop; ``SGLANG_EXPOSE_OWN_ENV_VARS`` lets a server without profwin's plugin tell
+    clients (``/server_info``) which profiler it runs, the one thing no harmless request reveals.
     """
-    env = {"SGLANG_TORCH_PROFILER_DIR": str(spec.output_dir), "SGLANG_PROFILE_V2": "0"}
+    env = {"SGLANG_TORCH_PROFILER_DIR": str(spec.output_dir), "SGLANG_PROFILE_V2": "0", "SGLANG_EXPOSE_OWN_ENV_VARS": "1"}
     if not spec.stack:
         env["SGLANG_PROFILE_WITH_STACK"] = "false"
     if not spec.shapes:
@@ -201,17 +227,22 @@ def plan_for(
     device: str | None,
     profile_id: str | None = None,
     inactive: str = "",
+    profiler: str | None = "v1",
+    token_plugin: bool | None = None,
     forward_ct: Sequence[int] = (),
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
     ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
     only exact way, and says what happens without it). ``inactive``: why the plugin is not
-    active on that server, for the warning of the trim fallback. ``forward_ct``: each
-    scheduler's batch counter as the plugin reported it before the start (kept in the plan's
-    details: the stop compares the trace with how many batches ran since)."""
+    active on that server, for the warning of the trim fallback. ``profiler``: the profiler the
+    server runs (``v1``, ``v2``, ``None`` when it cannot say), unless ``options.sglang.profiler``
+    says it; ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``).
+    ``forward_ct``: each scheduler's batch counter as the plugin reported it before the start
+    (kept in the plan's details: the stop compares the trace with how many batches ran since)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     assume = plugin is None and options.start != "trim" and spec.window.start > 0
+    running = profiler if options.profiler == "auto" else options.profiler
     chosen = plan_window(
         spec.window,
         features=feats,
@@ -219,7 +250,10 @@ def plan_for(
         start=options.start,
         by_stage=options.by_stage,
         inactive=inactive,
+        profiler=running if running in ("v1", "v2") else None,  # type: ignore[arg-type]
+        token_plugin=bool(plugin if token_plugin is None else token_plugin) or (plugin is None and token_plugin is None),
     )
+    _check_capture_range(options, chosen)
     activities, dropped = activities_for(spec, device, options=options)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
     notes = [chosen.warning] if chosen.warning else []
@@ -233,6 +267,11 @@ def plan_for(
             f"(profwin.remote_session) sees the plugin is missing and records {trim_records(spec.window)}, then trims "
             f"the trace to {spec.window}"
         )
+    elif chosen.mode == "tokens":
+        fallback = (
+            "a server without the plugin never reaches the encoded start_step: a session (profwin.remote_session) "
+            f"sees the plugin is missing and records steps {spec.window.in_steps()} instead, with a warning"
+        )
     return EnginePlan(
         engine="sglang",
         version=None if feats.version is None else str(feats.version),
@@ -243,7 +282,7 @@ def plan_for(
         output_dir=spec.output_dir,
         env=launch_env(spec),
         request=body,
-        server_requirement=_PLUGIN if relative else None,
+        server_requirement=_PLUGIN if relative or chosen.mode == "tokens" else None,
         fallback=fallback,
         notes=tuple(notes),
         details={
@@ -254,6 +293,7 @@ def plan_for(
             "profile_id": body["profile_id"],
             "client_profile_id": feats.client_profile_id,
             "prefix": spec.prefix,
+            "profiler": running if running in ("v1", "v2") else None,
             "forward_ct": list(forward_ct),
         },
     )

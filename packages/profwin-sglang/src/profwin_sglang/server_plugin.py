@@ -1,34 +1,46 @@
-"""The SGLang-side half of profwin-sglang: makes a profiling window relative to the moment the
-scheduler receives the request.
+"""The SGLang-side half of profwin-sglang: windows relative to the session, windows in tokens,
+and a scheduler that never dies of a profile request.
 
 SGLang's ``start_step`` is an absolute value of each scheduler's ``forward_ct`` (batches since
-launch, never reset, not exposed anywhere), so a client cannot say "the 20th batch from now".
-SGLang ≥ 0.5.23 loads *general plugins* in every server process (entry-point group
-``sglang.srt.plugins``, see ``sglang/srt/plugins/__init__.py``); installing profwin-sglang beside
-SGLang registers :func:`register` there, which installs two hooks in each scheduler process:
+launch, never reset, not exposed anywhere), so a client cannot say "the 20th batch from now",
+nor "the batches that produce tokens 20..80". SGLang >= 0.5.23 loads *general plugins* in every
+server process (entry-point group ``sglang.srt.plugins``); installing profwin-sglang beside SGLang
+registers :func:`register` there, which installs two hooks in each scheduler process:
 
-* ``SchedulerProfilerManager._init_profile``: a ``start_step`` in
-  ``[RELATIVE_BASE, 2 * RELATIVE_BASE)`` means "``start_step - RELATIVE_BASE`` batches after this
-  one", and is rewritten to ``forward_ct + 1 + offset`` on the scheduler thread, between batches,
-  exactly where SGLang itself reads the counter. Any other value passes through untouched, so
-  clients that send absolute steps see stock behaviour. A server *without* this plugin treats the
-  encoded value as an absolute step it will never reach and records nothing, so a relative
-  request can never record the wrong batches. The first profile request a scheduler process
-  receives also runs one throwaway CPU profiler session there (:func:`warm_profiler`), so the
-  process's one-time profiler costs are paid between batches, not in the window's first batch.
-* ``SchedulerInternalStateController.get_internal_state``: adds ``"profwin_sglang"`` (this
-  protocol's version, the base, and the live ``forward_ct``) to each scheduler's entry of
-  ``/server_info``'s ``internal_states``, which is how clients find out that relative windows work.
+* ``SchedulerProfilerManager._profile`` (every ``/start_profile`` and ``/stop_profile``):
+
+  - a ``start_step`` in ``[RELATIVE_BASE, 2 * RELATIVE_BASE)`` means "``start_step -
+    RELATIVE_BASE`` batches after this one": SGLang's own profiler (legacy) gets it rewritten to
+    ``forward_ct + 1 + offset``, on the scheduler thread, between batches, exactly where SGLang
+    reads the counter itself;
+  - a ``start_step`` from :data:`profwin.tokens.TOKEN_BASE` is a token window
+    (:func:`profwin.plugin.decode_tokens`), decided batch by batch by profwin's one rule
+    (:class:`profwin.plugin.TokenRule`) from each batch's requests, with each recorded batch
+    annotated (``profwin.tokens ...``);
+  - under ``SGLANG_PROFILE_V2=1``, whose profiler asserts ``start_step is None`` and raises on a
+    manual stop (taking the scheduler down), profwin's relative and token windows are recorded by
+    this plugin with the v2 profiler's own start and stop, and any request the v2 profiler cannot
+    take is answered with an error naming ``SGLANG_PROFILE_V2`` instead of reaching it.
+
+  Any other request passes through untouched, so clients that send absolute steps see stock
+  behaviour. While a window is armed, one more function runs per batch (the manager's
+  ``_profile_batch_predicate``, replaced on the instance and given back when the window ends);
+  otherwise nothing runs per batch.
+* ``SchedulerInternalStateController.get_internal_state``: adds ``"profwin_sglang"`` (the
+  protocol, the bases, token windows, which profiler runs, and the live ``forward_ct``) to each
+  scheduler's entry of ``/server_info``'s ``internal_states``: how clients learn what works.
+
+A server *without* this plugin reads an encoded ``start_step`` as an absolute step it never
+reaches and records nothing; clients send the encoding only to servers that report the plugin on
+every scheduler. The first profile request a scheduler process receives also runs one throwaway
+CPU profiler session there (:func:`warm_profiler`), so the process's one-time profiler costs are
+paid between batches, not in the window's first batch.
 
 This module imports nothing from profwin or sglang at import time: SGLang loads it early in every
 process, and it must stay cheap and never break a server. If SGLang's internals moved (another
 version), the hooks are not installed, the capability is not reported, and clients fall back.
-
-The capability is announced only by a server whose hooks are installed, so a client never sends
-the encoded ``start_step`` to a server that would read it as an absolute step (SGLang 0.5.12, for
-instance, loads the plugin but has no ``scheduler_components``). Where a client must decide
-before the server runs (verl's builders run in the process that launches SGLang),
-:func:`unavailable_here` answers the same question from the SGLang installed in that process,
+Where a client must decide before the server runs (verl's builders run in the process that
+launches SGLang), :func:`unavailable_here` answers from the SGLang installed in that process,
 without importing it.
 """
 
@@ -49,19 +61,23 @@ RELATIVE_BASE = 1 << 40
 """Offset that marks a ``start_step`` as relative; 2**40 batches is decades of serving."""
 
 PROTOCOL = 1
-"""Version of what the hooks do; clients check it in ``/server_info``."""
+"""Version of the relative windows; clients check it in ``/server_info``. Token windows and the v2
+profiler are reported by keys of their own (``token_windows``, ``profiler``)."""
+
+TOKEN_WINDOWS = 1
+"""Version of the token windows, reported as ``token_windows`` beside :data:`PROTOCOL`."""
 
 STATE_KEY = "profwin_sglang"
 
-_INIT_PROFILE = "sglang.srt.managers.scheduler_components.profiler_manager.SchedulerProfilerManager._init_profile"
+_PROFILE = "sglang.srt.managers.scheduler_components.profiler_manager.SchedulerProfilerManager._profile"
 _INTERNAL_STATE = "sglang.srt.managers.scheduler_components.internal_state.SchedulerInternalStateController.get_internal_state"
-_START_STEP_ARG = 2  # _init_profile(self, output_dir, start_step, ...): positional index incl. self
 _DISTRIBUTION = "profwin-sglang"
 _ENTRY_GROUP = "sglang.srt.plugins"
 FIRST_VERSION = "0.5.23"
 """The first SGLang release the hooks are known to install on (0.5.12 has no ``HOOK_PACKAGE``)."""
 HOOK_PACKAGE = "sglang.srt.managers.scheduler_components"
 """Where the hooked classes live; SGLang 0.5.12 keeps the profiler in a scheduler mixin instead."""
+V2_ENV = "SGLANG_PROFILE_V2"
 
 logger = logging.getLogger(__name__)
 
@@ -118,39 +134,258 @@ def warm_profiler(manager: Any) -> float | None:
     return took
 
 
-def _relative_start(original: Any, *args: Any, **kwargs: Any) -> Any:
-    manager = args[0]
+def _profile_v2() -> bool:
+    """Whether this scheduler runs SGLang's v2 profiler (read as SGLang reads it)."""
+    from sglang.srt.environ import envs
+
+    return bool(envs.SGLANG_PROFILE_V2.get())
+
+
+def _output(success: bool, message: str) -> Any:
+    from sglang.srt.managers.io_struct import ProfileReqOutput
+
+    return ProfileReqOutput(success=success, message=message)
+
+
+def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
+    """What one SGLang batch computes, read before it runs: the response-token index of every
+    token it produces, how many requests have prompt tokens in it, and how many.
+
+    A request's sequence after the batch is ``seq_lens_cpu[i]`` long (the prompt plus the tokens
+    produced before, plus the one this batch feeds); it produces the token of index
+    ``seq_len - len(prompt)`` unless its prefill continues in a later chunk (``chunked_req``)."""
+    reqs = batch.reqs
+    seq_lens = batch.seq_lens_cpu
+    if seq_lens is None or len(reqs) == 0:
+        return [], 0, 0
+    lengths = seq_lens.tolist()
+    chunked = getattr(batch, "chunked_req", None)
+    produced: list[int] = []
+    prefilling = prefill_tokens = 0
+    extending = batch.forward_mode.is_extend() if hasattr(batch.forward_mode, "is_extend") else False
+    for req, length in zip(reqs, lengths, strict=False):
+        prompt = len(req.origin_input_ids)
+        if extending:
+            extend = int(getattr(req, "extend_input_len", 0) or 0)
+            if length - extend < prompt:  # the batch computes prompt positions for this request
+                prefilling += 1
+                prefill_tokens += extend
+        if req is not chunked:
+            produced.append(length - prompt)
+    return produced, prefilling, prefill_tokens
+
+
+class _Window:
+    """One window profwin armed in one scheduler process: a relative step window under v2 (the
+    legacy profiler takes those by the rewritten ``start_step``), or a token window. It runs
+    SGLang's own profiler (legacy or v2) from batch to batch, and gives everything back at the end.
+    """
+
+    def __init__(self, manager: Any, req: Any, *, v2: bool, tokens: Any, first: int | None, count: int | None) -> None:
+        self.manager = manager
+        self.req = req
+        self.v2 = v2
+        self.tokens = tokens
+        self.first = first  # the forward_ct a step window opens at
+        self.count = count
+        self.rule: Any = None
+        if tokens is not None:
+            from profwin.plugin import TokenRule
+
+            self.rule = TokenRule(tokens)
+        self.recording = False
+        self.done = False
+        self.opened_ct: int | None = None
+        self.span: Any = None
+        self.original_predicate = manager._profile_batch_predicate
+
+    def arm(self) -> Any:
+        """Take the request's settings the way SGLang would and hook the batches; SGLang's answer."""
+        req = self.req
+        if self.v2:
+            pm = self.manager._profile_manager
+            if pm.profiler is not None or pm.stage_based_trigger.running_state is not None:
+                return _output(False, "Profiling is already in progress. Call /stop_profile first.")
+            pm.detailed_annotations = bool(getattr(req, "detailed_annotations", False))
+            pm.profiler_kwargs = {
+                "activities": req.activities if req.activities is not None else ["CPU", "GPU"],
+                "with_stack": req.with_stack,
+                "record_shapes": req.record_shapes,
+                "output_dir": req.output_dir if req.output_dir is not None else os.getenv("SGLANG_TORCH_PROFILER_DIR", "/tmp"),
+                "output_prefix": req.profile_prefix,
+                "profile_id": req.profile_id,
+            }
+        else:
+            answer = self.manager._init_profile(
+                req.output_dir, None, None, req.activities, req.with_stack, req.record_shapes, False,
+                req.profile_id, req.merge_profiles, req.profile_prefix, getattr(req, "detailed_annotations", False),
+            )  # fmt: skip
+            if not answer.success:
+                return answer
+        self.manager._profile_batch_predicate = self.on_batch
+        return _output(True, "Succeeded")
+
+    def on_batch(self, batch: Any) -> None:
+        try:
+            self._decide(batch)
+        except Exception as exc:  # never let profwin's own code take a scheduler down
+            logger.warning("profwin: the window stopped early on an error of its own: %s", exc)
+            self.finish()
+        self.original_predicate(batch)
+
+    def _decide(self, batch: Any) -> None:
+        if self.rule is None:
+            forward_ct = self.manager.get_forward_ct()
+            if not self.recording and forward_ct == self.first:
+                self._start()
+            elif self.recording and self.count and forward_ct >= self.first + self.count:  # type: ignore[operator]
+                self.finish()
+            return
+        produced, prefilling, prefill_tokens = _batch_tokens(batch)
+        session_step = self.rule.steps
+        decision = self.rule.step(produced)
+        if decision == "close":
+            self.finish()
+            return
+        if decision == "open":
+            self._start()
+        if decision in ("open", "record"):
+            self._annotate(produced, session_step, prefilling, prefill_tokens)
+
+    def _annotate(self, produced: list[int], session_step: int, prefilling: int, prefill_tokens: int) -> None:
+        import torch
+
+        from profwin.plugin import token_annotation
+
+        self._end_span()
+        name = token_annotation(
+            self.tokens, produced, window_step=self.rule.recorded - 1, session_step=session_step,
+            prefilling=prefilling, prefill_tokens=prefill_tokens,
+        )  # fmt: skip
+        self.span = torch.profiler.record_function(name)
+        self.span.__enter__()
+
+    def _end_span(self) -> None:
+        if self.span is not None:
+            span, self.span = self.span, None
+            span.__exit__(None, None, None)
+
+    def _start(self) -> None:
+        self.opened_ct = self.manager.get_forward_ct()
+        if self.v2:
+            self.manager._profile_manager._do_start(stage=None)
+        else:
+            answer = self.manager._start_profile()
+            if answer is not None and not answer.success:
+                raise RuntimeError(answer.message)
+        self.recording = True
+
+    def finish(self) -> bool:
+        """End the window: stop SGLang's profiler if it records (it writes the trace), give the
+        batches back. Whether it was recording."""
+        was = self.recording
+        self._end_span()
+        if self.recording:
+            self.recording = False
+            if self.v2:
+                self.manager._profile_manager._do_stop()
+                # v2 leaves the finished torch profiler to the collector, whose later run has
+                # killed the scheduler in kineto (a segfault, measured on 0.5.23 after a second
+                # capture); the classic manager collects right away, as here.
+                gc.collect()
+            else:
+                self.manager._stop_profile()
+        self.done = True
+        if self.manager._profile_batch_predicate == self.on_batch:
+            del self.manager._profile_batch_predicate  # the class's own method again
+        return was
+
+
+_windows: dict[int, _Window] = {}  # manager id -> its armed window
+
+
+def _handle(original: Any, manager: Any, req: Any) -> Any:
+    """``SchedulerProfilerManager._profile`` with profwin's windows and the v2 guard."""
+    from sglang.srt.managers.io_struct import ProfileReqType
+
+    v2 = _profile_v2()
+    kind = getattr(req, "req_type", None) or getattr(req, "type", None)  # 0.5.16+ / before (msgspec)
+    window = _windows.get(id(manager))
+    if window is not None and window.done:
+        _windows.pop(id(manager), None)
+        window = None
+    if kind != ProfileReqType.START_PROFILE:
+        if window is not None:
+            _windows.pop(id(manager), None)
+            if window.finish():
+                return _output(True, "Succeeded.")
+            return _output(False, "Profiling is not in progress. Call /start_profile first.")
+        if v2:  # SGLang's v2 manual stop raises NotImplementedError in the scheduler
+            return _output(False, f"Profiling is not in progress: {V2_ENV}=1's profiler has no manual stop (it stops itself)")
+        return original(manager, req)
+    if window is not None:
+        return _output(False, "Profiling is already in progress. Call /stop_profile first.")
     warm_profiler(manager)
+    from profwin.plugin import decode_tokens
+
     forward_ct = manager.get_forward_ct()
-    if "start_step" in kwargs:
-        kwargs["start_step"] = decode_relative(kwargs["start_step"], forward_ct)
-        absolute = kwargs["start_step"]
-    elif len(args) > _START_STEP_ARG:
-        absolute = decode_relative(args[_START_STEP_ARG], forward_ct)
-        args = (*args[:_START_STEP_ARG], absolute, *args[_START_STEP_ARG + 1 :])
-    else:
-        absolute = None
-    if absolute is not None:
-        logger.info("profwin: profile request at forward_ct=%d starts at step %s", forward_ct, absolute)
-    return original(*args, **kwargs)
+    start_step = req.start_step
+    tokens = decode_tokens(start_step, req.num_steps or 0)
+    relative = isinstance(start_step, int) and RELATIVE_BASE <= start_step < 2 * RELATIVE_BASE
+    if tokens is not None or (relative and v2):
+        if req.profile_by_stage or req.merge_profiles:
+            return _output(False, "profwin windows take neither profile_by_stage nor merge_profiles")
+        first = decode_relative(start_step, forward_ct) if relative else None
+        window = _Window(manager, req, v2=v2, tokens=tokens, first=first, count=req.num_steps)  # type: ignore[arg-type]
+        answer = window.arm()
+        if answer.success:
+            _windows[id(manager)] = window
+            logger.info("profwin: %s window armed at forward_ct=%d", "token" if tokens else "relative", forward_ct)
+        return answer
+    if relative:
+        req.start_step = decode_relative(start_step, forward_ct)
+        logger.info("profwin: profile request at forward_ct=%d starts at step %s", forward_ct, req.start_step)
+    if v2:
+        refusal = _v2_refusal(req, manager)
+        if refusal:
+            return _output(False, refusal)
+    return original(manager, req)
 
 
-def _relative_hook_applied() -> bool:
-    """Whether SGLang really applied the ``_init_profile`` hook: ``HookRegistry.apply_hooks`` logs
+def _v2_refusal(req: Any, manager: Any) -> str:
+    """Why SGLang's v2 profiler would take the scheduler down on ``req`` (its asserts), or ``""``."""
+    if req.start_step:
+        return f"{V2_ENV}=1's profiler takes no start_step (relative windows need profwin's request)"
+    if not req.profile_by_stage:
+        return f"{V2_ENV}=1's profiler records only by stage: send profile_by_stage with num_steps"
+    if req.merge_profiles:
+        return f"{V2_ENV}=1's profiler cannot merge profiles"
+    if not req.num_steps:
+        return f"{V2_ENV}=1's profiler needs num_steps (it has no manual stop)"
+    trigger = manager._profile_manager.stage_based_trigger
+    if trigger.running_state is not None:
+        return "Profiling is already in progress; the v2 profiler stops by itself after its steps"
+    return ""
+
+
+def _hooks_applied() -> bool:
+    """Whether SGLang really applied the hook on ``_profile``: ``HookRegistry.apply_hooks`` logs
     and skips a target it cannot patch, and a server must not report a capability it lacks."""
     try:
         from sglang.srt.plugins.hook_registry import HookRegistry
     except ImportError:
         return False
-    return _INIT_PROFILE in getattr(HookRegistry, "_patched", ())
+    return _PROFILE in getattr(HookRegistry, "_patched", ())
 
 
 def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) -> Any:
     state = getattr(result, "internal_state", None)
-    if isinstance(state, dict) and _relative_hook_applied():
+    if isinstance(state, dict) and _hooks_applied():
         state[STATE_KEY] = {
             "protocol": PROTOCOL,
             "relative_base": RELATIVE_BASE,
+            "token_windows": TOKEN_WINDOWS,
+            "profiler": "v2" if _profile_v2() else "v1",
             "forward_ct": int(controller.scheduler.forward_ct),
         }
     return result
@@ -161,7 +396,7 @@ def _module_of(target: str) -> str:
     return target.rsplit(".", 2)[0]
 
 
-_NEEDED_MODULES = ("sglang.srt.plugins.hook_registry", _module_of(_INIT_PROFILE), _module_of(_INTERNAL_STATE))
+_NEEDED_MODULES = ("sglang.srt.plugins.hook_registry", _module_of(_PROFILE), _module_of(_INTERNAL_STATE))
 
 
 def _missing_module(package_dir: Path, module: str) -> bool:
@@ -188,13 +423,9 @@ def unavailable_here() -> str | None:
     missing = [module for module in _NEEDED_MODULES if _missing_module(package_dir, module)]
     if missing:
         return f"SGLang {version} has no {', '.join(missing)} (the server plugin's hooks need SGLang >= {FIRST_VERSION})"
-    names = [ep.name for ep in importlib.metadata.entry_points(group=_ENTRY_GROUP) if ep.dist and ep.dist.name == _DISTRIBUTION]
-    if not names:
-        return f"{_DISTRIBUTION}'s {_ENTRY_GROUP} entry point is not installed in this environment"
-    allowed = {name.strip() for name in os.environ.get("SGLANG_PLUGINS", "").split(",") if name.strip()}
-    if allowed and not allowed.intersection(names):
-        return f"SGLANG_PLUGINS={os.environ['SGLANG_PLUGINS']!r} leaves out {names[0]!r}, so SGLang does not load it"
-    return None
+    from profwin.plugin import engine_plugin_missing  # the client side: profwin is here
+
+    return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "SGLANG_PLUGINS", empty_allows_all=True)
 
 
 def register() -> None:
@@ -206,10 +437,12 @@ def register() -> None:
     except ImportError as exc:  # another SGLang layout: stay out of the way, clients fall back
         logger.warning("profwin: relative profiling windows unavailable on this SGLang: %s", exc)
         return
+    needed = ("_profile", "_init_profile", "_start_profile", "_stop_profile", "_profile_batch_predicate")
     if not (
-        hasattr(SchedulerProfilerManager, "_init_profile") and hasattr(SchedulerInternalStateController, "get_internal_state")
+        all(hasattr(SchedulerProfilerManager, n) for n in needed)
+        and hasattr(SchedulerInternalStateController, "get_internal_state")
     ):
         logger.warning("profwin: relative profiling windows unavailable: SGLang's profiler manager has changed")
         return
-    HookRegistry.register(_INIT_PROFILE, _relative_start, HookType.AROUND)
     HookRegistry.register(_INTERNAL_STATE, _report_capability, HookType.AFTER)
+    HookRegistry.register(_PROFILE, _handle, HookType.AROUND)

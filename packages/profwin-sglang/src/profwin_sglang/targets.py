@@ -10,9 +10,10 @@ SGLang's ``/start_profile`` can hang forever (#22083).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from attrs import evolve, frozen
 
@@ -28,7 +29,8 @@ from profwin.plugin import (
     TargetError,
 )
 from profwin_sglang.plan import plan_for
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, unavailable_here
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
+from profwin_sglang.structs import build_profile_req
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
 
@@ -41,16 +43,30 @@ _NOT_RUNNING = "not in progress"
 _BUSY = "already in progress"
 
 
+_TRUE = ("1", "true", "yes", "y", "on")
+
+
+def profiler_from_env(value: object) -> str | None:
+    """``v2`` or ``v1`` for a value of ``SGLANG_PROFILE_V2`` as SGLang reads it (``None``: unset)."""
+    if value is None:
+        return None
+    return "v2" if str(value).strip().lower() in _TRUE else "v1"
+
+
 @frozen(kw_only=True)
 class ServerInfo:
-    """What profwin needs to know about a server before starting.
+    """What profwin needs to know about a server before starting, from every scheduler's entry
+    of ``internal_states``: a capability counts only when every scheduler reports it.
 
     Attributes:
         version: SGLang's version string, if the server said.
         device: its ``--device`` (``cuda``, ``cpu``, ``npu``...), if known.
-        plugin: every scheduler the server lists (one entry each in ``internal_states``) runs the
-            profwin-sglang server plugin with the protocol this client speaks: a relative start
-            is honoured only if each one rewrites it.
+        plugin: the profwin-sglang server plugin answered with the protocol this client speaks,
+            on every scheduler the server lists (one entry each in ``internal_states``): a relative
+            start is honoured only if each one rewrites it.
+        token_windows: the plugin decides token windows, on every scheduler.
+        profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the plugin or the server's own
+            environment (``SGLANG_EXPOSE_OWN_ENV_VARS=1``) reports it; ``None``: it cannot say.
         forward_ct: rank 0's batch counter (only with the plugin).
         forward_cts: every scheduler's batch counter, in ``internal_states`` order (only with the
             plugin on each): what the stop compares the trace with.
@@ -61,6 +77,8 @@ class ServerInfo:
     version: str | None
     device: str | None
     plugin: bool
+    token_windows: bool = False
+    profiler: str | None = None
     forward_ct: int | None = None
     forward_cts: tuple[int, ...] = ()
     schedulers: int = 0
@@ -68,22 +86,34 @@ class ServerInfo:
 
     @classmethod
     def parse(cls, data: Mapping[str, Any]) -> ServerInfo:
-        states = data.get("internal_states")
-        entries = list(states) if isinstance(states, list) else []
-        ours = [_plugin_state(state) for state in entries]
-        reporting = [state for state in ours if state is not None]
-        plugin = bool(entries) and len(reporting) == len(entries)
-        counters = tuple(c for c in (state.get("forward_ct") for state in reporting) if type(c) is int and c >= 0)
-        forward_cts = counters if plugin and len(counters) == len(entries) else ()
+        raw = data.get("internal_states")
+        states = list(raw) if isinstance(raw, list) else []
+        ours = [s.get(STATE_KEY) if isinstance(s, Mapping) else None for s in states]
+        reporting = [o for o in ours if _speaks(o)]
+        plugin = bool(states) and len(reporting) == len(states)
+        token_windows = plugin and all(o.get("token_windows") == TOKEN_WINDOWS for o in reporting)
+        kinds = {o.get("profiler") for o in reporting} if plugin else set()
+        if not kinds - {"v1", "v2"} and kinds:
+            profiler: str | None = "v2" if "v2" in kinds else "v1"
+        else:
+            env = [s.get("env_vars") if isinstance(s, Mapping) else None for s in states]
+            told = {profiler_from_env(e.get(V2_ENV, "0")) for e in env if isinstance(e, Mapping)} if env else set()
+            profiler = ("v2" if "v2" in told else "v1") if told and all(isinstance(e, Mapping) for e in env) else None
+        counters = tuple(c for c in (o.get("forward_ct") for o in reporting) if type(c) is int and c >= 0)
+        forward_cts = counters if plugin and len(counters) == len(states) else ()
         device = data.get("device")
         version = data.get("version")
+        first = ours[0] if ours else None
+        forward_ct = first.get("forward_ct") if plugin and isinstance(first, Mapping) else None
         return cls(
             version=version if isinstance(version, str) else None,
             device=device if isinstance(device, str) else None,
             plugin=plugin,
-            forward_ct=forward_cts[0] if forward_cts else None,
+            token_windows=token_windows,
+            profiler=profiler,
+            forward_ct=forward_ct if isinstance(forward_ct, int) else None,
             forward_cts=forward_cts,
-            schedulers=len(entries),
+            schedulers=len(states),
             reporting=len(reporting),
         )
 
@@ -93,17 +123,14 @@ class ServerInfo:
         if 0 < self.reporting < self.schedulers:
             return (
                 f"only {self.reporting} of the server's {self.schedulers} schedulers report the profwin-sglang server "
-                "plugin, and each must rewrite the relative start"
+                "plugin, and each must apply profwin's windows (a relative start, a token window)"
             )
         return ""
 
 
-def _plugin_state(state: object) -> Mapping[str, Any] | None:
-    """The plugin's entry in one scheduler's internal state, when it speaks this client's protocol."""
-    ours = state.get(STATE_KEY) if isinstance(state, Mapping) else None
-    if isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE:
-        return ours
-    return None
+def _speaks(ours: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether one scheduler's plugin entry speaks this client's protocol."""
+    return isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE
 
 
 def disarm_body(output_dir: str) -> dict[str, Any]:
@@ -123,7 +150,10 @@ def disarm_body(output_dir: str) -> dict[str, Any]:
 
 def _needs_disarm(plan: EnginePlan, stopped: bool) -> bool:
     # A by-stage arming survives a stop (the decode capture can still start later); a relative
-    # window that had not begun is still armed. Immediate modes never leave anything armed.
+    # window that had not begun is still armed (the plugin itself forgets its own windows, under
+    # v2 and for tokens). Immediate modes never leave anything armed.
+    if plan.details.get("profiler") == "v2" and plan.details.get("plugin"):
+        return False
     return plan.mechanism == "by-stage" or (plan.mechanism == "relative" and not stopped)
 
 
@@ -155,6 +185,8 @@ class _Sglang:
             plugin=info.plugin,
             device=info.device,
             inactive=inactive,
+            profiler=info.profiler,
+            token_plugin=info.token_windows,
             forward_ct=info.forward_cts,
         )
 
@@ -167,6 +199,10 @@ class _Sglang:
         self.send_start(plan.request, ctx)
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
+        if plan.details.get("profiler") != "v1" and not plan.details.get("plugin"):
+            # Only a by-stage capture is ever sent there, and SGLang's v2 profiler (maybe this
+            # server's) raises on a manual stop, taking the scheduler down: it stops itself.
+            return False
         stopped = self.send_stop(ctx)
         if _needs_disarm(plan, stopped):
             self.send_start(disarm_body(str(plan.output_dir)), ctx)
@@ -266,7 +302,13 @@ class SglangEngine(_Sglang):
             info = ServerInfo.parse(ctx.bounded(self.engine.get_server_info, "Engine.get_server_info"))
         args = getattr(self.engine.tokenizer_manager, "server_args", None)
         self.req_type = features(info.version or sglang_version()).req_type
-        return evolve(info, version=info.version or sglang_version(), device=info.device or getattr(args, "device", None))
+        return evolve(
+            info,
+            version=info.version or sglang_version(),
+            device=info.device or getattr(args, "device", None),
+            # The Engine's schedulers were started from this process, with its environment.
+            profiler=info.profiler or profiler_from_env(os.environ.get(V2_ENV, "0")),
+        )
 
     def inactive_reason(self, version: str | None) -> str:
         """The Engine's schedulers run in this environment: the reason is known exactly here."""
@@ -277,9 +319,10 @@ class SglangEngine(_Sglang):
             if ctx.loop is not None:
                 manager = self.engine.tokenizer_manager
                 if self.req_type:
-                    from sglang.srt.managers.io_struct import ProfileReq  # the engine is here, so sglang is too
+                    from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType  # the engine is here
 
-                    ctx.call(lambda: manager.start_profile(ProfileReq(**body)), "start_profile")
+                    request = build_profile_req(ProfileReq, ProfileReqType, body)
+                    ctx.call(lambda: manager.start_profile(request), "start_profile")
                 else:  # before 0.5.23 the tokenizer manager took the fields as keywords
                     ctx.call(lambda: manager.start_profile(**body), "start_profile")
             else:

@@ -3,6 +3,7 @@
 SGLang 0.5.23 names them (``srt/managers/scheduler_components/profiler_manager.py``)::
 
     {prefix}-{profile_id}-TP-{tp}[-DP-{dp}][-PP-{pp}][-EP-{ep}][-EXTEND|-DECODE].trace.json.gz
+    {prefix}-{profile_id}-TP-{tp}[...][-prefill|-decode].trace.json.gz   (SGLANG_PROFILE_V2=1)
     merged-{profile_id}.trace.json.gz                      (merge_profiles, written by rank 0)
     {prefix}-{time.time()}-TP-{tp}-memory[-EXTEND|-DECODE].pickle        (MEM: no profile_id)
 
@@ -19,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, trim
+from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, token_steps, trim
 from profwin_sglang._plugin import STEP_MARKER
 
 __all__ = ["collect", "trim_in_place"]
@@ -91,8 +92,10 @@ def collect(
         steps: Window | None
         if plan.mechanism == "by-stage":
             steps = None
-        elif kind in ("trace", "merged-trace") and plan.mechanism == "trim":
-            steps = _trim(path, plan, notes)
+        elif kind in ("trace", "merged-trace") and plan.mechanism in ("tokens", "trim"):
+            # tokens: the steps the server's plugin chose, from its annotations; none: the window
+            # was never reached, as an untrimmable trim.
+            steps = token_steps(path) if plan.mechanism == "tokens" else _trim(path, plan, notes)
             if steps is None:
                 path.unlink(missing_ok=True)
                 continue

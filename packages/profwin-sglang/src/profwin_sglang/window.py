@@ -17,22 +17,34 @@ that absolute count. profwin's window counts from the session start. Three exact
 
 ``by_stage`` is SGLang's own mode: the first ``num_steps`` prefill batches and the first
 ``num_steps`` decode batches, in two files; it has no start offset.
+
+``tokens``
+    A window in tokens, on a server whose plugin decides token windows: ``start_step =
+    TOKEN_BASE + start`` and ``num_steps = end - start`` (:func:`profwin.plugin.encode_tokens`);
+    the plugin records the steps profwin's token rule chooses. Without the plugin a token window
+    is planned as the same numbers in steps, with a warning.
+No plugin on a server that runs SGLang's v2 profiler (``SGLANG_PROFILE_V2=1``), or that cannot
+say which profiler it runs: refused before anything is sent (:func:`v2_refusal`). The v2 profiler
+asserts ``start_step is None`` and ``profile_by_stage`` and raises on a manual stop, each taking
+the scheduler down, and no harmless request tells it apart from the classic one.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from attrs import frozen
+from attrs import evolve, frozen
 
-from profwin.plugin import ConfigError, Window
+from profwin.plugin import ConfigError, Window, encode_tokens
 from profwin_sglang.options import START_MODES
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features
 
-__all__ = ["Plan", "plan_window", "trim_records"]
+__all__ = ["Plan", "plan_window", "trim_records", "v2_refusal"]
 
-Mode = Literal["relative", "immediate", "trim", "by_stage"]
+Mode = Literal["relative", "immediate", "trim", "by_stage", "tokens"]
+Profiler = Literal["v1", "v2"]
+V2_ENV = "SGLANG_PROFILE_V2"
 
 
 @frozen(kw_only=True)
@@ -43,8 +55,10 @@ class Plan:
         mode: how the window is realised (module docstring).
         start_step: the ``start_step`` field to send (``None``: immediate).
         num_steps: the ``num_steps`` field (``None``: until ``/stop_profile``).
-        window: the session steps the kept trace covers when everything ran.
-        recorded: the session steps the server records (wider than ``window`` in ``trim``).
+        window: the session steps the kept trace covers when everything ran (a token window in
+            ``tokens`` mode).
+        recorded: the session steps the server records (wider than ``window`` in ``trim``;
+            ``None`` in ``tokens`` mode, where the server decides).
         warning: what the user must know about this plan, or ``""``.
     """
 
@@ -52,7 +66,7 @@ class Plan:
     start_step: int | None
     num_steps: int | None
     window: Window
-    recorded: Window
+    recorded: Window | None
     warning: str = ""
 
     @property
@@ -62,13 +76,49 @@ class Plan:
 
 
 def plan_window(
-    window: Window, *, features: Features, plugin: bool, start: str = "auto", by_stage: bool = False, inactive: str = ""
+    window: Window,
+    *,
+    features: Features,
+    plugin: bool,
+    start: str = "auto",
+    by_stage: bool = False,
+    inactive: str = "",
+    profiler: Profiler | None = "v1",
+    token_plugin: bool = False,
 ) -> Plan:
     """Choose how to record ``window`` on a server with ``features`` (``plugin``: the server
-    plugin answered). ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when
-    known, is why the plugin is not active there (it goes into the trim warning)."""
+    plugin answered on every scheduler; ``token_plugin``: it decides token windows there).
+    ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when known, is why the
+    plugin is not active there (it goes into the trim warning); ``profiler`` is the profiler the
+    server runs (``v2``: ``SGLANG_PROFILE_V2=1``; ``None``: the server cannot say)."""
     if start not in START_MODES:
         raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
+    fallback = ""
+    if window.in_tokens:
+        if token_plugin and start != "trim" and not by_stage:
+            begin, count = encode_tokens(window)
+            return Plan(mode="tokens", start_step=begin, num_steps=count or None, window=window, recorded=None)
+        why = (
+            "as options.sglang.start is 'trim'"
+            if start == "trim"
+            else inactive or "the server does not report the token-window plugin"
+        )
+        fallback = (
+            f"the trace is in steps: window {window} is recorded as steps {window.in_steps()} of the session, because {why}; "
+            "a token window needs the profwin-sglang server plugin in the SGLang server's environment"
+        )
+        window = window.in_steps()
+    plan = _plan_steps(
+        window, features=features, plugin=plugin, start=start, by_stage=by_stage, inactive=inactive, profiler=profiler
+    )
+    if fallback:
+        plan = evolve(plan, warning=f"{fallback}. {plan.warning}" if plan.warning else fallback)
+    return plan
+
+
+def _plan_steps(
+    window: Window, *, features: Features, plugin: bool, start: str, by_stage: bool, inactive: str, profiler: Profiler | None
+) -> Plan:
     if by_stage:
         return _by_stage(window)
     if start == "relative" and not plugin:
@@ -86,9 +136,31 @@ def plan_window(
             window=window,
             recorded=window,
         )
+    if profiler != "v1":
+        raise ConfigError(v2_refusal(profiler), path="window")
     if window.start == 0 and features.exact_immediate and start != "trim":
         return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
     return _trim(window, features, forced=start == "trim", inactive="" if plugin else inactive)
+
+
+def v2_refusal(profiler: Profiler | None) -> str:
+    """Why a server without the profwin-sglang plugin is sent nothing: it runs SGLang's v2 profiler
+    (``SGLANG_PROFILE_V2=1``), or cannot say whether it does. Measured on SGLang 0.5.23: the v2
+    profiler asserts ``start_step is None`` and ``profile_by_stage``, raises on a manual stop,
+    and its scheduler died of a segfault in the garbage collector after a second by-stage capture;
+    every profile request the two profilers both take answers alike, so none tells them apart."""
+    which = (
+        f"this SGLang server runs the v2 profiler ({V2_ENV}=1)"
+        if profiler == "v2"
+        else f"this SGLang server cannot say whether it runs the v2 profiler ({V2_ENV}=1)"
+    )
+    return (
+        f"{which}, which takes its scheduler down on a start_step, an immediate start or a stop, so profwin sends it "
+        "nothing. Install profwin-sglang in the server's environment (its server plugin records exact windows with "
+        f"either profiler), restart the server without {V2_ENV}, or, for a server you know runs the classic profiler, "
+        "set options.sglang.profiler: v1 (servers started with SGLANG_EXPOSE_OWN_ENV_VARS=1, as profwin's launch "
+        "environment does, tell it themselves)"
+    )
 
 
 def _by_stage(window: Window) -> Plan:

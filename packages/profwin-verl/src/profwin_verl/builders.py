@@ -1,7 +1,11 @@
 """verl's engine-argument builders, exact: the same signatures and return shapes as verl 0.9.1's
 ``build_vllm_profiler_args``/``build_sglang_profiler_args``, with the window's numbers taken from
-the engine's plan (``profwin.backend(engine).plan``), so the engine records exactly steps
-``profile_token_start .. profile_token_end - 1`` of each session.
+the engine's plan (``profwin.backend(engine).plan_here``). verl documents ``profile_token_start``
+and ``profile_token_end`` as response-token indices, and that is what they mean here wherever the
+engine runs profwin's engine-side plugin (profwin-vllm's, profwin-sglang's server plugin): the
+engine records the steps that produce those tokens (docs/window.md). Where it does not, the engine
+records exactly steps ``profile_token_start .. profile_token_end - 1`` of each session, with a
+warning that the trace is in steps.
 
 Every other key is what verl sends, read from the same fields. Where the engine records more than
 the window (SGLang without profwin's server plugin), the builder arms the trim that
@@ -55,6 +59,8 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
         os.environ.update({**(plan.env if windowed else {}), **verl_env})
     launch = dict(plan.launch.get("profiler_config") or {}) if windowed else {}
     _arm_trim(plan, save_path)
+    for note in plan.notes if windowed else ():
+        warnings.warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
     config = {
         "profiler": "torch",
         "torch_profiler_dir": save_path,
@@ -132,7 +138,7 @@ def _usable(profiler_config: Any, tool_config: Any) -> bool:
 def _arm_trim(plan: EnginePlan, trace_dir: str) -> None:
     """Cut this session's traces to the window after the stop when the engine records more."""
     window, records = plan.window, plan.records
-    if records == window:
+    if records == window or window.in_tokens:  # a token window's steps are the engine's own choice
         expect_trim(trace_dir, None)
         return
     offset = 0 if records is None else records.start

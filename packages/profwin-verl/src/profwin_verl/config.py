@@ -22,7 +22,17 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, read_document, select, to_json, unknown_key
+from profwin.plugin import (
+    ConfigError,
+    ProfileSpec,
+    ProfilingDisabled,
+    Rollouts,
+    Window,
+    read_document,
+    select,
+    to_json,
+    unknown_key,
+)
 
 __all__ = [
     "TOOL_PLUGINS",
@@ -110,9 +120,18 @@ class VerlProfiling:
     save_path: str = _DEFAULT_SAVE_PATH
     relocate_results: bool = False
 
+    @property
+    def rollouts(self) -> Rollouts | None:
+        """The trainer steps profiled as core's rollout selection (each verl step runs one rollout),
+        ``None`` when every step is (``steps`` unknown) or none is."""
+        return Rollouts(self.steps) if self.steps else None
+
     def profiles_step(self, step: int) -> bool:
         """Whether trainer step ``step`` is profiled (``steps`` unknown counts as yes)."""
-        return self.enabled and (self.steps is None or step in self.steps)
+        if not self.enabled:
+            return False
+        rollouts = self.rollouts
+        return self.steps is None or (rollouts is not None and rollouts.chosen(step))
 
     def profiles_rank(self, rank: int) -> bool:
         """verl's ``DistProfiler`` rule: every rank with ``all_ranks``, else the listed ranks, else rank 0."""
@@ -399,13 +418,12 @@ def _save_path(value: Any, path: str) -> str:
 
 
 def _steps(value: Any, path: str) -> tuple[int, ...] | None:
-    if value is None:
+    """verl's ``steps``: each a rollout id to core's rule (:class:`profwin.plugin.Rollouts`)."""
+    if value is None or value == []:
         return ()
     if not isinstance(value, list):
         raise ConfigError(f"must be a list of trainer steps or null (got {value!r})", path=path)
-    for i, step in enumerate(value):
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise ConfigError(f"must be a non-negative int (got {step!r})", path=f"{path}[{i}]")
+    Rollouts(value, path=path)
     return tuple(value)
 
 

@@ -19,17 +19,30 @@ from profwin.plugin import lazy_exports
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
     from profwin.plugin import SessionError
     from profwin_vllm.backend import VllmBackend
-    from profwin_vllm.options import PLATFORMS, VllmOptions
+    from profwin_vllm.options import PLATFORMS, PROFILERS, VllmOptions
     from profwin_vllm.plan import delay_iterations, max_iterations, plan_for
     from profwin_vllm.session import session
     from profwin_vllm.targets import VllmEngine, VllmServer
-    from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, session_artifacts
-    from profwin_vllm.versions import DISTRIBUTIONS, NEWEST_KNOWN, Mechanism, mechanism, resolve_version
+    from profwin_vllm.traces import STEP_ANNOTATION, TraceFile, proton_artifacts, session_artifacts
+    from profwin_vllm.versions import (
+        CONFIG_FIELDS,
+        DISTRIBUTIONS,
+        NEWEST_KNOWN,
+        Mechanism,
+        body_fields,
+        config_fields,
+        mechanism,
+        profiler_kinds,
+        resolve_version,
+        start_keywords,
+    )
 
 __all__ = [
+    "CONFIG_FIELDS",
     "DISTRIBUTIONS",
     "NEWEST_KNOWN",
     "PLATFORMS",
+    "PROFILERS",
     "STEP_ANNOTATION",
     "Mechanism",
     "SessionError",
@@ -38,13 +51,18 @@ __all__ = [
     "VllmEngine",
     "VllmOptions",
     "VllmServer",
+    "body_fields",
+    "config_fields",
     "delay_iterations",
     "max_iterations",
     "mechanism",
     "plan_for",
+    "profiler_kinds",
+    "proton_artifacts",
     "resolve_version",
     "session",
     "session_artifacts",
+    "start_keywords",
 ]
 
 
@@ -53,11 +71,22 @@ __getattr__, __dir__ = lazy_exports(
     {
         "profwin.plugin": ("SessionError",),
         "profwin_vllm.backend": ("VllmBackend",),
-        "profwin_vllm.options": ("PLATFORMS", "VllmOptions"),
+        "profwin_vllm.options": ("PLATFORMS", "PROFILERS", "VllmOptions"),
         "profwin_vllm.plan": ("delay_iterations", "max_iterations", "plan_for"),
         "profwin_vllm.session": ("session",),
         "profwin_vllm.targets": ("VllmEngine", "VllmServer"),
-        "profwin_vllm.traces": ("STEP_ANNOTATION", "TraceFile", "session_artifacts"),
-        "profwin_vllm.versions": ("DISTRIBUTIONS", "NEWEST_KNOWN", "Mechanism", "mechanism", "resolve_version"),
+        "profwin_vllm.traces": ("STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts"),
+        "profwin_vllm.versions": (
+            "CONFIG_FIELDS",
+            "DISTRIBUTIONS",
+            "NEWEST_KNOWN",
+            "Mechanism",
+            "body_fields",
+            "config_fields",
+            "mechanism",
+            "profiler_kinds",
+            "resolve_version",
+            "start_keywords",
+        ),
     },
 )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from profwin.plugin import EnginePlan, ProfileSpec
+from profwin_vllm.engine_plugin import unavailable_here
 from profwin_vllm.options import options_of
 from profwin_vllm.plan import check_state, plan_for
 from profwin_vllm.targets import VllmEngine, VllmServer
@@ -23,6 +24,14 @@ class VllmBackend:
     def plan(self, spec: ProfileSpec, *, version: str | None = None) -> EnginePlan:
         planned, source = resolve_version(version)
         return plan_for(spec, planned, source)
+
+    def plan_here(self, spec: ProfileSpec) -> EnginePlan:
+        """The plan for a vLLM engine this process is about to launch (verl's builders): a token
+        window only when an engine started from here runs profwin-vllm's engine plugin
+        (:func:`profwin_vllm.engine_plugin.unavailable_here`); otherwise its steps, with a note."""
+        planned, source = resolve_version(None)
+        inactive = unavailable_here() if spec.window.in_tokens else None
+        return plan_for(spec, planned, source, plugin=inactive is None, inactive=inactive or "")
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> VllmServer | VllmEngine:
         if isinstance(target, str):

@@ -13,6 +13,16 @@ recorded. profwin's window counts steps from 0, so step ``s`` is vLLM's step ``s
 ``start = 1`` that step is the prefill. A window starting at 0 is sent ``delay = 1`` rather than
 0 so that, like every other window, the trace begins at the top of its first step and not at the
 moment ``start_profile`` was called. integration_tests/vllm proves all of this on a real engine.
+
+A window in tokens is decided inside the engine by profwin-vllm's engine plugin
+(:mod:`profwin_vllm.engine_plugin`), which reads ``delay_iterations``/``max_iterations``
+encoded by :func:`profwin.plugin.encode_tokens`; it is sent only where the plugin runs. Anywhere
+else the plan records the same numbers as steps, and says so in a note (a ``WindowWarning``).
+
+The same bounds drive every profiler kind vLLM has (``options.vllm.profiler``): ``torch``,
+``cuda`` (``cudaProfilerStart``/``Stop`` for nsys) and ``proton``. Each version is sent only the
+``ProfilerConfig`` fields and ``start_profile`` keywords it has (:mod:`profwin_vllm.versions`):
+from 0.16 an unknown key aborts vLLM's launch.
 """
 
 from __future__ import annotations
@@ -28,13 +38,25 @@ from profwin.plugin import (
     ProfileSpec,
     VersionSource,
     Window,
+    encode_tokens,
     engine_flavours,
     is_session_prefix,
     resolve_activities,
     shown,
 )
 from profwin_vllm.options import VllmOptions, options_of
-from profwin_vllm.versions import Mechanism, mechanism, reads_env, takes_prefix
+from profwin_vllm.versions import (
+    CONFIG_FIELDS,
+    PROFILER_KINDS,
+    START_KEYWORDS,
+    TOKEN_WINDOWS_FROM,
+    Mechanism,
+    mechanism,
+    missing,
+    profiler_kinds,
+    reads_env,
+    takes_prefix,
+)
 
 __all__ = ["check_state", "delay_iterations", "max_iterations", "plan_for"]
 
@@ -61,10 +83,16 @@ def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tup
     on ``version``: the per-session request, or just the prefix where the window is fixed at launch."""
     how = mechanism(version)
     # No window on vLLM < 0.12: the whole session, from start_profile on, is what ':' asks for.
-    delay, limit = (0, 0) if how is Mechanism.NONE else (delay_iterations(window), max_iterations(window))
-    start_kwargs: dict[str, Any] = {"profile_prefix": prefix} if version >= "0.17" else {}
-    if how is Mechanism.PER_SESSION:
-        start_kwargs |= {"delay_iterations": delay, "max_iterations": limit}
+    if how is Mechanism.NONE:
+        delay, limit = 0, 0
+    elif window.in_tokens:
+        delay, limit = encode_tokens(window)
+    else:
+        delay, limit = delay_iterations(window), max_iterations(window)
+    wanted = {"profile_prefix": prefix, "delay_iterations": delay, "max_iterations": limit}
+    # Only the keywords this version's start_profile takes (fields.START_KEYWORDS): none before
+    # 0.17, the prefix from 0.17, the bounds from 0.32.
+    start_kwargs = {k: v for k, v in wanted.items() if not missing([k], START_KEYWORDS, version)}
     return delay, limit, start_kwargs
 
 
@@ -85,10 +113,11 @@ def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion)
             "leave activities unset, or set options.vllm.platform: ascend",
             path="activities",
         )
-    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+    if missing(["torch_profiler_activities"], CONFIG_FIELDS, version):
         raise ConfigError(
-            f"vLLM {version} has no setting for activities (torch_profiler_activities came with "
-            "profiler_config in 0.13); leave activities unset",
+            f"vLLM {version} has no setting for activities (ProfilerConfig.torch_profiler_activities came in "
+            f"{CONFIG_FIELDS['torch_profiler_activities']}; before it the worker records its platform's default, "
+            "CPU and the accelerator); leave activities unset",
             path="activities",
         )
     return [_VLLM_ACTIVITY[a] for a in wanted]
@@ -135,6 +164,118 @@ def _check_window_supported(window: Window, version: EngineVersion, options: Vll
         )
 
 
+# What a spec may ask of a profiler other than torch: these are torch.profiler settings. vLLM's
+# 'cuda' profiler only opens and closes nsys's capture range (nsys decides what is recorded), and
+# 'proton' records Triton Proton's own data.
+_TORCH_ONLY: tuple[tuple[str, str], ...] = (
+    ("activities", "activities"),
+    ("stack", "stack"),
+    ("modules", "modules"),
+    ("shapes", "shapes"),
+    ("memory", "memory"),
+    ("flops", "flops"),
+)
+# The platforms whose vLLM workers accept a kind other than torch (validate_worker_profiler_config:
+# only CUDA devices, ROCm included, take 'cuda' and 'proton').
+_NON_TORCH_PLATFORMS = (None, "cuda", "rocm")
+
+
+def _check_kind(spec: ProfileSpec, options: VllmOptions, version: EngineVersion) -> str:
+    """The profiler kind (``options.vllm.profiler``) after checking that ``version`` has it, the
+    platform takes it and the spec asks nothing of it that only torch records."""
+    kind = options.profiler
+    if options.proton_data is not None and kind != "proton":
+        raise ConfigError(f"is for profiler 'proton' (options.vllm.profiler is {kind!r})", path="options.vllm.proton_data")
+    if kind == "torch":
+        return kind
+    if kind not in profiler_kinds(version):
+        first = PROFILER_KINDS[kind]
+        raise ConfigError(
+            f"vLLM {version} has no {kind!r} profiler (ProfilerConfig.profiler {kind!r} came in {first}); "
+            f"use vLLM >= {first} or profiler 'torch'",
+            path="options.vllm.profiler",
+        )
+    if options.platform not in _NON_TORCH_PLATFORMS:
+        raise ConfigError(
+            f"vLLM on platform {options.platform!r} runs only the 'torch' profiler ({kind!r} needs a CUDA device)",
+            path="options.vllm.profiler",
+        )
+    for attribute, path in _TORCH_ONLY:
+        value = getattr(spec, attribute)
+        if value not in (None, False):
+            raise ConfigError(
+                f"is a torch.profiler setting, which vLLM's {kind!r} profiler does not take "
+                f"(got {shown(value)} with options.vllm.profiler {kind!r}); leave it unset",
+                path=path,
+            )
+    if options.frontend:
+        raise ConfigError(
+            f"the AsyncLLM frontend profiler runs only with profiler 'torch' (got {kind!r})", path="options.vllm.frontend"
+        )
+    return kind
+
+
+def _torch_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "torch_profiler_dir": str(spec.output_dir),
+        # vLLM records stacks unless told otherwise: always send the spec's choice.
+        "torch_profiler_with_stack": spec.stack or spec.modules,
+        "torch_profiler_record_shapes": spec.shapes,
+        "torch_profiler_with_memory": spec.memory,
+        "torch_profiler_with_flops": spec.flops,
+        "torch_profiler_use_gzip": options.gzip,
+        "ignore_frontend": not options.frontend,
+    }
+    if activities is not None:
+        fields["torch_profiler_activities"] = activities
+    return fields
+
+
+def _cuda_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    return {}  # nsys writes the report: vLLM only needs the kind and the bounds
+
+
+def _proton_fields(spec: ProfileSpec, options: VllmOptions, activities: list[str] | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"proton_profiler_dir": str(spec.output_dir)}
+    if options.proton_data is not None:
+        fields["proton_data"] = options.proton_data
+    return fields
+
+
+_KIND_FIELDS = MappingProxyType({"torch": _torch_fields, "cuda": _cuda_fields, "proton": _proton_fields})
+"""profiler kind -> the ``ProfilerConfig`` fields of that kind, from the spec."""
+
+
+def _launch_config(
+    spec: ProfileSpec,
+    options: VllmOptions,
+    version: EngineVersion,
+    *,
+    kind: str,
+    activities: list[str] | None,
+    bounds: tuple[int, int],
+) -> dict[str, Any]:
+    """vLLM ``version``'s ``profiler_config`` for ``spec``: the kind's fields and the bounds.
+
+    Every key is checked against :data:`profwin_vllm.versions.CONFIG_FIELDS`: a field the version
+    lacks is never sent (from 0.16 vLLM aborts its launch on an unknown key).
+    """
+    config: dict[str, Any] = {
+        "profiler": kind,
+        **_KIND_FIELDS[kind](spec, options, activities),
+        "delay_iterations": bounds[0],
+        "max_iterations": bounds[1],
+    }
+    absent = missing(config, CONFIG_FIELDS, version)
+    if absent:
+        raise ConfigError(
+            f"vLLM {version}'s ProfilerConfig has no field(s) {sorted(absent)} (they came in "
+            f"{', '.join(sorted(set(absent.values())))}): profwin sends a version only the fields it has",
+            path="options.vllm",
+        )
+    return config
+
+
 def _check_ascend(spec: ProfileSpec, version: EngineVersion) -> None:
     """Ask the installed hardware plugins (profwin-npu) what vllm-ascend does with ``spec``.
 
@@ -149,56 +290,87 @@ def _check_ascend(spec: ProfileSpec, version: EngineVersion) -> None:
             )
 
 
-def plan_for(spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given") -> EnginePlan:
+_ENGINE_PLUGIN = "profwin-vllm in vLLM's environment (its vllm.general_plugins entry point), loaded when the engine starts"
+
+
+def token_fallback(window: Window, why: str) -> str:
+    """The note of a token window recorded in steps."""
+    return (
+        f"the trace is in steps: window {window} is recorded as engine steps {window.in_steps()} of the session, "
+        f"because {why}; a token window needs {_ENGINE_PLUGIN}"
+    )
+
+
+def _token_plan(window: Window, version: EngineVersion, plugin: bool | None, inactive: str) -> tuple[Window, list[str]]:
+    """The window to map and the notes: a token window stays in tokens where the engine plugin
+    runs (``plugin``: it answered; ``None``: not asked, as for ``profwin args``); else its steps."""
+    if not window.in_tokens:
+        return window, []
+    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+        return window.in_steps(), [token_fallback(window, f"vLLM {version} takes no profiler_config")]
+    if plugin is False or (plugin is None and version < TOKEN_WINDOWS_FROM):
+        why = inactive or f"vLLM {version} does not report profwin-vllm's engine plugin"
+        if version < TOKEN_WINDOWS_FROM:
+            why = f"vLLM {version} is older than {TOKEN_WINDOWS_FROM}, the oldest the engine plugin is proven on"
+        return window.in_steps(), [token_fallback(window, why)]
+    return window, []
+
+
+def plan_for(
+    spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given", *, plugin: bool | None = None, inactive: str = ""
+) -> EnginePlan:
     """What vLLM ``version`` is sent to record exactly ``spec.window``.
+
+    A token window needs profwin-vllm's engine plugin in the engine: ``plugin`` says whether the
+    engine reported it (``None``: nobody asked; the plan assumes it and ``fallback`` says what
+    happens without it), ``inactive`` why not, when known.
 
     Raises :class:`~profwin.ConfigError` when the version cannot honour the spec: a window on
     vLLM < 0.12, an activity the platform rejects, an unknown ``options.vllm`` key.
     """
     options = options_of(spec)
-    window = spec.window
+    window, token_notes = _token_plan(spec.window, version, plugin, inactive)
+    spec = spec.replace(window=window)
     _check_window_supported(window, version, options)
     if options.platform == "ascend":
         _check_ascend(spec, version)
+    kind = _check_kind(spec, options, version)
     activities = _activities(spec, options, version)
     how = mechanism(version)
     delay, limit, start_kwargs = _session_numbers(window, version, spec.prefix)
 
     launch: dict[str, Any] = {}
     if version >= "0.13":
-        config: dict[str, Any] = {
-            "profiler": "torch",
-            "torch_profiler_dir": str(spec.output_dir),
-            # vLLM records stacks unless told otherwise: always send the spec's choice.
-            "torch_profiler_with_stack": spec.stack or spec.modules,
-            "torch_profiler_record_shapes": spec.shapes,
-            "torch_profiler_with_memory": spec.memory,
-            "torch_profiler_with_flops": spec.flops,
-            "torch_profiler_use_gzip": options.gzip,
-            "ignore_frontend": not options.frontend,
-            "delay_iterations": delay,
-            "max_iterations": limit,
-        }
-        if activities is not None:
-            config["torch_profiler_activities"] = activities
-        launch["profiler_config"] = config
+        launch["profiler_config"] = _launch_config(
+            spec, options, version, kind=kind, activities=activities, bounds=(delay, limit)
+        )
     env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
 
-    notes = []
+    notes = token_notes
     if options.frontend:
         notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
+    if kind == "cuda":
+        notes.append(
+            "vLLM's 'cuda' profiler calls cudaProfilerStart/Stop at the window's edges and writes no file: run the "
+            "engine under `nsys profile --capture-range=cudaProfilerApi --capture-range-end=repeat "
+            "--trace-fork-before-exec=true -o REPORT`; nsys writes REPORT.N.nsys-rep, one per session, when the "
+            "engine exits"
+        )
     return EnginePlan(
         engine="vllm",
         version=str(version),
         version_source=source,
         mechanism=how.value,
         window=window,
-        records=window,
+        # A token window's steps are decided in the engine: unknown until the trace says.
+        records=None if window.in_tokens else window,
         output_dir=spec.output_dir,
         launch=launch,
         env=env,
         request=start_kwargs if how is Mechanism.PER_SESSION else None,
         per_session=how is Mechanism.PER_SESSION,
+        server_requirement=_ENGINE_PLUGIN if window.in_tokens else None,
+        fallback=token_fallback(window, "the engine does not report the plugin") if window.in_tokens else None,
         notes=tuple(notes),
         details={
             "delay_iterations": delay,

@@ -1,9 +1,11 @@
 """The two kinds of live vLLM engine a session drives: a ``vllm serve`` server by URL, and an
 in-process ``LLM`` or ``AsyncLLM``.
 
-On stop a session always calls ``stop_profile``: vLLM's own auto-stop at the window's end
-writes the trace but leaves the frontend's "session active" flag set, and the next
-``start_profile`` would fail without it.
+On stop a session always calls ``stop_profile``, also after vLLM stopped by itself at
+``max_iterations``: up to 0.28 that auto-stop leaves the worker's session active, so the next
+``start_profile`` is silently ignored; from 0.29 it resets the worker, but from 0.32 the
+frontend's "session active" flag stays set and the next start is refused (HTTP 409,
+``ProfilerAlreadyActiveError``). A stop is harmless after an auto-stop on every version.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ from profwin.plugin import (
     VersionSource,
     render_plan,
 )
+from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
 from profwin_vllm.plan import plan_for
-from profwin_vllm.traces import session_artifacts
+from profwin_vllm.traces import proton_artifacts, session_artifacts
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, resolve_version
 
 __all__ = ["VllmEngine", "VllmServer"]
@@ -41,10 +44,40 @@ def _relaunch_hint(plan: EnginePlan) -> str:
     return "these environment variables: " + "; ".join(f"{k}={v}" for k, v in plan.env.items())
 
 
+def plugin_answer(reports: object) -> tuple[bool, str]:
+    """Whether every worker's ``profwin_report`` says it decides token windows, and why not: a
+    token window is sent only when all of them do (one rank without it would record steps)."""
+    if not isinstance(reports, list) or not reports:
+        return False, "the engine's workers gave no report of profwin-vllm's engine plugin"
+    missing = [
+        str(r.get("rank")) if isinstance(r, Mapping) else "?"
+        for r in reports
+        if not (isinstance(r, Mapping) and r.get("protocol") == PROTOCOL and r.get("token_windows") is True)
+    ]
+    if missing:
+        return False, f"worker rank(s) {', '.join(missing)} of {len(reports)} do not run profwin-vllm's engine plugin"
+    return True, ""
+
+
+_NO_PLUGIN = (
+    "the engine does not run profwin-vllm's engine plugin (profwin-vllm is not installed in vLLM's environment, "
+    "VLLM_PLUGINS leaves out 'profwin', or the engine started before it was installed)"
+)
+
+
+def _kind(plan: EnginePlan) -> str:
+    """The profiler kind a plan launches (``torch`` for plans without a launch config)."""
+    return str(plan.launch.get("profiler_config", {}).get("profiler", "torch"))
+
+
 def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -> tuple[list[Artifact], list[str]]:
     prefix = plan.details["start_kwargs"].get("profile_prefix") if plan.details["takes_prefix"] else None
-    artifacts = session_artifacts(files(), window=plan.window, prefix=prefix, ranks=plan.details["ranks"], producer=producer)
-    return artifacts, []
+    kind, ranks = _kind(plan), plan.details["ranks"]
+    if kind == "cuda":
+        return [], ["vLLM's 'cuda' profiler writes no file: the nsys report holds this session's capture range"]
+    if kind == "proton":
+        return proton_artifacts(files(), prefix=prefix, ranks=ranks, producer=producer), []
+    return session_artifacts(files(), window=plan.window, prefix=prefix, ranks=ranks, producer=producer), []
 
 
 class VllmServer:
@@ -91,7 +124,8 @@ class VllmServer:
             except ConfigError:
                 version, source = str(NEWEST_KNOWN), "assumed"
                 notes = (f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}",)
-        plan = plan_for(spec, EngineVersion.parse(version), source)
+        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
+        plan = plan_for(spec, EngineVersion.parse(version), source, plugin=plugin, inactive=inactive)
         if not plan.per_session:
             notes += (
                 f"vLLM {plan.version} takes the window only at launch and profwin cannot read a server's launch "
@@ -99,6 +133,17 @@ class VllmServer:
                 f"{_relaunch_hint(plan)}",
             )
         return plan.replace(notes=plan.notes + notes)
+
+    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
+        """Ask the server's workers (``GET /profwin``, the engine plugin's route) whether they
+        decide token windows."""
+        reply = self.client.call(STATE_ROUTE, method="GET", expect="object")
+        if reply.status == 404:
+            return False, _NO_PLUGIN
+        if not reply.ok or not isinstance(reply.data, Mapping):
+            return False, f"GET {STATE_ROUTE} failed: {reply.describe()}"
+        state = reply.data.get("profwin_vllm")
+        return plugin_answer(state.get("workers") if isinstance(state, Mapping) else None)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         self._post("/start_profile", plan, plan.request if plan.per_session else None)
@@ -129,14 +174,20 @@ class VllmEngine:
             version = getattr(sys.modules["vllm"], "__version__", None)
         planned, source = resolve_version(version)
         config = self.config
-        plan = plan_for(_with_platform(spec), planned, source)
+        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
+        plan = plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive)
         if config is None or getattr(config, "profiler", None) is None:
             raise ConfigError(
                 f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",
                 path="target",
             )
-        if config.profiler != "torch":
-            raise PluginError(f"profwin-vllm reads torch traces; this engine runs the {config.profiler!r} profiler")
+        if config.profiler != _kind(plan):
+            raise ConfigError(
+                f"this engine runs vLLM's {config.profiler!r} profiler and the spec asks for {_kind(plan)!r}: set "
+                f"options.vllm.profiler: {config.profiler}, or rebuild the engine with "
+                f"{render_plan(plan, 'python').splitlines()[0]}",
+                path="options.vllm.profiler",
+            )
         wanted = (plan.details["delay_iterations"], plan.details["max_iterations"])
         if plan.mechanism != Mechanism.PER_SESSION.value and (config.delay_iterations, config.max_iterations) != wanted:
             raise ConfigError(
@@ -146,10 +197,23 @@ class VllmEngine:
                 f"{render_plan(plan, 'python').splitlines()[0]}",
                 path="window",
             )
-        directory = str(config.torch_profiler_dir)
+        if config.profiler == "cuda":
+            return plan  # nsys writes the report, wherever its -o says
+        directory = str(config.proton_profiler_dir if config.profiler == "proton" else config.torch_profiler_dir)
         if "://" in directory:
             raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
         return plan.replace(output_dir=Path(directory))
+
+    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
+        """Ask the engine's workers (``collective_rpc("profwin_report")``) whether they decide
+        token windows; a worker without the plugin refuses the method, which is harmless."""
+        try:
+            reports = ctx.call(lambda: self.engine.collective_rpc("profwin_report"), "collective_rpc")
+        except (TargetError, ConfigError):
+            raise
+        except Exception as exc:
+            return False, f"{_NO_PLUGIN}: collective_rpc('profwin_report') failed ({type(exc).__name__})"
+        return plugin_answer(list(reports) if isinstance(reports, (list, tuple)) else reports)
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         kwargs = dict(plan.details["start_kwargs"])

@@ -11,6 +11,12 @@ Each recorded engine step carries one ``record_function`` annotation named
 ``execute_context_<n>(<tokens>)_generation_<n>(<tokens>)`` (with ``detailed_trace_annotation``:
 ``execute_<tokens>_context_<n>(sq..sk..)...``): the step marker this plugin declares, which core's
 ``count_steps`` counts, so the steps a trace holds never rest on the settings that were sent.
+
+With ``profiler: proton`` (vLLM >= 0.28) the worker writes, into ``proton_profiler_dir``, one file
+per session: ``proton_<worker>_pid<pid>_<32 hex>_run<n>.<format>`` (``ProtonProfilerWrapper``:
+``<format>`` is Proton's, ``hatchet`` for tree data, ``chrome_trace`` for trace data,
+``hatchet_msgpack`` on request). They come back as ``proton-profile`` artifacts whose steps are
+not counted (``None``). With ``profiler: cuda`` vLLM writes nothing: nsys writes its report.
 """
 
 from __future__ import annotations
@@ -21,10 +27,10 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps, token_steps
 from profwin_vllm._plugin import STEP_MARKER
 
-__all__ = ["STEP_ANNOTATION", "TraceFile", "session_artifacts"]
+__all__ = ["PROTON_FORMATS", "STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts"]
 
 # Named, not looked up: the engine process may have profwin on PYTHONPATH without the entry
 # points that fill the registry. torch's marker first, as the registry would rank it.
@@ -36,6 +42,9 @@ STEP_ANNOTATION = STEP_MARKER.regex
 _TRACE = re.compile(r"(?P<worker>.+)\.(?P<ns>\d+)\.pt\.trace\.json(?:\.gz)?")
 _RANK = re.compile(r"(?:^|[_-])rank-?(?P<rank>\d+)$")
 _FRONTEND = ".async_llm"
+PROTON_FORMATS: tuple[str, ...] = ("hatchet", "hatchet_msgpack", "chrome_trace")
+"""The suffixes of the files Triton Proton finalizes (its ``output_format``)."""
+_PROTON = re.compile(rf"proton_(?P<worker>.+)_pid\d+_[0-9a-f]{{32}}_run\d+\.(?:{'|'.join(PROTON_FORMATS)})")
 
 
 @frozen
@@ -83,7 +92,8 @@ def session_artifacts(
 
     ``prefix``: keep only files named for it (``None``: the engine ignores prefixes, keep all).
     ``ranks``: ``"all"`` or the ranks to keep. A worker trace covers ``window.start`` plus as many
-    steps as it has annotations; a frontend trace covers the whole session (``steps=None``).
+    steps as it has annotations (a token window: the session steps its ``profwin.tokens``
+    annotations name); a frontend trace covers the whole session (``steps=None``).
     """
     found = [t for t in map(TraceFile.parse, sorted(paths)) if t is not None]
     if prefix is not None:
@@ -96,8 +106,11 @@ def session_artifacts(
         if trace.frontend:
             artifacts.append(_artifact(trace.path, None, rank, "frontend-trace", producer))
             continue
-        steps = count_steps(trace.path, markers=_MARKERS)
-        covered = Window(window.start, window.start + steps) if steps else None
+        if window.in_tokens:  # the engine decided the steps: its annotations name them
+            covered = token_steps(trace.path)
+        else:
+            steps = count_steps(trace.path, markers=_MARKERS)
+            covered = Window(window.start, window.start + steps) if steps else None
         artifacts.append(_artifact(trace.path, covered, rank, "trace", producer))
         # The table is rewritten by every session of the same worker name: only a table written
         # after this trace belongs to it.
@@ -108,3 +121,23 @@ def session_artifacts(
 
 def _artifact(path: Path, steps: Window | None, rank: int, kind: str, producer: str) -> Artifact:
     return Artifact(path=path.absolute(), steps=steps, bytes=path.stat().st_size, rank=rank, kind=kind, producer=producer)
+
+
+def proton_artifacts(paths: Iterable[Path], *, prefix: str | None, ranks: RankSelection, producer: str) -> list[Artifact]:
+    """Artifacts for the Proton files of one session (``prefix`` and ``ranks`` as in
+    :func:`session_artifacts`); Proton's data holds no step markers profwin reads, so ``steps``
+    is ``None``."""
+    artifacts = []
+    for path in sorted(paths):
+        match = _PROTON.fullmatch(path.name)
+        if match is None:
+            continue
+        worker = TraceFile(path, match["worker"], 0, None, frontend=False)
+        if prefix is not None and not worker.has_prefix(prefix):
+            continue
+        found = _RANK.search(match["worker"])
+        rank = 0 if found is None else int(found["rank"])
+        if ranks != "all" and rank not in ranks:
+            continue
+        artifacts.append(_artifact(path, None, rank, "proton-profile", producer))
+    return artifacts

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.traces.device import DeviceStat
     from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
+    from profwin.traces.merge import MergedTrace, MergeResult, merge
     from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
     from profwin.traces.progress import tty_progress
     from profwin.traces.ranks import (
@@ -51,13 +52,17 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
         count_steps,
         render_summary,
         summarize,
+        token_steps,
     )
+    from profwin.traces.tokens import StepTokens, parse_step_tokens
     from profwin.traces.trim import TrimResult, trim
 
 __all__ = [
     "TORCH_MARKER",
     "DeviceStat",
     "Diff",
+    "MergeResult",
+    "MergedTrace",
     "OpChange",
     "OpStat",
     "RankRow",
@@ -68,6 +73,7 @@ __all__ = [
     "StepMarker",
     "StepSpread",
     "StepStat",
+    "StepTokens",
     "Summary",
     "ThreadInfo",
     "TraceError",
@@ -78,7 +84,9 @@ __all__ = [
     "choose_session",
     "count_steps",
     "diff",
+    "merge",
     "merge_ranks",
+    "parse_step_tokens",
     "plot_diff",
     "plot_ranks",
     "plot_steps",
@@ -89,6 +97,7 @@ __all__ = [
     "step_markers",
     "summarize",
     "summarize_ranks",
+    "token_steps",
     "trace_facts",
     "trace_files",
     "trim",
@@ -102,6 +111,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.markers": ("TORCH_MARKER", "StepMarker"),
         "profwin.traces.device": ("DeviceStat",),
         "profwin.traces.diff": ("Diff", "OpChange", "StepChange", "diff", "render_diff"),
+        "profwin.traces.merge": ("MergeResult", "MergedTrace", "merge"),
         "profwin.traces.plot": ("plot_diff", "plot_ranks", "plot_steps"),
         "profwin.traces.progress": ("tty_progress",),
         "profwin.traces.ranks": (
@@ -112,7 +122,9 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.steps": ("Step",),
         "profwin.traces.summarize": (
             "OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "count_steps", "render_summary", "summarize",
+            "token_steps",
         ),
+        "profwin.traces.tokens": ("StepTokens", "parse_step_tokens"),
         "profwin.traces.trim": ("TrimResult", "trim"),
     },
 )  # fmt: skip

@@ -1,15 +1,19 @@
 """Device time per step: busy and idle time, time by kind of work, and kernel launch delays.
 
-The rules are HTA 0.5's (``get_temporal_breakdown``, ``get_gpu_kernel_breakdown``,
-``get_cuda_kernel_launch_stats``), applied per step:
+The rules are Holistic Trace Analysis' (``get_temporal_breakdown``, ``get_gpu_kernel_breakdown``,
+``get_cuda_kernel_launch_stats``; traceinsight 0.6.1's kernel types), applied per step:
 
 * device work is every event of category ``kernel``, ``gpu_memcpy`` or ``gpu_memset``; a piece of
   work belongs to the step in which its launch call (matched by correlation id) started, or,
   with no launch call in the trace, the step in which it started itself;
 * **busy** is the union of the step's work intervals (overlapping streams count once), **span**
   runs from its first start to its last end, **idle** is span minus busy;
-* **by kind**: the summed durations of ``compute``, ``communication`` (``nccl…Kernel``),
-  ``memory`` (``Memcpy…``, ``Memset…``, ``dma…``) and ``other`` work (:func:`~profwin.traces.scan.kernel_kind`);
+* **by kind**: the summed durations of ``compute``, ``communication`` (``nccl…``, ``hccl…``,
+  ``hip…``, ``…ncclKernel…``), ``memory`` (``Memcpy…``, ``Memset…``, ``dma…``) and ``other`` work
+  (:func:`~profwin.traces.scan.kernel_kind`);
+* GPU-side copies of annotations (category ``gpu_user_annotation``, which Kineto adds after the
+  fact) are neither device work nor host operators, nor step boundaries: HTA's main branch made
+  them a category of their own (PR #343, after 0.6.1);
 * **launch delay**: kernel start minus the end of its launch call (``cudaLaunchKernel``…), at
   least 0.
 """

@@ -19,6 +19,7 @@ from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.traces.ranks import summarize_ranks, trace_files
 from profwin.traces.summarize import Summary, short_name, summarize
+from profwin.traces.tokens import StepTokens
 from profwin.window import Window
 
 __all__ = ["Diff", "OpChange", "StepChange", "diff", "render_diff"]
@@ -32,6 +33,10 @@ class StepChange:
     a_us: float | None
     b_us: float | None
     change_us: float | None
+    a_tokens: StepTokens | None = None
+    b_tokens: StepTokens | None = None
+    """What the step held on each side, from its ``profwin.tokens`` annotation (a folder's: its
+    lowest rank's); ``None`` where it has none."""
 
 
 @frozen
@@ -73,27 +78,31 @@ class Diff(JsonForm):
     @property
     def unchanged(self) -> bool:
         """The same steps with the same times, and no operator's time or calls changed."""
-        return all(s.change_us == 0.0 for s in self.steps) and all(
+        return all(s.change_us == 0.0 and s.a_tokens == s.b_tokens for s in self.steps) and all(
             o.change_us == 0.0 and o.a_calls == o.b_calls for o in self.ops
         )
 
 
 def _side(
     path: str | Path, window: Window | str | None, first_step: int | None, session: str | None = None
-) -> tuple[dict[int, float], dict[tuple[str, bool], tuple[float, float]]]:
-    """Step times by number, and self time and calls per step by (name, is_kernel)."""
+) -> tuple[dict[int, float], dict[tuple[str, bool], tuple[float, float]], dict[int, StepTokens]]:
+    """Step times by number, self time and calls per step by (name, is_kernel), and what each
+    step held (its lowest rank's annotation)."""
     files = trace_files([path])
     summaries: list[Summary]
-    if len(files) == 1 and not Path(path).is_dir():
+    if len(files) == 1:  # a trace, or a folder holding one: the same answer
         summaries = [summarize(files[0], window=window, top=_ALL_OPS, first_step=first_step)]
     else:
         ranks = summarize_ranks(files, window=window, top=_ALL_OPS, first_step=first_step, session=session)
         summaries = list(ranks.summaries)
     steps: dict[int, float] = {}
+    tokens: dict[int, StepTokens] = {}
     for s in summaries:
         for st in s.steps:
             if st.in_window:
                 steps[st.number] = max(steps.get(st.number, 0.0), st.dur_us)
+                if st.tokens is not None:
+                    tokens.setdefault(st.number, st.tokens)
     ops: dict[tuple[str, bool], tuple[float, float]] = {}
     for s in summaries:
         n = int(s.step_us["count"]) * len(summaries)
@@ -101,7 +110,7 @@ def _side(
             for op in rows:
                 us, calls = ops.get((op.name, kernel), (0.0, 0.0))
                 ops[(op.name, kernel)] = (us + op.self_us / n, calls + op.count / n)
-    return steps, ops
+    return steps, ops, tokens
 
 
 def diff(
@@ -117,8 +126,8 @@ def diff(
     traces). ``b_window`` defaults to ``window``; ``top`` operators are listed."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ConfigError(f"must be a non-negative int (got {top!r})", path="top")
-    a_steps, a_ops = _side(a, window, first_step)
-    b_steps, b_ops = _side(b, window if b_window is None else b_window, first_step)
+    a_steps, a_ops, a_tokens = _side(a, window, first_step)
+    b_steps, b_ops, b_tokens = _side(b, window if b_window is None else b_window, first_step)
     a_mean, b_mean = statistics.fmean(a_steps.values()), statistics.fmean(b_steps.values())
     change = b_mean - a_mean
     ops = []
@@ -143,6 +152,8 @@ def diff(
             a_us=a_steps.get(n),
             b_us=b_steps.get(n),
             change_us=round(b_steps[n] - a_steps[n], 3) if n in a_steps and n in b_steps else None,
+            a_tokens=a_tokens.get(n),
+            b_tokens=b_tokens.get(n),
         )
         for n in sorted(set(a_steps) | set(b_steps))
     ]
@@ -162,6 +173,26 @@ def diff(
     )
 
 
+def _brief(t: StepTokens | None) -> str:
+    """A step's annotation in a few words, for the diff's step table."""
+    if t is None:
+        return "-"
+    tokens = f" ({t.token_min}..{t.token_max})" if t.token_min is not None else ""
+    return f"{t.decoding} dec{tokens}, {t.prefill_tokens} prompt"
+
+
+def _held_per_step(found: Sequence[StepTokens | None]) -> str:
+    """Means over one side's annotated steps, in a line."""
+    held = [t for t in found if t is not None]
+    if not held:
+        return "no step annotated"
+    n = len(held)
+    return (
+        f"{n} steps annotated; a step: {sum(t.decoding for t in held) / n:.1f} requests decoding, "
+        f"{sum(t.prefill_tokens for t in held) / n:.1f} prompt tokens of {sum(t.prefilling for t in held) / n:.1f} prefills"
+    )
+
+
 def _ms(us: float | None) -> str:
     return "-" if us is None else f"{us / 1000:.3f} ms"
 
@@ -177,14 +208,20 @@ def render_diff(d: Diff, *, max_steps: int = 20) -> str:
     if d.unchanged:
         lines.append(f"no change: the {d.a_steps} steps and every operator's self time per step are the same in A and B")
         return "\n".join(lines)
-    lines += ["", f"{'step':>6} {'A':>12} {'B':>12} {'B - A':>12}"]
+    annotated = any(s.a_tokens is not None or s.b_tokens is not None for s in d.steps)
+    if annotated:
+        lines += [f"held  {side}: {_held_per_step([getattr(s, f'{side.lower()}_tokens') for s in d.steps])}" for side in "AB"]
+    lines += ["", (f"{'step':>6} {'A':>12} {'B':>12} {'B - A':>12}" + (f"  {'A held':<24} B held" if annotated else ""))]
     rows: Sequence[StepChange] = d.steps[:max_steps]
     lines += [
         f"{s.step:>6} {_ms(s.a_us):>12} {_ms(s.b_us):>12} {'-' if s.change_us is None else f'{s.change_us / 1000:+.3f} ms':>12}"
+        + (f"  {_brief(s.a_tokens):<24} {_brief(s.b_tokens)}" if annotated else "")
         for s in rows
     ]
     if len(d.steps) > max_steps:
         lines.append(f"  ... {len(d.steps) - max_steps} more steps (--json lists all)")
+    if annotated:
+        lines.append("  held: requests decoding (their tokens' indices min..max), prompt tokens prefilled (profwin.tokens)")
     lines += ["", "self time per step, largest change first", f"{'A':>12} {'B':>12} {'B - A':>12} {'share':>7}  name"]
     for o in d.ops:
         share = "" if o.share is None else f"{100 * o.share:.0f} %"

@@ -36,6 +36,7 @@ __all__ = [
     "choose_session",
     "merge_ranks",
     "pick_session",
+    "rank_hint",
     "rank_of",
     "render_ranks",
     "summarize_ranks",
@@ -112,25 +113,34 @@ def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     """The trace files named by ``paths``: files as given, folders expanded to the ``.json`` and
-    ``.json.gz`` files directly inside them (hidden ones skipped), in name order."""
+    ``.json.gz`` files directly inside them (hidden ones skipped), in name order. A folder with
+    none directly inside but with folders (what ``profwin collect`` writes: ``DIR/<node>/…``)
+    gives the trace files under it, at any depth."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            inside = sorted(
-                p
-                for p in path.iterdir()
-                if p.is_file()
-                and not p.name.startswith(".")
-                and p.name.endswith(_SUFFIXES)
-                and not p.name.endswith(SIDECAR_SUFFIX)
-            )
+            inside = _traces_in(path) or sorted(p for p in path.rglob("*") if _is_trace(p) and not _hidden(p, path))
             if not inside:
                 raise TraceError(path, "the folder holds no .json or .json.gz trace files")
             found += inside
         else:
             found.append(path)
     return found
+
+
+def _traces_in(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if _is_trace(p))
+
+
+def _is_trace(path: Path) -> bool:
+    name = path.name
+    return not name.startswith(".") and name.endswith(_SUFFIXES) and not name.endswith(SIDECAR_SUFFIX) and path.is_file()
+
+
+def _hidden(path: Path, root: Path) -> bool:
+    """Whether a folder between ``root`` and ``path`` is hidden (the collector's own files)."""
+    return any(part.startswith(".") for part in path.relative_to(root).parts[:-1])
 
 
 def rank_of(summary: Summary) -> int | None:
@@ -145,7 +155,7 @@ def rank_of(summary: Summary) -> int | None:
     return None
 
 
-def _rank_hint(path: Path, origin: dict[str, Any], header: dict[str, Any]) -> int | None:
+def rank_hint(path: Path, origin: dict[str, Any], header: dict[str, Any]) -> int | None:
     """The rank a trace declares (distributedInfo, its provenance, its name) before summarizing it."""
     info = header.get("distributedInfo")
     for value in (info.get("rank") if isinstance(info, dict) else None, origin.get("rank")):
@@ -180,7 +190,7 @@ def trace_facts(path: str | Path) -> TraceFacts:
         mtime_ns = 0
     return TraceFacts(
         path=str(path),
-        rank=_rank_hint(Path(path), origin, header),
+        rank=rank_hint(Path(path), origin, header),
         session=session if isinstance(session, str) else None,
         mtime_ns=mtime_ns,
     )

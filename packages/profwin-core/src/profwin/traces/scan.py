@@ -38,6 +38,7 @@ from attrs import define, field
 from profwin.markers import StepMarker
 from profwin.traces.reader import Record, TraceError
 from profwin.traces.steps import Marker, MarkerMatcher
+from profwin.traces.tokens import TOKENS_MARKER, Span
 
 __all__ = [
     "DEVICE_CATEGORIES",
@@ -88,13 +89,20 @@ _LAUNCHES = frozenset({
 })  # fmt: skip
 _NAMED = {"process_name": "processes", "thread_name": "threads"}
 _MAX_CATEGORIES = 4096  # categories remembered; real traces have a dozen
-_COMMUNICATION = re.compile(r"nccl.*Kernel")
-_MEMORY = re.compile(r"Memcpy|Memset|dma")
-_NOT_COMPUTE = re.compile(r".*(?:Memcpy|Memset)|.*Sync")
+# traceinsight 0.6.1's kernel types (hta/common/types.py: CommunicateKernelGroupingPattern,
+# MemoryKernelGroupingPattern, ComputeKernelGroupingPattern), matched at the start of the name.
+# HTA 0.5 had communication = nccl…Kernel only and fewer names outside compute.
+_COMMUNICATION = re.compile(r"nccl|hip|hccl|.*ncclKernel")
+_MEMORY = re.compile(r"(?:hip)?(?:Memcpy|Memset)|dma")
+_NOT_COMPUTE = re.compile(
+    r"nccl|.*Memcpy|.*Memset|.*dma|.*Sync|Stream Wait Event|cuda.*LaunchKernel|runFunction|hip|job_exe|packet"
+    r"|pe_exe|cpum_exe_subgraph|hccl|collective_subgraph_execution"
+)
 
 
 def kernel_kind(name: str) -> int:
-    """Index into :data:`KERNEL_KINDS` for a device event's name (HTA 0.5's rules)."""
+    """Index into :data:`KERNEL_KINDS` for a device event's name (traceinsight 0.6.1's rules:
+    ``get_kernel_type``)."""
     if _COMMUNICATION.match(name):
         return 1
     if _MEMORY.match(name):
@@ -164,6 +172,8 @@ class TraceIndex:
     """Host-side step markers per producer."""
     device_markers: dict[StepMarker, list[Marker]] = field(factory=dict)
     """GPU-side copies of step annotations: where each step's device work ends."""
+    tokens: list[Span] = field(factory=list)
+    """Host-side ``profwin.tokens`` spans: what each step held (:mod:`profwin.traces.tokens`)."""
     names: list[tuple[str, bool]] = field(factory=list)
     """``(name, is_kernel)`` for each name id in :attr:`timed`."""
     placed: Columns = field(factory=lambda: Columns("qidd"))
@@ -397,10 +407,18 @@ class _Filler:
         return kind
 
     def special(self, pid: Any, ts: float, end: float, name: str, cat: str, marker: StepMarker | None) -> int:
-        """Record a step marker or a GPU copy of one; neither is an operator (name id -1)."""
+        """Record a step marker, a GPU copy of one or a step's ``profwin.tokens`` annotation; none
+        is an operator (name id -1)."""
         index = self.index
+        if marker is TOKENS_MARKER:
+            if len(index.tokens) >= MAX_MARKERS:
+                raise TraceError(index.path, f"more than {MAX_MARKERS:,} profwin.tokens annotations")
+            index.tokens.append((pid, ts, end, name[:MAX_NAME_CHARS]))  # a real one is under 300 characters
+            return -1
         if marker is None:
             marker = self.matcher.match(name, None) if cat == "gpu_user_annotation" else None
+            if marker is TOKENS_MARKER:  # its GPU copy marks no step
+                marker = None
             table = index.device_markers
         else:
             table = index.markers

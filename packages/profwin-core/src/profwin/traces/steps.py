@@ -25,16 +25,19 @@ from profwin.discovery import step_markers
 from profwin.errors import ConfigError
 from profwin.markers import StepMarker
 from profwin.traces.reader import TraceError
+from profwin.traces.tokens import TOKENS_MARKER, TOKENS_PREFIX
 from profwin.window import Window
 
-__all__ = ["MarkerMatcher", "Step", "as_window", "number_steps", "select_steps"]
+__all__ = ["MarkerMatcher", "Step", "as_window", "marker_spans", "number_steps", "select_steps"]
 
 _MAX_PLAIN_NAMES = 1 << 16  # names remembered as "not a marker"; beyond, each is matched again
 _MAX_PLAIN_CHARS = 256  # longer names are matched each time rather than remembered
 
 
 class MarkerMatcher:
-    """Tells which producer's step marker an event name is; cheap enough for every event."""
+    """Tells which producer's step marker an event name is, or whether it is a step's
+    ``profwin.tokens`` annotation (:data:`~profwin.traces.tokens.TOKENS_MARKER`, which the scan
+    keeps apart); cheap enough for every event."""
 
     def __init__(self, markers: Sequence[StepMarker] | None = None) -> None:
         self.markers = tuple(step_markers() if markers is None else markers)
@@ -48,6 +51,8 @@ class MarkerMatcher:
         for marker in self.markers:
             if marker.regex.match(name):
                 return marker
+        if name.startswith(TOKENS_PREFIX):
+            return TOKENS_MARKER
         if len(self.plain) < _MAX_PLAIN_NAMES and len(name) <= _MAX_PLAIN_CHARS:
             self.plain.add(name)
         return None
@@ -88,6 +93,19 @@ def number_steps(markers: Mapping[StepMarker, Sequence[Marker]], *, first_step: 
             span[0], span[1] = min(span[0], start), max(span[1], end)
     steps = [Step(number, start, end, name) for number, (start, end, name) in sorted(spans.items())]
     return chosen.producer, steps
+
+
+def marker_spans(
+    markers: Mapping[StepMarker, Sequence[Marker]], producer: str, *, first_step: int = 0
+) -> list[tuple[int, Any, float, float]]:
+    """``(number, pid, start, end)`` of each of ``producer``'s markers, numbered as
+    :func:`number_steps` numbers them: where each process's steps are."""
+    return [
+        (number, found[0], found[2], found[3])
+        for marker, events in markers.items()
+        if marker.producer == producer
+        for number, found in _numbered(marker, events, first_step)
+    ]
 
 
 def _numbered(marker: StepMarker, markers: Iterable[Marker], first_step: int) -> Iterable[tuple[int, Marker]]:

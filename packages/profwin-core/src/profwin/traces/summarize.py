@@ -20,7 +20,8 @@ from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.indexing import scan
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events
-from profwin.traces.steps import Step, as_window, number_steps, select_steps
+from profwin.traces.steps import Step, as_window, marker_spans, number_steps, select_steps
+from profwin.traces.tokens import StepTokens, parse_step_tokens, step_tokens
 from profwin.window import Window
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "render_summary",
     "selection",
     "summarize",
+    "token_steps",
 ]
 
 TRIM_KEY = KEY
@@ -56,6 +58,8 @@ class StepStat:
     in_window: bool
     device: DeviceStat | None = None
     """Device time of the step (window steps of traces with device lanes only)."""
+    tokens: StepTokens | None = None
+    """What the step held, from its ``profwin.tokens`` annotation (``None``: not annotated)."""
 
 
 @frozen
@@ -132,26 +136,36 @@ class Summary(JsonForm):
 def selection(
     index: TraceIndex, window: Window | None, *, first_step: int | None = None
 ) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
-    """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``.
-
-    ``t1`` reaches the end of the window's GPU-side step annotations when the trace has them,
-    so kernels that run after their host step are inside.
-    """
-    first = _first_step(index, first_step)
-    producer, steps = number_steps(index.markers, first_step=first)
+    """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``
+    (:func:`time_range`)."""
+    producer, steps, device = step_table(index, first_step)
     chosen = select_steps(steps, window, path=index.path, producer=producer, searched=index.searched)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
-    numbers = {s.number for s in chosen}
     if window is not None and (window.start < chosen[0].number or (window.end or 0) > chosen[-1].number + 1):
         notes.append(f"window {window} clipped to the steps in the trace: {chosen[0].number}:{chosen[-1].number + 1}")
+    t0, t1 = time_range(chosen, device)
+    return producer, steps, chosen, t0, t1, notes
+
+
+def step_table(index: TraceIndex, first_step: int | None = None) -> tuple[str | None, list[Step], list[Step]]:
+    """The producer whose markers number the steps (``None``: the trace has none), its steps,
+    and the GPU-side copies of them, numbered from the trace's first step (:func:`_first_step`)."""
+    first = _first_step(index, first_step)
+    producer, steps = number_steps(index.markers, first_step=first)
+    _, device = number_steps(index.device_markers, first_step=first)
+    return producer, steps, device
+
+
+def time_range(chosen: Sequence[Step], device: Sequence[Step]) -> tuple[float, float]:
+    """``[t0, t1)`` of the steps ``chosen``: from the first one's start to the last end, which
+    reaches the end of their GPU-side step annotations when the trace has them (``device``), so
+    kernels that run after their host step are inside."""
+    numbers = {s.number for s in chosen}
     t0 = min(s.start for s in chosen)
     t1 = max(s.end for s in chosen)
-    _, device = number_steps(index.device_markers, first_step=first)
     device_ends = [s.end for s in device if s.number in numbers]
-    if device_ends:
-        t1 = max(t1, *device_ends)
-    return producer, steps, chosen, t0, t1, notes
+    return t0, max(t1, *device_ends) if device_ends else t1
 
 
 def _first_step(index: TraceIndex, explicit: int | None) -> int:
@@ -214,6 +228,29 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
         index.close()
 
 
+def token_steps(path: str | Path) -> Window | None:
+    """The session steps a token window's trace holds, read from the ``session_step`` of its
+    ``profwin.tokens`` annotations (:class:`profwin.tokens.StepTokens`): from the first to the
+    last, or ``None`` when it holds none or cannot be read. Backends report this, not what they
+    asked the engine for."""
+    try:
+        index = scan(path)
+    except TraceError:
+        return None
+    try:
+        numbers = []
+        for _, _, _, name in index.tokens:
+            try:
+                held = parse_step_tokens(name)
+            except ConfigError:
+                continue
+            if held is not None and held.session_step is not None:
+                numbers.append(held.session_step)
+    finally:
+        index.close()
+    return Window(min(numbers), max(numbers) + 1) if numbers else None
+
+
 def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int | None) -> Summary:
     producer, steps, chosen, t0, t1, notes = selection(index, window, first_step=first_step)
     known = provenance(index.path, index.header)
@@ -224,6 +261,11 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
     origin = by_start[0].start
     selected = {s.number for s in chosen}
     per_step_device, device = device_stats(index, steps, selected, t0, t1)
+    tokens: dict[int, StepTokens] = {}
+    if index.tokens:  # only annotated traces pay for it
+        spans = marker_spans(index.markers, producer, first_step=_first_step(index, first_step))
+        tokens, token_notes = step_tokens(index.tokens, spans)
+        notes += token_notes
     stats = tuple(
         StepStat(
             number=s.number,
@@ -234,6 +276,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             bytes=step_bytes[i],
             in_window=s.number in selected,
             device=per_step_device.get(s.number),
+            tokens=tokens.get(s.number),
         )
         for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
     )
@@ -475,13 +518,17 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
         f"step time {int(s['count'])} steps: min {_ms(s['min'])}, median {_ms(s['median'])}, "
         f"max {_ms(s['max'])}, total {_ms(s['total'])}",
     ]
+    annotated = any(st.tokens is not None for st in summary.steps)
+    if annotated:
+        lines.append(f"tokens    {_held([st.tokens for st in summary.steps if st.in_window], int(s['count']))}")
     lines += [f"note      {note}" for note in summary.notes]
-    lines += ["", f"{'step':>6} {'wall':>12} {'events':>8} {'bytes':>10}  marker"]
+    lines += ["", f"{'step':>6} {'wall':>12} {'events':>8} {'bytes':>10}{_TOKENS_HEADER if annotated else ''}  marker"]
     shown = summary.steps if len(summary.steps) <= max_steps else [st for st in summary.steps if st.in_window][:max_steps]
     marked = summary.window is not None and any(not st.in_window for st in summary.steps)
     for st in shown:
         mark = "*" if st.in_window and marked else " "
-        lines.append(f"{st.number:>5}{mark} {_ms(st.dur_us):>12} {st.events:>8} {_size(st.bytes):>10}  {st.label}")
+        held = _tokens_row(st.tokens) if annotated else ""
+        lines.append(f"{st.number:>5}{mark} {_ms(st.dur_us):>12} {st.events:>8} {_size(st.bytes):>10}{held}  {st.label}")
     if len(shown) < len(summary.steps):
         lines.append(f"  ... {len(summary.steps) - len(shown)} more steps (--json lists all)")
     lines.append(f"{'':6} outside any step: {_size(summary.bytes_outside_steps)}")
@@ -490,6 +537,12 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
                      "bytes = JSON of the events starting in the step")  # fmt: skip
     else:
         lines.append(f"{'':6} wall = marker start to end; bytes = JSON of the events starting in the step")
+    if annotated:
+        lines.append(
+            f"{'':6} from each step's profwin.tokens annotation: w.step = its index in the token window; decode = requests "
+            "producing a response token, tokens = those tokens' indices (min/median/max), in win = how many lie in the "
+            "window; prefill = requests prefilling, prompt = their prompt tokens"
+        )
     if summary.device is not None:
         lines += ["", render_device(summary.device, f"device time in steps {summary.selected}")]
     steps = int(s["count"])
@@ -507,6 +560,30 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
         events = sum(th.events for th in summary.threads if _bookkeeping(th))
         lines.append(f"  (and {hidden} lanes of the profiler's own markers, {events:,} events, not listed)")
     return "\n".join(lines)
+
+
+_TOKENS_HEADER = f" {'w.step':>6} {'decode':>6} {'tokens':>17} {'in win':>6} {'prefill':>7} {'prompt':>7}"
+
+
+def _tokens_row(t: StepTokens | None) -> str:
+    """A step's annotation as the step table's token columns (blank for a step without one)."""
+    if t is None:
+        return f" {'-':>6} {'':>6} {'':>17} {'':>6} {'':>7} {'':>7}"
+    tokens = "-" if t.token_min is None else f"{t.token_min}/{t.token_median}/{t.token_max}"
+    return f" {t.window_step:>6} {t.decoding:>6} {tokens:>17} {t.in_window:>6} {t.prefilling:>7} {t.prefill_tokens:>7}"
+
+
+def _held(found: Sequence[StepTokens | None], steps: int) -> str:
+    """What the window's steps held, from their annotations, in a line."""
+    held = [t for t in found if t is not None]
+    if not held:
+        return f"none of the {steps} steps summarized is annotated"
+    decoded = sum(t.decoding for t in held)
+    return (
+        f"{len(held)} of {steps} steps annotated: {decoded:,} response tokens "
+        f"({sum(t.in_window for t in held):,} in the token window, {decoded / len(held):.1f} a step), "
+        f"{sum(t.prefill_tokens for t in held):,} prompt tokens of {sum(t.prefilling for t in held):,} prefills"
+    )
 
 
 def _bookkeeping(thread: ThreadInfo) -> bool:

@@ -1,0 +1,41 @@
+"""A test-harness SGLang general plugin: SGLang's own record of what each batch produced.
+
+The token-window tests install it in their servers (an entry point of group
+``sglang.srt.plugins`` in a generated dist-info, as an install would register it; never shipped).
+In each scheduler process it runs after ``Scheduler.process_batch_result`` (once per batch, after
+SGLang appended the batch's tokens to its requests) and appends one line to the file named by
+``PROFWIN_BATCH_RECORD``::
+
+    <forward_iter> <MODE> <rid>=<tokens> <rid>=<tokens> ...
+
+``forward_iter`` is the scheduler's batch counter when the batch ran, ``tokens`` the length of the
+request's ``output_ids`` after it: the batch produced that request's token ``tokens - 1`` when the
+count grew. Nothing of profwin's computes it. Without the variable the plugin does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+_TARGET = "sglang.srt.managers.scheduler.Scheduler.process_batch_result"
+
+
+def _recorder(path: str) -> Any:
+    def after(result: Any, scheduler: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        counts = " ".join(f"{req.rid}={len(req.output_ids)}" for req in batch.reqs)
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{batch.forward_iter} {batch.forward_mode.name} {counts}\n")
+        return result
+
+    return after
+
+
+def register() -> None:
+    """Entry point of group ``sglang.srt.plugins``."""
+    path = os.environ.get("PROFWIN_BATCH_RECORD")
+    if not path:
+        return
+    from sglang.srt.plugins.hook_registry import HookRegistry, HookType
+
+    HookRegistry.register(_TARGET, _recorder(path), HookType.AFTER)

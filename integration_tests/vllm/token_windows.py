@@ -1,0 +1,151 @@
+"""Token windows on a real in-process vLLM, with the engine's own record of every step.
+
+Run by test_token_windows.py with the engine environment's python, profwin on PYTHONPATH and a
+folder on it that registers profwin-vllm's ``vllm.general_plugins`` entry point (what ``pip
+install profwin-vllm`` registers): ``python token_windows.py <model-dir> <trace-dir> <result.json>
+[per-session|launch]``. ``launch`` (vLLM 0.27, which takes the window only at launch) builds one
+engine per scenario with profwin's launch config for that scenario's token window, and starts
+each session without bounds.
+
+For each scenario (a batch that staggers: chunked prefill, more requests than ``max_num_seqs``,
+prompts of different lengths, ``n > 1``, requests that finish early) it opens a
+``profwin_vllm.session`` with a token window, generates the batch, and reports:
+
+* ``record``: the engine's own account of each step of the session, taken from vLLM's scheduler
+  (``Scheduler.update_from_output``): the step annotation vLLM writes for it
+  (``vllm.v1.utils.compute_iteration_details``, the same words as in its trace) and, for every
+  request, how many tokens the model runner sampled for it in that step. Nothing of profwin's
+  computes it;
+* ``trace``: the step annotations and profwin's token annotations of each trace, in time order
+  (read with ``json.load``), the artifacts profwin reported, and the warnings.
+
+The test derives the expected steps from ``record`` alone and compares.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
+
+from profwin import ProfileSpec, Window
+
+# (name, engine, [(prompt length, max tokens, n), ...], window)
+ENGINES = {"A": {"max_num_batched_tokens": 64, "max_num_seqs": 8}, "B": {"max_num_batched_tokens": 64, "max_num_seqs": 4}}
+SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
+    ("chunked-prefill", "A", [(47, 24, 1)] * 8, "4:12 tokens"),
+    ("lengths-and-early-finish", "A", [(5 + 7 * i, (3, 20, 6, 14, 9, 24, 4, 11)[i], 1) for i in range(8)], "3:9 tokens"),
+    ("n-samples", "A", [(20 + 9 * i, 10, 3) for i in range(3)], "1:6 tokens"),
+    ("open-ended", "A", [(30, 9, 1)] * 4 + [(60, 14, 1)] * 2, "6: tokens"),
+    ("never-reached", "A", [(12, 4, 1)] * 2, "20:30 tokens"),
+    ("admission", "B", [(30, 12, 1)] * 10, "2:8 tokens"),
+]
+
+
+class StepRecord:
+    """vLLM's own record of each step while recording is on: hooks the scheduler's
+    ``update_from_output`` (one call per engine step, with that step's scheduler output and the
+    model runner's sampled tokens)."""
+
+    def __init__(self) -> None:
+        from vllm.v1.core.sched.scheduler import Scheduler
+        from vllm.v1.utils import compute_iteration_details
+
+        self.steps: list[dict[str, Any]] | None = None
+        original = Scheduler.update_from_output
+        record = self
+
+        def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
+            if record.steps is not None:
+                details = compute_iteration_details(scheduler_output)
+                sampled = {
+                    req_id: len(tokens)
+                    for req_id, tokens in zip(model_runner_output.req_ids, model_runner_output.sampled_token_ids, strict=False)
+                }
+                record.steps.append(
+                    {
+                        "annotation": (
+                            f"execute_context_{details.num_ctx_requests}({details.num_ctx_tokens})_"
+                            f"generation_{details.num_generation_requests}({details.num_generation_tokens})"
+                        ),
+                        "sampled": {r: n for r, n in sampled.items() if r in scheduler_output.num_scheduled_tokens},
+                    }
+                )
+            return original(self, scheduler_output, model_runner_output)
+
+        Scheduler.update_from_output = update_from_output  # type: ignore[method-assign]
+
+
+def trace_names(path: Path) -> list[str]:
+    """vLLM's step annotations and profwin's token annotations (host side), in time order."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    found = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "user_annotation"
+        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
+    ]
+    # An enclosing span first when two start together (profwin's annotation encloses vLLM's).
+    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
+
+
+LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
+
+
+def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
+    began = time.monotonic()
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    import profwin_vllm
+
+    record = StepRecord()
+    report: dict[str, Any] = {"scenarios": {}}
+    engines: dict[str, Any] = {}
+    for name, engine, batch, window in SCENARIOS:
+        spec = ProfileSpec(window=Window.parse(window), output_dir=trace_dir, prefix=name)
+        if mode == "launch":
+            if name not in LAUNCH_SCENARIOS:
+                continue
+            # What `profwin args vllm --window '...'` prints for this vLLM: the window is in the config.
+            config = profwin_vllm.VllmBackend().plan(spec).launch
+            llm = tiny_llm(model, config["profiler_config"], **ENGINES[engine])
+        else:
+            if engine not in engines:
+                config = profwin_vllm.VllmBackend().plan(ProfileSpec(output_dir=trace_dir, prefix="launch")).launch
+                engines[engine] = tiny_llm(model, config["profiler_config"], **ENGINES[engine])
+            llm = engines[engine]
+        prompts, params = [], []
+        for i, (length, max_tokens, n) in enumerate(batch):
+            prompts.append(TokensPrompt(prompt_token_ids=[5 + (7 * i + j) % 1000 for j in range(length)]))
+            params.append(SamplingParams(max_tokens=max_tokens, n=n, ignore_eos=True, temperature=0.0 if n == 1 else 1.0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with profwin_vllm.session(llm, spec) as session:
+                record.steps = []
+                outputs = llm.generate(prompts, params, use_tqdm=False)
+            steps, record.steps = record.steps, None
+        report["scenarios"][name] = {
+            "window": window,
+            "plan": {k: session.results[0].details.get(k) for k in ("mechanism", "window", "records", "notes")},
+            "record": steps,
+            "generated": sorted(len(c.token_ids) for o in outputs for c in o.outputs),
+            "artifacts": [a.to_dict() for a in session.artifacts],
+            "trace": {Path(a.path).name: trace_names(Path(a.path)) for a in session.artifacts if a.kind == "trace"},
+            "warnings": [str(w.message) for w in caught],
+        }
+    report["version"] = str(profwin_vllm.resolve_version(None)[0])
+    report["seconds"] = round(time.monotonic() - began, 1)
+    result_path.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "per-session")

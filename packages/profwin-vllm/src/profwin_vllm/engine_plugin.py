@@ -1,0 +1,299 @@
+"""The vLLM-side half of profwin-vllm: token windows decided inside the engine.
+
+vLLM loads *general plugins* (entry-point group ``vllm.general_plugins``) in its API-server,
+engine and worker processes; installing profwin-vllm beside vLLM registers :func:`register`
+there. It changes nothing per step. It hooks two things once:
+
+* ``WorkerBase.__init__``: each new worker gets a ``profile`` wrapper (called only on
+  ``start_profile``/``stop_profile``) and a ``profwin_report`` method that
+  ``collective_rpc("profwin_report")`` calls to learn that this worker honours token windows.
+* the ``/start_profile`` router of ``vllm serve`` (when the server has a profiler): one more
+  route, ``GET /profwin``, which asks every worker for that report.
+
+A token window reaches the worker as an encoded ``delay_iterations``/``max_iterations``
+(:func:`profwin.plugin.encode_tokens`): per session on vLLM >= 0.32, or in the launch
+``profiler_config`` (vLLM < 0.32, and callers that start without bounds, such as verl). The wrapper takes it out of vLLM's hands and, for that session
+only, wraps the worker's ``execute_model``: before each step it reads the step's
+``SchedulerOutput`` (which requests run, how many tokens each computes, each prompt's length),
+asks :class:`profwin.plugin.TokenRule` whether to start, keep or stop recording, and starts and
+stops vLLM's own profiler (``Worker.profile``) accordingly, each recorded step wrapped in a
+``profwin.tokens`` annotation. The wrapper removes itself when the window closes. A session
+with an ordinary window passes through untouched.
+
+Nothing here is imported by profwin itself; this module imports vLLM and torch only inside the
+engine, and never lets an error of its own reach vLLM: a hook that cannot install is logged and
+the worker does not report token windows, so clients fall back to step windows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["PROTOCOL", "STATE_ROUTE", "produced_tokens", "register", "report", "unavailable_here"]
+
+PROTOCOL = 1
+"""Version of what the hooks do; clients check it in the workers' reports."""
+
+STATE_ROUTE = "/profwin"
+"""The route ``vllm serve`` answers with every worker's :func:`report` when the plugin runs."""
+
+_MARK = "_profwin_hooked"
+_DISTRIBUTION = "profwin-vllm"
+_ENTRY_GROUP = "vllm.general_plugins"
+logger = logging.getLogger(__name__)
+
+
+def unavailable_here() -> str | None:
+    """Why a vLLM engine started from this Python environment would not run the token-window
+    hooks, or ``None`` when it would: for callers that decide before the engine runs (verl's
+    builders, which launch vLLM from their own environment). Never imports vLLM."""
+    from profwin.plugin import EngineVersion, engine_plugin_missing, installed_version
+    from profwin_vllm.versions import DISTRIBUTIONS, TOKEN_WINDOWS_FROM
+
+    found = installed_version("vllm", DISTRIBUTIONS)
+    if found is None:
+        return "vLLM is not installed in this environment"
+    if EngineVersion.parse(found) < TOKEN_WINDOWS_FROM:
+        return f"vLLM {found} is older than {TOKEN_WINDOWS_FROM}, the oldest the token-window hooks are proven on"
+    return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "VLLM_PLUGINS", empty_allows_all=False)
+
+
+def produced_tokens(scheduler_output: Any, prompt_length: Callable[[str], int | None]) -> tuple[list[int], int, int]:
+    """What one step computes, from vLLM's ``SchedulerOutput``: the response-token index of every
+    token it produces, how many requests have prompt (or recomputed) tokens in it, and how many
+    such tokens it processes.
+
+    A request with ``k`` tokens produced before the step (``num_output_tokens``) produces token
+    ``k`` in a step that brings its computed tokens up to its prompt plus those ``k``: the last
+    chunk of its prefill, or a decode step. ``prompt_length(req_id)`` gives a request's prompt
+    length when the step does not carry it (requests scheduled before).
+    """
+    known: dict[str, tuple[int, int, int | None]] = {}  # req_id -> (computed, produced so far, prompt)
+    for new in scheduler_output.scheduled_new_reqs:
+        tokens = new.prompt_token_ids
+        prompt = len(tokens) if tokens is not None else _embeds_length(new)
+        known[new.req_id] = (new.num_computed_tokens, 0, prompt)
+    cached = scheduler_output.scheduled_cached_reqs
+    for req_id, computed, outputs in zip(cached.req_ids, cached.num_computed_tokens, cached.num_output_tokens, strict=False):
+        known[req_id] = (computed, outputs, None)
+    produced: list[int] = []
+    prefilling = prefill_tokens = 0
+    for req_id, scheduled in scheduler_output.num_scheduled_tokens.items():
+        computed, outputs, prompt = known.get(req_id, (None, 0, None))
+        if computed is None:
+            continue
+        if prompt is None:
+            prompt = prompt_length(req_id)
+            if prompt is None:
+                continue
+        done = computed + scheduled
+        if done >= prompt + outputs:
+            produced.append(outputs)
+        # A decode step computes the one token produced last; anything else is prompt work
+        # (a prefill chunk, or a preempted request recomputing its prompt and outputs).
+        if not (outputs > 0 and computed == prompt + outputs - 1):
+            prefilling += 1
+            prefill_tokens += scheduled
+    return produced, prefilling, prefill_tokens
+
+
+def _embeds_length(new: Any) -> int | None:
+    embeds = getattr(new, "prompt_embeds", None)
+    return None if embeds is None else int(embeds.shape[0])
+
+
+class _Session:
+    """One token-window session on one worker: the rule, the prefix, the hook on ``execute_model``."""
+
+    def __init__(self, worker: Any, profile: Callable[..., Any], window: Any, prefix: str | None, per_session: bool) -> None:
+        from profwin.plugin import TokenRule
+
+        self.worker = worker
+        self.profile = profile
+        self.window = window
+        self.prefix = prefix
+        self.per_session = per_session
+        self.rule = TokenRule(window)
+        self.prompts: dict[str, int] = {}
+        self.execute = worker.execute_model
+        worker.execute_model = self.execute_model
+
+    def prompt_length(self, req_id: str) -> int | None:
+        state = getattr(getattr(self.worker, "model_runner", None), "requests", {}).get(req_id)
+        return None if state is None else getattr(state, "num_prompt_tokens", None)
+
+    def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
+        produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length)
+        session_step = self.rule.steps
+        decision = self.rule.step(produced)
+        if decision == "skip":
+            return self.execute(scheduler_output, *args, **kwargs)
+        if decision == "close":
+            self.profile(False)
+            self.detach()
+            return self.execute(scheduler_output, *args, **kwargs)
+        if decision == "open":
+            self.start_recording()
+        import torch
+
+        from profwin.plugin import StepTokens
+
+        held = StepTokens.of(self.rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
+        with torch.profiler.record_function(held.span_name()):
+            return self.execute(scheduler_output, *args, **kwargs)
+
+    def start_recording(self) -> None:
+        if self.per_session:
+            self.profile(True, self.prefix, delay_iterations=0, max_iterations=0)
+            return
+        # vLLM < 0.32 takes no bounds per session, and its profiler holds the launch config's
+        # encoded delay: it is told to start now for this session (and restored at the stop).
+        profiler = getattr(self.worker, "profiler", None)
+        if profiler is not None:
+            profiler._delay_iters, profiler._max_iters = 0, 0
+        self.profile(True, self.prefix)
+
+    def stop(self) -> bool:
+        """The session's stop: end a recording still open; whether the window ever opened."""
+        if self.rule.state == "recording":
+            self.rule.state = "closed"
+            self.profile(False)
+        self.detach()
+        return self.rule.opened_at is not None
+
+    def detach(self) -> None:
+        """Give ``execute_model`` back and restore vLLM's launch bounds: no cost after the window."""
+        if self.worker.execute_model == self.execute_model:
+            self.worker.execute_model = self.execute
+        profiler = getattr(self.worker, "profiler", None)
+        config = getattr(self.worker, "profiler_config", None)
+        if not self.per_session and profiler is not None and config is not None:
+            profiler._delay_iters, profiler._max_iters = config.delay_iterations, config.max_iterations
+
+
+class _Hooks:
+    """What :func:`_install` adds to one worker."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+        self.profile = worker.profile
+        self.session: _Session | None = None
+        # vLLM >= 0.32 takes per-session bounds: recording then starts with delay and max 0.
+        self.per_session = "delay_iterations" in _parameters(self.profile)
+
+    def __call__(self, is_start: bool = True, profile_prefix: str | None = None, **kwargs: Any) -> Any:
+        from profwin.plugin import decode_tokens
+
+        if not is_start:
+            if self.session is None:
+                return self.profile(False)
+            session, self.session = self.session, None
+            session.stop()  # vLLM's profiler ran only if the window opened, and is stopped now
+            return None
+        if "delay_iterations" in kwargs or "max_iterations" in kwargs:
+            window = decode_tokens(kwargs.get("delay_iterations"), kwargs.get("max_iterations"))
+        else:  # a start without bounds (vLLM < 0.32, verl's start_profile()): the launch config's
+            config = getattr(self.worker, "profiler_config", None)
+            window = None if config is None else decode_tokens(config.delay_iterations, config.max_iterations)
+        if window is None:
+            return self.profile(True, profile_prefix, **kwargs)
+        if self.session is not None:  # vLLM's frontends refuse a second start before a stop
+            return None
+        self.session = _Session(self.worker, self.profile, window, profile_prefix, self.per_session)
+        logger.info("profwin: token window %s armed on rank %s", window, getattr(self.worker, "rank", "?"))
+        return None
+
+
+def _parameters(fn: Callable[..., Any]) -> Iterable[str]:
+    import inspect
+
+    try:
+        return inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return ()
+
+
+def report(worker: Any) -> dict[str, Any]:
+    """What one worker says of the plugin (``collective_rpc("profwin_report")``)."""
+    worker = getattr(worker, "worker", worker)
+    hooks = getattr(worker, _MARK, None)
+    return {
+        "protocol": PROTOCOL,
+        "token_windows": isinstance(hooks, _Hooks),
+        "per_session": bool(getattr(hooks, "per_session", False)),
+        "rank": getattr(worker, "rank", None),
+    }
+
+
+def _install(worker: Any) -> None:
+    if getattr(worker, _MARK, None) is not None:
+        return
+    if not callable(getattr(worker, "profile", None)) or not callable(getattr(worker, "execute_model", None)):
+        logger.warning("profwin: token windows unavailable: this vLLM worker has no profile/execute_model")
+        return
+    hooks = _Hooks(worker)
+    functools.update_wrapper(hooks, hooks.profile)
+    worker.profile = hooks
+    worker.profwin_report = functools.partial(report, worker)
+    setattr(worker, _MARK, hooks)
+
+
+def _hook_workers() -> None:
+    # WorkerBase.__init__, not WorkerWrapperBase.init_worker: a worker process loads the general
+    # plugins from inside init_worker itself, too late to hook that call, before the worker exists.
+    from vllm.v1.worker.worker_base import WorkerBase
+
+    original = WorkerBase.__init__
+    if getattr(original, _MARK, False):
+        return
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        try:
+            _install(self)
+        except Exception as exc:  # never break a worker's start
+            logger.warning("profwin: token windows unavailable on this worker: %s", exc)
+
+    setattr(init, _MARK, True)
+    WorkerBase.__init__ = init  # type: ignore[method-assign]
+
+
+def _hook_server() -> None:
+    """``GET /profwin`` beside ``/start_profile`` on ``vllm serve``: every worker's report."""
+    from fastapi import Request
+    from fastapi.responses import JSONResponse
+    from vllm.entrypoints.serve.profile import api_router
+
+    if any(getattr(route, "path", None) == STATE_ROUTE for route in api_router.router.routes):
+        return
+
+    async def profwin_state(raw_request: Request) -> JSONResponse:
+        workers = await raw_request.app.state.engine_client.collective_rpc("profwin_report")
+        return JSONResponse({"profwin_vllm": {"protocol": PROTOCOL, "workers": list(workers)}})
+
+    # FastAPI reads the annotations to inject the request; this module's are strings (PEP 563)
+    # naming names local to this function, so it is given the objects.
+    profwin_state.__annotations__ = {"raw_request": Request, "return": JSONResponse}
+    api_router.router.add_api_route(STATE_ROUTE, profwin_state, methods=["GET"])
+
+
+_SERVER_MODULES = ("vllm.entrypoints.launchers.api_server.entry", "vllm.entrypoints.openai.api_server")
+
+
+def register() -> None:
+    """Entry point of group ``vllm.general_plugins``: install the hooks, or log why not."""
+    try:
+        _hook_workers()
+    except Exception as exc:  # another vLLM layout: stay out of the way, clients fall back
+        logger.warning("profwin: token windows unavailable on this vLLM: %s", exc)
+        return
+    if any(name in sys.modules for name in _SERVER_MODULES):
+        try:
+            _hook_server()
+        except Exception as exc:
+            logger.warning("profwin: GET %s unavailable on this server: %s", STATE_ROUTE, exc)
