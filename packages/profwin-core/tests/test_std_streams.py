@@ -111,6 +111,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, list[str]
         ["demo", "--steps", "0"], ["summarize", str(trace)], ["summarize", str(trace), "--json"],
         ["summarize", str(work / "missing.json")], ["summarize", str(work / "missing.json"), "--json"],
         ["diff", str(trace), str(trace)], ["trim", str(trace), "--window", "1:3", "-o", str(work / "trimmed.json")],
+        ["merge", str(trace), str(trace), "-o", str(work / "merged.json.gz")],
+        ["merge", str(trace), str(trace), "-o", str(work / "merged.json.gz"), "--json"],
         ["collect", "--ray", "--from", "/x/*", "--to", str(work / "collected")],
     ]  # fmt: skip
     memory = [["--help"], ["summarize", str(work / "missing.json")], ["summarize", str(work / "missing.json"), "--json"]]
