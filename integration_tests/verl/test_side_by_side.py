@@ -97,7 +97,8 @@ def test_sglang_arguments_equal_but_the_window(grid: Any) -> None:
         ours_window = (ours["result"]["start_step"], ours["result"]["num_steps"])
         windowed = case["window"] != [None, None]
         if not windowed:
-            assert ours_own == [] and ours_window == (None, None), case
+            assert ours_own == [], case
+            assert ours_window == (None, None), case
         elif mode == "plugin":
             assert ours_own == [], case
             assert ours_window == (TOKEN_BASE + first, length)  # the token window, for the server plugin
@@ -105,7 +106,8 @@ def test_sglang_arguments_equal_but_the_window(grid: Any) -> None:
             # The fallback says why; nothing else warns. Steps from the session start: immediate,
             # or 0:end recorded and cut to the window at relocation.
             (warning,) = ours_own
-            assert STEPS_FALLBACK in warning and "entry point is not installed" in warning, warning
+            assert STEPS_FALLBACK in warning, warning
+            assert "entry point is not installed" in warning, warning
             assert ("not active on this SGLang" in warning) == (first > 0), warning
             assert ours_window == ((None, length) if first == 0 else (None, end)), case
 

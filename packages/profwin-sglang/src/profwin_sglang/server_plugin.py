@@ -258,9 +258,7 @@ class _Window:
         from profwin.plugin import StepTokens
 
         self._end_span()
-        held = StepTokens.of(
-            self.rule.recorded - 1, produced, self.tokens, prefilling, prefill_tokens, session_step=session_step
-        )
+        held = StepTokens.of(self.rule.recorded - 1, produced, self.tokens, prefilling, prefill_tokens, session_step=session_step)
         name = held.span_name()
         self.span = torch.profiler.record_function(name)
         self.span.__enter__()
