@@ -171,7 +171,7 @@ def test_start_and_stop_while_workers_join_and_leave(servers: list[Server], rout
         router.stop()
     assert code == 1, stopped  # b holds no window
     by_url = {r["target"]: r for r in stopped}
-    assert by_url[a.url]["ok"]
+    assert by_url[a.url]["ok"], by_url[a.url]
     assert by_url[a.url]["details"]["router"] == "left"
     (trace,) = [x for x in by_url[a.url]["artifacts"] if x["kind"] == "trace"]
     assert _kinds(Path(trace["path"])) == _expected()

@@ -122,6 +122,7 @@ def _check(result: dict[str, Any], window: str) -> None:
     assert outcome.details["mechanism"] == "tokens"
     assert result["warnings"] == []
     (trace,) = traces
+    print(f"window {window} tokens: expected steps {steps.start}:{steps.stop} of {len(record)}, recorded {trace.steps}")
     assert trace.steps == Window(steps.start, steps.stop)
     summary = summarize(trace.path, top=0)
     # SGLang's own step spans, numbered as the session's steps, each with what it held.

@@ -86,6 +86,7 @@ def check_scenario(scenario: dict[str, Any], window: str) -> None:
     assert scenario["plan"]["window"] == f"{window} tokens"
     assert scenario["warnings"] == []
     (trace,) = traces
+    print(f"window {window} tokens: expected steps {steps.start}:{steps.stop} of {len(record)}, recorded {trace['steps']}")
     assert trace["steps"] == f"{steps.start}:{steps.stop}"
     names = scenario["trace"][Path(trace["path"]).name]
     ours = [fields(n) for n in names if n.startswith("profwin.tokens")]

@@ -219,7 +219,16 @@ def test_the_record_is_never_written_through_a_symlink(
     assert (a.session, a.files) == (None, 0)  # checked before anything started
 
 
-_TAMPERED = ["dev-zero", "fifo", "5 MB", "not JSON", "types", "another router", "not listed at the start"]
+_TAMPERED = [
+    "dev-zero",
+    "fifo",
+    "5 MB",
+    "not JSON",
+    "types",
+    "another router",
+    "not listed at the start",
+    "a tag for a worker not started",
+]
 
 
 @pytest.mark.parametrize("tamper", _TAMPERED)
@@ -250,6 +259,7 @@ def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
             "types": {"started": [5]},
             "another router": {"router": "http://10.0.0.1:30000"},
             "not listed at the start": {"started": [*data["started"], "http://10.0.0.2:8000"]},
+            "a tag for a worker not started": {"keyed": {"http://10.0.0.3:8000": "0" * 64}},
         }[tamper]
         record.write_text(json.dumps({**data, **changed}))
     for e in (a, b):
@@ -274,8 +284,9 @@ def test_no_file_chooses_where_the_api_key_goes(
     stub_server: Callable[..., Any],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A record that names a host the router never listed (a tampered file, or a worker that left)
-    gets no bearer token: only the router's own answer says where the key may go."""
+    """A record that names a host the router never listed (a tampered file) gets no bearer token,
+    even with another worker's tag copied onto it: the key goes where the router lists now, and
+    to a worker that left only with the tag the start wrote for that URL under this key."""
     (a,) = toy_engines(1)
     attacker = stub_server(lambda request: (200, {}))
     router = stand_in([a.url])
@@ -283,7 +294,9 @@ def test_no_file_chooses_where_the_api_key_goes(
     assert run(capsys, "start", *common, "--api-key", "SECRET")[0] == 0
     record = _record(router.url, a.trace_dir)
     data = json.loads(record.read_text())
-    record.write_text(json.dumps({**data, "workers": [a.url, attacker.url], "started": [a.url, attacker.url]}))
+    assert set(data["keyed"]) == {a.url}
+    copied = {**data["keyed"], attacker.url: data["keyed"][a.url]}
+    record.write_text(json.dumps({**data, "workers": [a.url, attacker.url], "started": [a.url, attacker.url], "keyed": copied}))
     a.generate(4)
     _, stopped = run(capsys, "stop", *common, "--api-key", "SECRET")
     by_url = {r["target"]: r for r in stopped}

@@ -26,6 +26,8 @@ and reports a worker that joined after the start without touching it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -122,7 +124,13 @@ def start_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any)
     workers = router(router_url, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0))
 
     def record(results: list[RemoteResult]) -> dict[str, Any]:
-        return {"router": workers.router, "workers": list(workers), "started": [r.target for r in results if r.ok]}
+        started = [r.target for r in results if r.ok]
+        return {
+            "router": workers.router,
+            "workers": list(workers),
+            "started": started,
+            "keyed": _key_tags(started, kwargs.get("api_key")),
+        }
 
     results = start_remote(engine, list(workers), spec, record=(_state_file(engine, workers.router, spec), record), **kwargs)
     return [_tagged(r, "listed") for r in results]
@@ -136,17 +144,20 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     is stopped.
 
     The record is read like every state file (bounded, a regular file, typed, for this router),
-    and no file chooses where the API key goes: it is sent only to workers the router lists now.
-    A worker only the record names (it left the router, or the router cannot be asked) is
-    stopped without it."""
+    and no file chooses where the API key goes: it is sent to the workers the router lists now,
+    and to a worker only the record names (it left the router, or the router cannot be asked)
+    only when the record holds that URL's tag under this same key (an HMAC the start wrote,
+    which nobody without the key can write for another host); otherwise that worker is stopped
+    without the key, and the result says so."""
     base = normalize_url(router_url)
     api_key, timeout = kwargs.get("api_key"), kwargs.get("timeout", 30.0)
     path = _state_file(engine, base, spec)
     damaged = ""
     started: list[str] | None = None
+    tags: dict[str, str] = {}
     if os.path.lexists(path):
         try:
-            started = _read_record(path, base)
+            started, tags = _read_record(path, base)
         except (ConfigError, UnicodeDecodeError) as exc:
             why = " ".join(str(exc).split())[:300]
             damaged = (
@@ -158,14 +169,22 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
         return [_tagged(r, "listed", damaged) for r in results]
     now, unreachable = _listed_now(base, api_key, timeout)
     listed = [u for u in started if now is not None and u in now]
-    only_recorded = [u for u in started if u not in listed]
+    proven = _key_tags(started, api_key)
+    keyed = [u for u in started if u in listed or (u in proven and hmac.compare_digest(proven[u], tags.get(u, "")))]
+    keyless = [u for u in started if u not in keyed]
     stopped: dict[str, RemoteResult] = {}
-    if listed:
-        stopped.update((r.target, r) for r in stop_remote(engine, listed, spec, **kwargs))
-    if only_recorded:
-        stopped.update((r.target, r) for r in stop_remote(engine, only_recorded, spec, **{**kwargs, "api_key": None}))
-    keyless = "; the API key was not sent to it (only profwin start's record names it now)" if api_key else ""
-    results = _compare([stopped[url] for url in started], started, now, unreachable, "profwin start", keyless)
+    if keyed:
+        stopped.update((r.target, r) for r in stop_remote(engine, keyed, spec, **kwargs))
+    if keyless:
+        stopped.update((r.target, r) for r in stop_remote(engine, keyless, spec, **{**kwargs, "api_key": None}))
+    note = (
+        "; the API key was not sent to it (only profwin start's record names it now, without its tag under this key)"
+        if api_key
+        else ""
+    )
+    results = [
+        _left(stopped[url], now, unreachable, "profwin start", note if url in keyless else "") for url in started
+    ] + _joined(started, now, "profwin start")
     _forget(path)
     return results
 
@@ -197,28 +216,36 @@ def _listed_now(router_url: str, api_key: str | None, timeout: float) -> tuple[l
 
 
 def _compare(
-    results: Sequence[RemoteResult],
-    started: Sequence[str],
-    now: Sequence[str] | None,
-    unreachable: str,
-    since: str,
-    keyless: str = "",
+    results: Sequence[RemoteResult], started: Sequence[str], now: Sequence[str] | None, unreachable: str, since: str
 ) -> list[RemoteResult]:
-    tagged = [_left(r, now, unreachable, since, keyless) for r in results]
-    for url in now or ():
-        if url not in started:
-            message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
-            tagged.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
-    return tagged
+    return [_left(r, now, unreachable, since) for r in results] + _joined(started, now, since)
 
 
-def _read_record(path: Path, base: str) -> list[str]:
-    """The workers ``profwin start`` started, from its record: at most :data:`MAX_STATE_BYTES`,
-    a regular file, JSON within the spec bounds, for this router, with server URLs only."""
+def _joined(started: Sequence[str], now: Sequence[str] | None, since: str) -> list[RemoteResult]:
+    message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
+    return [
+        RemoteResult(target=url, ok=False, message=message, details={"router": "joined"})
+        for url in now or ()
+        if url not in started
+    ]
+
+
+def _key_tags(urls: Iterable[str], api_key: str | None) -> dict[str, str]:
+    """Each URL's tag under ``api_key`` (HMAC-SHA256): the record's proof that the start sent the
+    key there. Nothing without a key."""
+    if not api_key:
+        return {}
+    return {url: hmac.new(api_key.encode(), url.encode(), hashlib.sha256).hexdigest() for url in urls}
+
+
+def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str]]:
+    """The workers ``profwin start`` started and their key tags, from its record: at most
+    :data:`MAX_STATE_BYTES`, a regular file, JSON within the spec bounds, for this router, with
+    server URLs only."""
     text = read_input(path, limit=MAX_STATE_BYTES, what="router state file", pipes=False).decode()
     data = parse_spec_text(text, source=str(path))
-    if not isinstance(data, dict) or set(data) != {"router", "workers", "started"}:
-        raise ConfigError("must be an object with exactly 'router', 'workers' and 'started'")
+    if not isinstance(data, dict) or set(data) != {"router", "workers", "started", "keyed"}:
+        raise ConfigError("must be an object with exactly 'router', 'workers', 'started' and 'keyed'")
     if data["router"] != base:
         raise ConfigError(f"is for {shown(data['router'])}, not {base!r}", path="router")
     for key in ("workers", "started"):
@@ -227,7 +254,10 @@ def _read_record(path: Path, base: str) -> list[str]:
             raise ConfigError(f"must be a list of server URLs (got {shown(urls)})", path=key)
     if not set(data["started"]) <= set(data["workers"]):
         raise ConfigError("names a worker the router did not list at the start", path="started")
-    return list(dict.fromkeys(data["started"]))
+    tags = data["keyed"]
+    if not isinstance(tags, dict) or not all(isinstance(v, str) and k in data["started"] for k, v in tags.items()):
+        raise ConfigError(f"must map started workers to their key tags (got {shown(tags)})", path="keyed")
+    return list(dict.fromkeys(data["started"])), tags
 
 
 def _is_url(url: object) -> bool:
@@ -250,7 +280,7 @@ def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
 
 
 def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, since: str, keyless: str = "") -> RemoteResult:
-    """``keyless`` is said of a worker stopped without the API key (only a record named it)."""
+    """``keyless`` is said of a worker stopped without the API key (only a record named it, untagged)."""
     if now is None:
         note = f"the router could not be asked ({unreachable}); stopped at the URL {since} used{keyless}"
         return _tagged(result, "unknown", note)
