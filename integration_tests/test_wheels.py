@@ -487,7 +487,7 @@ def test_profwin_verl_from_its_wheel_is_found_through_its_entry_point_next_to_ve
     read = json.loads(verl_venv.run(str(verl_venv.python), "-I", "-c", _READ_VERL, str(yaml_file)))
     assert read["entry_point"] == "profwin_verl.config:spec_format"
     assert read["dist"] == "profwin-verl"
-    assert (read["window"], read["output_dir"]) == ("20:80", "prof")
+    assert (read["window"], read["output_dir"]) == ("20:80 tokens", "prof")
     assert read["old_path_is_new"] is True
     assert any("profwin_verl" in m for m in read["old_path_warns"]), read
 

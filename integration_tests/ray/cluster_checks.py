@@ -11,6 +11,11 @@ hook records every file this process opens, lists or globs under the nodes' fold
 collects and summarizes: the report carries what it saw (the test wants nothing). Faults are
 made by the nodes themselves (a task on the node removes its file) or by Ray (a node is removed
 without grace, its raylet killed), never by this process touching the nodes' folders.
+
+No fault bets on timing: each lands while the copy is provably under way. The node holds its
+reads of the file past the first chunk (``node_site/sitecustomize.py``: they wait on a FIFO the
+node's engine holds open for the test), the fault is made once a read waits there, and only then
+is the hold released: the copy cannot have ended, however fast or slow anything ran.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import io
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -36,6 +42,8 @@ seen_opens: list[str] = []
 
 
 def audit(event: str, args: tuple[Any, ...]) -> None:
+    if threading.current_thread().name == "fault":
+        return
     if watching and event in ("open", "os.listdir", "os.scandir", "glob.glob") and args:
         path = args[0]
         if isinstance(path, (str, bytes, os.PathLike)) and str(os.fsdecode(path)).startswith(str(NODES)):
@@ -49,19 +57,6 @@ from local_cluster import local_cluster  # noqa: E402
 
 import profwin_ray  # noqa: E402
 from profwin.cli import main as profwin_main  # noqa: E402
-
-
-def partial_appears(folder: Path, name: str, timeout: float = 60.0) -> bool:
-    """Wait until the hidden file a copy of ``name`` is written to exists in ``folder`` and holds
-    some bytes: the copy is under way."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        for p in folder.glob(f".{name}.*.partial") if folder.is_dir() else ():
-            with contextlib.suppress(OSError):
-                if p.stat().st_size > 0:
-                    return True
-        time.sleep(0.005)
-    return False
 
 
 def leftovers(dest: Path) -> list[str]:
@@ -78,17 +73,41 @@ def identical(dest: Path, node_dirs: dict[str, Path], sub: str) -> dict[str, boo
     }
 
 
-def collect_while(dest: Path, by_label: dict[str, Path], node: str, name: str, fault: Callable[[], object]) -> dict[str, Any]:
-    """Collect ``$PROFWIN_NODE_DIR/big/*`` into ``dest`` (audited), doing ``fault`` as soon as
-    ``name`` from ``node`` is on its way; the results, leftovers and byte comparison."""
+def collect_while(
+    dest: Path, by_label: dict[str, Path], engine: Any, name: str, fault: Callable[[], object], release: bool = True
+) -> dict[str, Any]:
+    """Collect ``$PROFWIN_NODE_DIR/big/*`` into ``dest`` (audited), doing ``fault`` once the
+    node of ``engine`` holds its read of ``name`` past the first chunk, then letting it go on (a
+    node that is killed lets go by itself); the results, leftovers and byte comparison."""
     global watching
-    doer = threading.Thread(target=lambda: partial_appears(dest / node, name) and fault())
+    ray.get(engine.hold.remote(name), timeout=60)
+
+    def make_fault() -> None:
+        ray.get(engine.wait_held.remote(name), timeout=600)
+        fault()
+        if release:
+            ray.get(engine.release.remote(name), timeout=60)
+
+    doer = threading.Thread(target=make_fault, name="fault")  # the test's instrument, not audited
     doer.start()
     watching = True
     result = profwin_ray.collect("$PROFWIN_NODE_DIR/big/*", dest, chunk_bytes=16 << 10)
     watching = False
     doer.join()
     return {**result.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _run(cmd: list[str]) -> dict[str, Any]:
+    """A ``profwin`` command line in its own process: exit code, stderr, wall seconds."""
+    began = time.monotonic()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
+    return {"code": done.returncode, "stderr": done.stderr[-3000:], "wall_s": round(time.monotonic() - began, 2)}
 
 
 def cli(*argv: str) -> tuple[int, Any]:
@@ -196,29 +215,37 @@ def main() -> None:
             "listing": sorted(p.name for p in (WORK / "delivered").iterdir()),
         }
 
-        # 4. a file removed mid-copy (by its node)
+        # 4. a file removed mid-copy (by its node), 4b. one that grows mid-copy
         for n in names:
             ray.get(engines[n].write.remote("a.bin", 64 << 10))
-        ray.get(engines["n1"].write.remote("b.bin", 8 << 20))
+        ray.get(engines["n1"].write.remote("b.bin", 1 << 20))
         report["removed"] = collect_while(
-            WORK / "removed", by_label, label["n1"], "b.bin", lambda: ray.get(engines["n1"].remove.remote("b.bin"))
+            WORK / "removed", by_label, engines["n1"], "b.bin", lambda: ray.get(engines["n1"].remove.remote("b.bin"))
         )
+        ray.get(engines["n1"].write.remote("e.bin", 1 << 20))
+        report["grown"] = collect_while(
+            WORK / "grown", by_label, engines["n1"], "e.bin", lambda: ray.get(engines["n1"].append.remote("e.bin", 4096))
+        )
+        ray.get(engines["n1"].remove.remote("e.bin"))
 
-        # 5. a node killed mid-copy
-        ray.get(engines["n2"].write.remote("c.bin", 8 << 20))
+        # 5. a node killed mid-copy (its hold goes with it)
+        ray.get(engines["n2"].write.remote("c.bin", 1 << 20))
         report["killed"] = collect_while(
-            WORK / "killed", by_label, label["n2"], "c.bin", lambda: cluster.remove_node(handles["n2"], allow_graceful=False)
-        )
+            WORK / "killed", by_label, engines["n2"], "c.bin", lambda: cluster.remove_node(handles["n2"], allow_graceful=False),
+            release=False,
+        )  # fmt: skip
 
         # 6. Ctrl-C: `profwin collect` in its own process, SIGINT while a file is on its way
-        ray.get(engines["head"].write.remote("d.bin", 8 << 20))
+        ray.get(engines["head"].write.remote("d.bin", 1 << 20))
+        ray.get(engines["head"].hold.remote("d.bin"))
         dest = WORK / "interrupted"
         cmd = [sys.executable, "-m", "profwin", "collect", "--ray", cluster.address, "--from", "$PROFWIN_NODE_DIR/big/*"]
         cmd += ["--to", str(dest), "--chunk-bytes", "1024", "--json"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        if partial_appears(dest / label["head"], "d.bin", timeout=120):
-            proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        ray.get(engines["head"].wait_held.remote("d.bin"), timeout=600)  # the copy of d.bin is under way, and waits
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+        ray.get(engines["head"].release.remote("d.bin"), timeout=60)
         report["interrupted"] = {
             "code": proc.returncode,
             "stdout": json.loads(out) if out.strip() else None,
@@ -226,6 +253,27 @@ def main() -> None:
             "leftovers": leftovers(dest),
             "identical": identical(dest, by_label, "big"),
         }
+
+        # 6b. links in a node's folder are neither followed nor copied
+        secret = WORK / "secret"
+        secret.mkdir()
+        (secret / "shadow").write_bytes(b"not to be copied")
+        for n in ("head", "n1"):
+            ray.get(engines[n].write.remote("real.bin", 1024, sub="links"))
+            ray.get(engines[n].link.remote("shadow.bin", str(secret / "shadow")))
+            ray.get(engines[n].link.remote("linked", str(secret)))
+        links = profwin_ray.collect("$PROFWIN_NODE_DIR/links/**", WORK / "links")
+        report["links"] = {
+            **links.to_dict(),
+            "found": sorted(str(p.relative_to(WORK / "links")) for p in (WORK / "links").rglob("*")),
+        }
+
+        # 6c. bounds a user can pass, and an address where no cluster is
+        ray_cli = [sys.executable, "-m", "profwin", "collect", "--from", "$PROFWIN_NODE_DIR/big/*", "--to", str(WORK / "bounds")]
+        report["chunk_bytes"] = {
+            size: _run([*ray_cli, "--ray", cluster.address, "--chunk-bytes", size]) for size in ("0", str(2**62))
+        }
+        report["no_cluster"] = _run([*ray_cli, "--ray", f"127.0.0.1:{free_port()}"])
         report["labels"] = label
         report["audit"] = seen_opens
 

@@ -25,9 +25,10 @@ def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment a Ray driver (and, inherited, every node) runs profwin in."""
     site = dist_info_site(tmp_path_factory.mktemp("ray-site"), "profwin-core", "profwin-ray", "profwin-verl")
     # HERE: the nodes' workers import local_cluster (its Engine actor) too; profwin-verl: the
-    # relocation switch (its rollout functions need nothing beyond core).
+    # relocation switch (its rollout functions need nothing beyond core); node_site: the nodes'
+    # hold for the fault tests (its sitecustomize acts only on a node).
     packages = ("profwin-core", "profwin-ray", "profwin-verl")
-    paths = [site, *(ROOT / "packages" / p / "src" for p in packages), HERE]
+    paths = [HERE / "node_site", site, *(ROOT / "packages" / p / "src" for p in packages), HERE]
     env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
     # RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: pytest runs under `uv run`, and Ray would otherwise start
     # every worker with the same `uv run` (the workspace's venv, which has no ray).

@@ -55,6 +55,29 @@ class Engine:
     def remove(self, name: str, sub: str = "big") -> None:
         (self.dir / sub / name).unlink()
 
+    def append(self, name: str, size: int, sub: str = "big") -> None:
+        with open(self.dir / sub / name, "ab") as f:
+            f.write(os.urandom(size))
+
+    def link(self, name: str, target: str, sub: str = "links") -> None:
+        """A symbolic link ``name`` in this node's ``sub`` folder, to ``target``."""
+        (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        (self.dir / sub / name).symlink_to(target)
+
+    # A hold (node_site/sitecustomize.py): this node's reads of a file past its first chunk wait
+    # until the test lets them go, so a fault lands while the copy is provably under way.
+
+    def hold(self, name: str, sub: str = "big") -> None:
+        os.mkfifo(self.dir / sub / f".{name}.hold")
+
+    def wait_held(self, name: str, sub: str = "big") -> None:
+        """Return once a read of ``name`` waits at the hold (it has opened the FIFO)."""
+        self._held = open(self.dir / sub / f".{name}.hold", "wb")  # noqa: SIM115 (closed by release)
+
+    def release(self, name: str, sub: str = "big") -> None:
+        (self.dir / sub / f".{name}.hold").unlink()
+        self._held.close()
+
     def deliver(self, name: str, dest: str, sub: str = "traces") -> dict[str, Any]:
         """What a rollout replica's relocation does with the switch on: this node's file, into
         ``dest`` on the head node."""

@@ -34,6 +34,7 @@ def report(ray_python: Path, ray_env: dict[str, str], tmp_path_factory: pytest.T
     assert done.returncode == 0, why
     assert lines, why
     data: dict[str, Any] = json.loads(lines[0].removeprefix("PROFWIN-REPORT "))
+    data["stderr"] = done.stderr  # the collecting process's: what Ray printed there
     print(f"cluster up in {data['cluster_up_s']} s, checks in {data['wall_s']} s")
     return data
 
@@ -115,7 +116,7 @@ def test_a_file_removed_mid_copy_fails_that_node_only(report: dict[str, Any]) ->
     assert files["a.bin"]["status"] == "copied"
     assert files["b.bin"]["status"] == "failed"
     assert "removed during the copy" in files["b.bin"]["message"]
-    assert 0 < files["b.bin"]["bytes"] < 8 << 20  # it was on its way
+    assert files["b.bin"]["bytes"] == 16 << 10  # it was on its way: its first chunk had arrived
     assert all(nodes[report["labels"][n]]["ok"] for n in ("head", "n2"))
     assert removed["leftovers"] == []
     assert sorted(removed["identical"]) == sorted(f"{label}/a.bin" for label in report["labels"].values())
@@ -152,6 +153,51 @@ def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
     assert stopped["leftovers"] == []
     assert f"{report['labels']['head']}/d.bin" not in stopped["identical"]
     assert all(stopped["identical"].values())
+
+
+def test_a_file_that_grows_mid_copy_fails_that_file_only_in_one_line(report: dict[str, Any]) -> None:
+    grown = report["grown"]
+    n1 = _by_node(grown)[report["labels"]["n1"]]
+    files = {f["name"]: f for f in n1["files"]}
+    assert files["a.bin"]["status"] == "copied"
+    assert files["e.bin"]["status"] == "failed"
+    assert files["e.bin"]["message"].endswith("e.bin changed during the copy (size 1048576 -> 1052672)")
+    assert grown["leftovers"] == []
+    # No fault of any kind let Ray's own text through: no task traceback, no "unhandled error" dump
+    # of a chunk in flight, in a result or on the collecting process's stderr.
+    texts = [json.dumps(report[case]) for case in ("removed", "grown", "killed", "interrupted")] + [report["stderr"]]
+    for text in texts:
+        assert "Traceback" not in text
+        assert "Unhandled error" not in text
+        assert "ray::" not in text
+
+
+def test_links_in_a_nodes_folder_are_neither_followed_nor_copied(report: dict[str, Any]) -> None:
+    links = report["links"]
+    nodes = _by_node(links)
+    labels = [report["labels"][n] for n in ("head", "n1")]  # n2 was removed above
+    for label in labels:
+        assert nodes[label]["ok"], nodes[label]
+        # The link to a secret file and the linked folder: neither followed nor copied.
+        assert [f["name"] for f in nodes[label]["files"]] == ["real.bin"]
+    found = sorted(p for p in links["found"] if not p.startswith("."))
+    assert found == sorted([*labels, *(f"{label}/real.bin" for label in labels)])
+
+
+def test_chunk_bytes_out_of_bounds_and_no_cluster_are_one_clear_error(report: dict[str, Any]) -> None:
+    too_small, too_large = report["chunk_bytes"]["0"], report["chunk_bytes"][str(2**62)]
+    assert too_small["code"] == 2
+    assert too_small["stderr"].endswith("error: argument --chunk-bytes: must be an integer >= 1024 (got '0')\n")
+    assert too_large["code"] == 2
+    assert too_large["stderr"] == (
+        f"profwin: error: chunk_bytes: must be an integer number of bytes from 1,024 to 1,073,741,824 (got {2**62})\n"
+    )
+    none = report["no_cluster"]  # before: Ray retried for ever (a 30 s wait for its GCS, again and again)
+    assert none["code"] == 2
+    assert "cannot connect to the Ray cluster at '127.0.0.1:" in none["stderr"]
+    assert "nothing answers at" in none["stderr"]
+    assert "Traceback" not in none["stderr"]
+    print(f"profwin collect --ray with no cluster there: {none['wall_s']} s")
 
 
 def test_a_worker_delivers_its_files_to_the_head_node(report: dict[str, Any]) -> None:

@@ -14,9 +14,13 @@ import json
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +30,7 @@ from profwin.plugin import TargetContext
 from profwin.remote import start_remote, stop_remote
 from profwin.traces import summarize
 from profwin_sglang import SessionError, SglangServer, session
+from profwin_sglang.server_plugin import RELATIVE_BASE, STATE_KEY
 
 
 def step_names(path: Path) -> list[str]:
@@ -42,13 +47,14 @@ def _spec(tmp_path: Path, window: str, **kwargs: object) -> ProfileSpec:
     return ProfileSpec(window=Window.parse(window), output_dir=tmp_path, activities=("cpu",), **kwargs)  # type: ignore[arg-type]
 
 
-def _profile(server, spec: ProfileSpec, tokens: int = TOKENS):  # type: ignore[no-untyped-def]
-    """One session around one request; returns (session, [step names per trace], warnings)."""
+def _profile(server, spec: ProfileSpec, tokens: int = TOKENS, *, url: str | None = None):  # type: ignore[no-untyped-def]
+    """One session around one request (to ``server``, reached at ``url`` when given); returns
+    (session, [step names per trace], warnings)."""
 
     def run():  # type: ignore[no-untyped-def]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with session(server.url, spec, api_key=server.api_key) as s:
+            with session(url or server.url, spec, api_key=server.api_key) as s:
                 server.generate(tokens)
         return s, [step_names(a.path) for a in s.artifacts if a.kind == "trace"], [str(w.message) for w in caught]
 
@@ -74,6 +80,7 @@ def _check_window(server, tmp_path: Path, window: str) -> None:  # type: ignore[
     assert s.artifacts[0].steps == Window(win.start, min(win.end or TOKENS, TOKENS))
     assert s.results[0].details["mode"] == "relative"
     assert server.forward_ct() == before + TOKENS  # nothing but the request ran
+    assert not any("since the start" in w for w in caught), caught  # the counters agree with the trace
 
 
 def test_fresh_server_window_3_8(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -285,3 +292,149 @@ def test_absolute_start_step_on_a_warm_server(plugin_server, tmp_path: Path) -> 
     plugin_server.retry_on_kineto_crash(run)
     (trace,) = tmp_path.glob("verl-absolute-TP-0.trace.json.gz")
     assert _kinds(step_names(trace)) == ["EXTEND"] + ["DECODE"] * 4  # steps 0:5, not 3:8
+
+
+# -- what profwin reports is what the trace holds (issue 35, class 8) ----------------------------
+#
+# A server that reports the plugin but does not apply it cannot be made from a real SGLang with the
+# real plugin, so these put a tampering proxy (test harness, 127.0.0.1) in front of the real
+# server: every request and answer passes through unchanged except the one change each test names
+# (profwin reaches the server only through it; the test's own requests go to the server).
+# The traces, the batch counters and the auto-stop are the real server's.
+
+
+class Proxy:
+    """A proxy on 127.0.0.1 to ``server`` (test harness) that passes ``/start_profile``'s body
+    through ``start`` and ``/server_info``'s answer through ``info``, and every other byte, status
+    and header SGLang sends as it is; ``seen`` lists the ``/start_profile`` bodies it forwarded."""
+
+    def __init__(self, server, *, start=None, info=None) -> None:  # type: ignore[no-untyped-def]
+        self.seen: list[dict[str, Any]] = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _forward(self) -> None:
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/start_profile":
+                    body = json.loads(data)
+                    body = start(body) if start is not None else body
+                    proxy.seen.append(body)
+                    data = json.dumps(body).encode()
+                headers = {k: v for k, v in self.headers.items() if k.lower() in ("authorization", "content-type")}
+                forwarded = urllib.request.Request(
+                    server.url + self.path, data=data if self.command == "POST" else None, headers=headers, method=self.command
+                )
+                try:
+                    with urllib.request.urlopen(forwarded, timeout=120) as reply:
+                        status, kind, payload = reply.status, reply.headers.get("Content-Type"), reply.read()
+                except urllib.error.HTTPError as exc:
+                    status, kind, payload = exc.code, exc.headers.get("Content-Type"), exc.read()
+                if self.path == "/server_info" and info is not None and status == 200:
+                    payload = json.dumps(info(json.loads(payload))).encode()
+                self.send_response(status)
+                if kind:
+                    self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _forward
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def proxy() -> Iterator[Callable[..., Proxy]]:
+    """``proxy(server, start=..., info=...)``: a started :class:`Proxy`, closed when the test ends."""
+    made: list[Proxy] = []
+
+    def make(server, **kwargs: Any) -> Proxy:  # type: ignore[no-untyped-def]
+        made.append(Proxy(server, **kwargs))
+        return made[-1]
+
+    yield make
+    for p in made:
+        p.close()
+
+
+def _ignores_the_relative_start(body: dict[str, Any]) -> dict[str, Any]:
+    """The server plugin reported, but the relative start not applied: SGLang starts at the next batch."""
+    start = body.get("start_step")
+    if isinstance(start, int) and RELATIVE_BASE <= start < 2 * RELATIVE_BASE:
+        del body["start_step"]
+    return body
+
+
+def _start_and_stop(proxy, server, spec: ProfileSpec, batches: int):  # type: ignore[no-untyped-def]
+    """``profwin start`` and ``profwin stop`` (two sessions, the state between them) through the
+    proxy around ``batches`` batches; returns (the stop's results, the warnings)."""
+
+    def run():  # type: ignore[no-untyped-def]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            started = start_remote("sglang", [proxy.url], spec, api_key=server.api_key, timeout=30)
+            assert started[0].ok, started
+            server.generate(batches)
+            stopped = stop_remote("sglang", [proxy.url], spec, api_key=server.api_key, timeout=30)
+        return stopped, [str(w.message) for w in caught]
+
+    return server.retry_on_kineto_crash(run)
+
+
+def test_a_server_that_ignores_the_relative_start_is_reported_by_its_trace(  # type: ignore[no-untyped-def]
+    plugin_server, proxy: Callable[..., Proxy], tmp_path: Path
+) -> None:
+    lying = proxy(plugin_server, start=_ignores_the_relative_start)
+    stopped, caught = _start_and_stop(lying, plugin_server, _spec(tmp_path, "3:8"), batches=5)
+    assert stopped[0].ok, stopped
+    assert stopped[0].details["mode"] == "relative"
+    (artifact,) = stopped[0].artifacts
+    assert _kinds(step_names(artifact.path)) == ["EXTEND"] + ["DECODE"] * 4  # the session's first 5 batches
+    assert artifact.steps == Window(0, 5)  # what it holds, not the 3:8 asked for
+    said = "holds 5 batch(es), but the server ran 5 since the start: it holds steps 0:5, not window 3:8"
+    assert any(said in w for w in caught), caught
+
+
+def test_a_trace_the_counters_cannot_place_is_kept_with_unknown_steps(  # type: ignore[no-untyped-def]
+    plugin_server, proxy: Callable[..., Proxy], tmp_path: Path
+) -> None:
+    lying = proxy(plugin_server, start=_ignores_the_relative_start)
+    stopped, caught = _start_and_stop(lying, plugin_server, _spec(tmp_path, "3:8"), batches=7)
+    (artifact,) = stopped[0].artifacts
+    assert _kinds(step_names(artifact.path)) == ["EXTEND"] + ["DECODE"] * 4  # SGLang auto-stopped after 5
+    assert artifact.steps is None  # 5 batches after 3 need 8 to have run, and 7 ran
+    assert any("cannot be steps 3:8, and where they lie in steps 0:7 is unknown" in w for w in caught), caught
+
+
+def _one_scheduler_without_the_plugin(info: dict[str, Any]) -> dict[str, Any]:
+    """A second scheduler (a copy of the real one's entry) that does not report the plugin."""
+    (state,) = info["internal_states"]
+    other = {k: v for k, v in state.items() if k != STATE_KEY}
+    return {**info, "internal_states": [state, other]}
+
+
+def test_the_relative_start_is_sent_only_when_every_scheduler_reports_the_plugin(  # type: ignore[no-untyped-def]
+    plugin_server, proxy: Callable[..., Proxy], tmp_path: Path
+) -> None:
+    partial = proxy(plugin_server, info=_one_scheduler_without_the_plugin)
+    # Without every scheduler's plugin this server cannot say which profiler it runs (it does not
+    # expose its environment): the user says it runs the classic one.
+    spec = _spec(tmp_path, "3:8", options={"sglang": {"profiler": "v1"}})
+    s, traces, caught = _profile(plugin_server, spec, url=partial.url)
+    assert s.results[0].details["mode"] == "trim"
+    (sent,) = partial.seen
+    assert "start_step" not in sent  # the scheduler without the plugin would read the encoding as absolute
+    assert any("only 1 of the server's 2 schedulers report the profwin-sglang server plugin" in w for w in caught), caught
+    assert _kinds(traces[0]) == ["DECODE"] * 5  # recorded 0:8 from the next batch, trimmed to 3:8
+    assert s.artifacts[0].steps == Window(3, 8)

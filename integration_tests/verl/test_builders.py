@@ -60,7 +60,7 @@ def test_vllm_builder_keeps_verl_keys_and_exports(tmp_path: Path, monkeypatch: p
     assert build_vllm_profiler_args(None, TOOL, 0) == {}
 
 
-def test_sglang_builder_relative_with_the_server_plugin(
+def test_sglang_builder_token_window_with_the_server_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_python: Path, sglang_here: Any
 ) -> None:
     monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
@@ -71,7 +71,7 @@ def test_sglang_builder_relative_with_the_server_plugin(
         "output_dir": rollout_trace_dir(config(tmp_path), 0),
         "with_stack": True,
         "record_shapes": False,
-        "start_step": 2**40 + 2,
+        "start_step": 2**41 + 2,  # profile_token_start/end: tokens 2..4, encoded for the server plugin
         "num_steps": 3,
     }
 

@@ -1,11 +1,12 @@
 """On real, warm SGLang servers (CPU, tiny random Llama, profwin-sglang installed in the server's
 environment, admin API key): verl's rollout profiling flow with verl's functions and with
-profwin's, from one verl config with window 3:8 (sglang_flow.py). verl's absolute ``start_step``
-starts at the next batch on a server that has run; profwin records exactly batches 3..7 of the
-rollout: relative to the session where the server plugin works (SGLang 0.5.23 installed where the
-builder runs, as verl launches SGLang there), otherwise recorded from 0 and trimmed at relocation,
-with a warning that says why (no plugin entry point; SGLang 0.5.12, verl 0.9.1's pin, which the
-plugin cannot hook). Steps are counted in the traces."""
+profwin's, from one verl config with ``profile_token_start/end`` 3:8 (sglang_flow.py). verl's
+absolute ``start_step`` starts at the next batch on a server that has run; profwin records exactly
+the batches of response tokens 3..7 of the rollout's one request (batches 3..7: its prefill gives
+token 0): as a token window where the server plugin works (SGLang 0.5.23 installed where the
+builder runs, as verl launches SGLang there), otherwise as steps 3:8 recorded from 0 and trimmed at
+relocation, with a warning that says why (no plugin entry point; SGLang 0.5.12, verl 0.9.1's pin,
+which the plugin cannot hook). Steps are counted in the traces."""
 
 from __future__ import annotations
 
@@ -59,16 +60,17 @@ def test_verl_window_on_a_warm_sglang_server(
     (profwin_trace,) = report["profwin"]["traces"].values()
     # verl: start_step=3 on a server past batch 3 means "now": the rollout's prefill and 4 decodes.
     assert kinds(verl_trace) == ["EXTEND"] + ["DECODE"] * 4
-    # profwin: batches 3..7 of the rollout, all decodes of the one request.
+    # profwin: the batches of tokens 3..7 of the rollout's one request, all decodes.
     assert kinds(profwin_trace) == ["DECODE"] * (END - START)
     args = report["profwin"]["args"]
     if why is None:
-        assert args["start_step"] == 2**40 + START
-        assert not any("not active" in w for w in report["profwin_warnings"])
+        assert (args["start_step"], args["num_steps"]) == (2**41 + START, END - START)  # the token window, encoded
+        assert report["profwin_warnings"] == []
     else:
         # 0.5.12's immediate mode records one batch fewer than asked: one more is asked for.
         assert (args["start_step"], args["num_steps"]) == (None, END + (1 if sglang == "0.5.12" else 0))
         assert any("not active on this SGLang" in w and why in w for w in report["profwin_warnings"]), report
+        assert any(w.startswith("profwin.verl: the trace is in steps: window 3:8 tokens") for w in report["profwin_warnings"])
 
 
 def test_fully_async_rollouter_reaches_profwins_builder_on_sglang_0_5_12(

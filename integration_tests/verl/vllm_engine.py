@@ -16,6 +16,7 @@ in vLLM's ``execute_...`` annotations.
 
 from __future__ import annotations
 
+import gzip
 import inspect
 import json
 import sys
@@ -53,6 +54,8 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
     params = [SamplingParams(max_tokens=n, ignore_eos=True, temperature=0.0) for n in MAX_TOKENS]
     prompts = [TokensPrompt(prompt_token_ids=p) for p in PROMPTS]
 
+    annotated: list[int] = []
+
     def session(**start: Any) -> list[str]:
         before = set(trace_dir.rglob("*.pt.trace.json.gz")) if trace_dir.exists() else set()
         llm.start_profile(**start)
@@ -60,6 +63,7 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
         llm.stop_profile()
         found = traces(trace_dir, before)
         assert len(found) == 1, found
+        annotated.append(gzip.decompress(found[0].read_bytes()).count(b'"profwin.tokens '))
         return step_names(found[0])
 
     recorded = session()  # verl: engine.start_profile(**{}) with the launch-time window
@@ -75,6 +79,7 @@ def run_side(model: str, args: dict[str, Any]) -> dict[str, Any]:
         "recorded": recorded,
         "reference": reference,
         "steps": locate(recorded, reference),
+        "token_annotations": annotated[0],  # profwin.tokens spans in the recorded trace (token windows)
     }
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,9 +20,13 @@ from typing import Any
 import pytest
 
 from profwin import ConfigError, ProfileSpec, Window, WindowWarning
+from profwin.cli import main
 from profwin.engine import EnginePlan, TargetContext
+from profwin.errors import Terminated
 from profwin.protocols import Artifact
 from profwin.remote import RemoteSession, SessionError, is_session_prefix
+
+TOY = Path(__file__).parent / "example_backend"
 
 
 class Target:
@@ -214,3 +220,110 @@ def test_an_untampered_state_file_still_works(tmp_path: Path) -> None:
     assert result.ok, result.message
     assert calls == ["stop http://h:1", "collect http://h:1"]
     assert not (tmp_path / "s-new.trace.json.gz").exists()  # the session's own new file, collected
+
+
+# -- a local failure after an engine started: the same all or none (issue 35, class 2) ----------
+# Real toyserve engines on 127.0.0.1 (docs/plugins.md's example backend) and real files; the
+# faults are local: the state folder, a file-size limit, profwin's own code, a signal.
+
+
+def _started_engines(engines: list[Any]) -> list[bool]:
+    """Which engines profile now (a stopped session has written its one file)."""
+    return [e.session is not None for e in engines]
+
+
+@pytest.mark.parametrize("fault", ["state folder is a file", "state folder is a symlink", "state file is a folder"])
+def test_profwin_start_checks_where_the_state_goes_before_any_engine_starts(
+    toy_site: Path, toy_engines: Callable[[int], list[Any]], capsys: pytest.CaptureFixture[str], fault: str
+) -> None:
+    engines = toy_engines(2)
+    out = engines[0].trace_dir
+    state = out / ".profwin-state"
+    if fault == "state folder is a file":
+        state.write_text("not a folder")
+    elif fault == "state folder is a symlink":
+        (out.parent / "elsewhere").mkdir()
+        state.symlink_to(out.parent / "elsewhere")
+    else:
+        from profwin.remote import state_path
+
+        state_path(ProfileSpec(output_dir=out), "toy", engines[1].url).mkdir(parents=True)
+    code = main(["start", "--engine", "toy", *(f"--url={e.url}" for e in engines), "--window", "1:3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "cannot keep the session's state for profwin stop" in err or "it is a directory" in err
+    assert _started_engines(engines) == [False, False]
+    assert [e.files for e in engines] == [0, 0]  # never started (a start, then a stop, writes a file)
+
+
+def test_a_state_that_cannot_be_saved_after_the_start_rolls_back(toy_site: Path, toy_engines: Callable[[int], list[Any]]) -> None:
+    """``profwin start`` under a file-size limit of 0 (a full disk, as far as it can tell): the
+    engines start, then the state cannot be written; both are stopped and say why."""
+    engines = toy_engines(2)
+    out = engines[0].trace_dir
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(toy_site / "site"), str(TOY), os.environ.get("PYTHONPATH", "")]))
+    script = "import resource, signal, sys; from profwin.cli import main\n"
+    script += "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
+    script += "sys.exit(main(sys.argv[1:]))"
+    argv = ["start", "--engine", "toy", *(f"--url={e.url}" for e in engines), "--window", "1:3", "--out", str(out), "--json"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    results = json.loads(done.stdout)
+    assert [r["ok"] for r in results] == [False, False]
+    for r in results:
+        assert r["message"].startswith("rolled back: saving the session's state for profwin stop failed (cannot write "), r
+        assert "File too large" in r["message"]
+        assert r["details"]["rolled_back"]
+    assert _started_engines(engines) == [False, False]  # stopped again
+    assert [e.files for e in engines] == [1, 1]
+    assert not [p for p in (out / ".profwin-state").iterdir()]  # no state, no partial file
+
+
+@pytest.mark.parametrize("fault", [ZeroDivisionError, Terminated, KeyboardInterrupt])
+def test_a_crash_or_a_signal_after_the_start_rolls_back(
+    toy_site: Path, toy_engines: Callable[[int], list[Any]], fault: type[BaseException]
+) -> None:
+    """A failure in profwin's own code after the engines started (here: making the router's
+    record), or SIGTERM (``Terminated``) or Ctrl-C arriving there: the engines are stopped and the
+    state already written is removed; an error is each engine's result, a signal goes on."""
+    from profwin.remote import start_remote
+
+    engines = toy_engines(2)
+    spec = ProfileSpec(window=Window(1, 3), output_dir=engines[0].trace_dir)
+    record = spec.output_dir / ".profwin-state" / "extra.json"
+
+    def fail(results: list[Any]) -> dict[str, Any]:
+        assert _started_engines(engines) == [True, True]
+        raise fault("in profwin's own code")
+
+    if issubclass(fault, Exception):
+        results = start_remote("toy", [e.url for e in engines], spec, record=(record, fail))
+        assert [r.ok for r in results] == [False, False]
+        assert all(
+            r.message == "rolled back: saving the session's state for profwin stop failed "
+            "(failed unexpectedly (ZeroDivisionError: in profwin's own code)), so none profiles"
+            for r in results
+        )
+    else:
+        with pytest.raises(fault):
+            start_remote("toy", [e.url for e in engines], spec, record=(record, fail))
+    assert _started_engines(engines) == [False, False]
+    assert sorted(p.name for p in record.parent.iterdir()) == []  # the targets' states are removed too
+
+
+def test_warnings_as_errors_in_start_stop_the_started_engines(tmp_path: Path) -> None:
+    calls: list[str] = []
+
+    class Noted(Target):
+        def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
+            return super().plan(spec, version, ctx).replace(notes=("a window this engine cannot keep exactly",))
+
+    s = session(tmp_path, Noted("a", calls), Noted("b", calls))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", WindowWarning)
+        with pytest.raises(WindowWarning, match="cannot keep exactly"):
+            s.start()
+    assert {"stop a", "stop b"} <= set(calls)
+    assert all(r.message.startswith("rolled back: reporting the start failed") for r in s.results)

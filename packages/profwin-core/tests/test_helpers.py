@@ -29,6 +29,34 @@ def test_atomic_path_renames_on_success_and_removes_on_error(tmp_path: Path) -> 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.json.gz"]
 
 
+def test_atomic_path_never_writes_through_a_link_planted_at_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Someone who may write to the folder plants links where profwin would write its hidden
+    file: at the name it used to take (``.NAME.PID.partial``, the pid is no secret), and, with the
+    random token known, at the very name. Nothing is written through either (issue 35, class 6)."""
+    import os
+
+    from profwin.plugin import ConfigError, write_atomic
+
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    final = tmp_path / "state.json"
+    (tmp_path / f".state.json.{os.getpid()}.partial").symlink_to(victim)
+    with atomic_path(final) as tmp:
+        assert tmp.is_file()  # created here, new and empty
+        assert not tmp.is_symlink()
+        tmp.write_text("mine")  # a writer that opens the path, as torch's exporter does
+    assert final.read_text() == "mine"
+    assert victim.read_text() == "keep me"
+    monkeypatch.setattr("profwin.atomic.secrets.token_hex", lambda n: "cafe0000")
+    planted = tmp_path / f".state.json.{os.getpid()}-cafe0000.partial"
+    planted.symlink_to(victim)
+    with pytest.raises(ConfigError, match=r"cannot write .*state\.json'?: File exists"):
+        write_atomic(final, b"new")
+    assert victim.read_text() == "keep me"
+    assert planted.is_symlink()  # what someone else put there is left alone
+    assert final.read_text() == "mine"
+
+
 def test_fan_out_runs_concurrently_and_keeps_order() -> None:
     barrier = threading.Barrier(3, timeout=2)  # passes only if all three calls run at once
 

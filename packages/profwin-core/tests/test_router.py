@@ -10,6 +10,7 @@ integration_tests/router/. The engines are toyserve, docs/plugins.md's example e
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,7 @@ import pytest
 
 import profwin
 from profwin.cli import main
+from profwin.remote import state_path
 
 
 class StandInRouter:
@@ -188,3 +190,111 @@ def test_stop_with_the_router_gone_stops_what_started(
     assert result["details"]["router"] == "unknown"
     assert "the router could not be asked" in result["message"]
     assert result["artifacts"][0]["steps"] == "0:2"
+
+
+# -- the router's record of profwin start: a state file like the others (issue 35, classes 6 and 8)
+
+
+def _record(router_url: str, out: Path) -> Path:
+    return state_path(profwin.ProfileSpec(output_dir=out), "router-toy", router_url)
+
+
+def test_the_record_is_never_written_through_a_symlink(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (a,) = toy_engines(1)
+    router = stand_in([a.url])
+    victim = a.trace_dir.parent / "victim.txt"
+    victim.write_text("keep me")
+    record = _record(router.url, a.trace_dir)
+    record.parent.mkdir(parents=True)
+    record.symlink_to(victim)
+    code = main(["start", "--engine", "toy", "--router", router.url, "--window", "1:3", "--out", str(a.trace_dir)])
+    assert code == 2
+    assert "it is a symbolic link" in capsys.readouterr().err
+    assert victim.read_text() == "keep me"
+    assert (a.session, a.files) == (None, 0)  # checked before anything started
+
+
+_TAMPERED = ["dev-zero", "fifo", "5 MB", "not JSON", "types", "another router", "not listed at the start"]
+
+
+@pytest.mark.parametrize("tamper", _TAMPERED)
+def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+    tamper: str,
+) -> None:
+    a, b = toy_engines(2)
+    router = stand_in([a.url, b.url])
+    common = ["--engine", "toy", "--router", router.url, "--window", "1:3", "--out", str(a.trace_dir), "--json"]
+    assert run(capsys, "start", *common)[0] == 0
+    record = _record(router.url, a.trace_dir)
+    data = json.loads(record.read_text())
+    record.unlink()
+    if tamper == "dev-zero":
+        record.symlink_to("/dev/zero")
+    elif tamper == "fifo":
+        os.mkfifo(record)
+    elif tamper == "5 MB":
+        record.write_text(json.dumps({**data, "workers": data["workers"] + ["http://127.0.0.1:1"] * 300_000}))
+    elif tamper == "not JSON":
+        record.write_bytes(b"\xff\xfe not json")
+    else:
+        changed = {
+            "types": {"started": [5]},
+            "another router": {"router": "http://10.0.0.1:30000"},
+            "not listed at the start": {"started": [*data["started"], "http://10.0.0.2:8000"]},
+        }[tamper]
+        record.write_text(json.dumps({**data, **changed}))
+    for e in (a, b):
+        e.generate(4)
+    code, stopped = run(capsys, "stop", *common)
+    assert code == 0, stopped
+    assert [r["target"] for r in stopped] == [a.url, b.url]
+    for result in stopped:
+        assert "profwin start's record" in result["message"]
+        assert "is damaged or not profwin's" in result["message"]
+        assert "stopped the workers the router lists now" in result["message"]
+        assert len(result["message"]) < 1000
+        assert result["artifacts"][0]["steps"] == "1:3"  # each worker's own state is intact: collected
+    assert (a.session, b.session) == (None, None)
+    assert not os.path.lexists(record)
+
+
+def test_no_file_chooses_where_the_api_key_goes(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    stub_server: Callable[..., Any],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A record that names a host the router never listed (a tampered file, or a worker that left)
+    gets no bearer token: only the router's own answer says where the key may go."""
+    (a,) = toy_engines(1)
+    attacker = stub_server(lambda request: (200, {}))
+    router = stand_in([a.url])
+    common = ["--engine", "toy", "--router", router.url, "--window", "1:3", "--out", str(a.trace_dir), "--json"]
+    assert run(capsys, "start", *common, "--api-key", "SECRET")[0] == 0
+    record = _record(router.url, a.trace_dir)
+    data = json.loads(record.read_text())
+    record.write_text(json.dumps({**data, "workers": [a.url, attacker.url], "started": [a.url, attacker.url]}))
+    a.generate(4)
+    _, stopped = run(capsys, "stop", *common, "--api-key", "SECRET")
+    by_url = {r["target"]: r for r in stopped}
+    assert by_url[a.url]["ok"]
+    assert "the API key was not sent to it" in by_url[attacker.url]["message"]
+    assert all(request.auth is None for request in attacker.seen)
+    assert a.session is None
+
+
+def test_state_files_of_two_urls_never_share_a_name(tmp_path: Path) -> None:
+    spec = profwin.ProfileSpec(output_dir=tmp_path)
+    names = ["http://h:1/a/b", "http://h:1/a_b", "http://h:1/a-b", "https://h:1/a/b"]
+    for kind in ("router-sglang", "sglang"):
+        assert len({state_path(spec, kind, name) for name in names}) == len(names)

@@ -8,12 +8,16 @@ it. The real engines are tested in integration_tests/vllm and integration_tests/
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from profwin import Window
+from profwin import ConfigError, ProfileSpec, Session, Window
+from profwin.cli import main
 from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, decode, encode, max_steps, parse_step_tokens
+from profwin.traces import summarize
 
 
 def simulate(first_tokens: list[int], lengths: list[int]) -> list[list[tuple[int, int]]]:
@@ -148,3 +152,31 @@ def test_closed_stays_closed(window: Window) -> None:
     decisions = [rule.step(tokens) for tokens in ([3], [4], [], [3], [4])]
     assert decisions == ["open", "record", "close", "skip", "skip"]
     assert (rule.opened_at, rule.recorded, rule.state) == (0, 2, "closed")
+
+
+def test_in_a_session_one_step_is_one_token(tmp_path: Path) -> None:
+    """profwin.Session counts the caller's steps: called once per generated token, a token window
+    records the same steps as the step window of the same numbers (real torch)."""
+    torch = pytest.importorskip("torch")
+    spec = ProfileSpec(window=Window.parse("2:5 tokens"), output_dir=tmp_path)
+    with Session(spec) as session:
+        for _ in range(8):
+            torch.ones(4).sum()
+            session.step()
+    (trace,) = session.artifacts
+    assert trace.steps == Window(2, 5, unit="tokens")
+    assert trace.path.name.startswith("profwin_rank0_t2-5.")
+    assert [s.number for s in summarize(trace.path, top=0).steps] == [2, 3, 4]
+
+
+def test_the_trace_tools_refuse_a_token_window(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="the trace tools pick steps"):
+        summarize(tmp_path / "any.json", window="2:5 tokens")
+
+
+def test_profwin_window_explains_a_token_window(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["window", "20:80 tokens"]) == 0
+    out = capsys.readouterr().out
+    assert "the steps that produce response tokens [20, 80)" in out
+    assert "at most 120 step(s)" in out
+    assert "engines without profwin's plugin record steps 20:80" in out

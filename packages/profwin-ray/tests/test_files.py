@@ -9,14 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from profwin.plugin import ConfigError
 from profwin_ray.files import (
+    MANIFEST,
     FileChanged,
     Receiver,
     already_collected,
+    check_manifest,
     list_files,
     load_manifest,
     pattern_base,
+    plain_file,
     read_chunk,
+    reported,
     resolve_traces,
     save_manifest,
     summarize_one,
@@ -107,3 +112,102 @@ def test_a_summary_on_the_node_says_what_it_cost_there(tmp_path: Path) -> None:
     assert cpu_s >= 0.0
     status, _, _ = summarize_one(str(tmp_path / "missing.json"), None, 20, None)
     assert status == "error"
+
+
+# -- only regular files under the pattern's folder, never through a link (issue 35, class 6) -----
+
+
+def test_links_are_never_followed_nor_collected(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "shadow").write_bytes(b"secret")
+    (outside / "inner.json").write_bytes(b"secret too")
+    node = tmp_path / "node"
+    (node / "sub").mkdir(parents=True)
+    (node / "real.json").write_bytes(b"r")
+    (node / "sub" / "deep.json").write_bytes(b"d")
+    (node / "shadow.json").symlink_to(outside / "shadow")  # a link to a file elsewhere
+    (node / "linked").symlink_to(outside)  # a linked folder under **
+    (node / "loop").symlink_to(node)  # a folder linked to itself
+    os.mkfifo(node / "fifo.json")
+    for pattern in (str(node / "**" / "*"), str(node / "**" / "*.json"), str(node), str(node / "*" / "*.json")):
+        names = [f.name for f in list_files(pattern)]
+        assert "shadow.json" not in names, pattern
+        assert not any(n.startswith(("linked", "loop", "fifo")) for n in names), (pattern, names)
+    assert [f.name for f in list_files(str(node / "**" / "*"))] == ["real.json", "sub/deep.json"]
+    assert list_files(str(node / "shadow.json")) == []  # named as the pattern itself: still a link
+
+
+def test_plain_file_goes_nowhere_above_its_folder_nor_through_links(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "f").write_bytes(b"f")
+    (tmp_path / "link").symlink_to(tmp_path / "a")
+    assert plain_file(tmp_path, "a/f")
+    for name in ("link/f", "../x", "a/../a/f", "/etc/passwd", "", "a"):
+        assert not plain_file(tmp_path, name), name
+
+
+def test_a_file_swapped_for_a_link_or_cut_short_under_the_copy_is_said_so(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (tmp_path / "elsewhere").write_bytes(b"s" * 3000)
+    (file,) = list_files(str(tmp_path / "sub" / "*.gz"))
+    stats = os.stat(tmp_path / "sub/b.json.gz")
+    (tmp_path / "sub/b.json.gz").unlink()
+    (tmp_path / "sub/b.json.gz").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(FileChanged, match="was replaced during the copy"):
+        read_chunk(file, 0, 10)
+    (tmp_path / "sub/b.json.gz").unlink()
+    (tmp_path / "sub/b.json.gz").write_bytes(b"b" * 3000)
+    os.utime(tmp_path / "sub/b.json.gz", ns=(stats.st_atime_ns, stats.st_mtime_ns))
+    (file,) = list_files(str(tmp_path / "sub" / "*.gz"))
+    assert read_chunk(file, 2000, 2**62) == b"b" * 1000  # never more than the listed file: no 2**62-byte buffer
+    assert read_chunk(file, 3000, 1 << 20) == b""
+
+
+def test_a_node_task_answers_one_line_whatever_it_raised() -> None:
+    def changed() -> None:
+        raise FileChanged("/data/x changed during the copy (size 1 -> 2)")
+
+    def denied() -> None:
+        raise PermissionError(13, "Permission denied", "/data/x")
+
+    def out_of_memory() -> None:
+        raise MemoryError
+
+    def bug() -> None:
+        raise ValueError("a\nmultiline\nreason")
+
+    assert reported(lambda: 7)() == (True, 7)
+    assert reported(changed)() == (False, "/data/x changed during the copy (size 1 -> 2)")
+    assert reported(denied)() == (False, "/data/x: Permission denied")
+    assert reported(out_of_memory)() == (False, "MemoryError")
+    assert reported(bug)() == (False, "ValueError: a multiline reason")
+    assert reported(read_chunk).__name__ == "read_chunk"  # what Ray shows
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "symlink", "folder", "damaged"])
+def test_the_manifest_is_read_bounded_and_checked_before_any_copy(tmp_path: Path, kind: str) -> None:
+    manifest = tmp_path / MANIFEST
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    if kind == "dev-zero":
+        manifest.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(manifest)
+    elif kind == "symlink":
+        manifest.symlink_to(victim)
+    elif kind == "folder":
+        manifest.mkdir()
+    else:
+        manifest.write_text('{"node/a": {"sha256": "x", "bytes": "1", "mtime_ns": 2}, "node/b": 5, "node/c": ' + "[" * 100_000)
+    assert load_manifest(tmp_path) == {}  # at once: a FIFO is not waited on, /dev/zero not read
+    if kind == "damaged":
+        check_manifest(tmp_path)  # a regular file: written over at the end
+        manifest.write_text(
+            '{"node/a": {"sha256": "x", "bytes": "1", "mtime_ns": 2}, "node/b": {"sha256": "y", "bytes": 1, "mtime_ns": 2}}'
+        )
+        assert load_manifest(tmp_path) == {"node/b": {"sha256": "y", "bytes": 1, "mtime_ns": 2}}
+        return
+    with pytest.raises(ConfigError, match=r"to: cannot write .*\.profwin-collect\.json'?: it is a"):
+        check_manifest(tmp_path)
+    assert victim.read_text() == "keep me"

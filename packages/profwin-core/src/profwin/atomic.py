@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,22 +48,27 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
 
 @contextmanager
 def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
-    """Yield a hidden temporary path next to ``final`` (``.NAME.PID.partial`` + ``suffix``) to
-    write to; rename it to ``final`` when the block ends, remove it when the block raises.
+    """Yield a hidden temporary file next to ``final`` (``.NAME.PID-TOKEN.partial`` +
+    ``suffix``) to write to; rename it to ``final`` when the block ends, remove it when the block
+    raises.
 
-    ``final`` must pass :func:`check_output_path`. A crash, Ctrl-C or SIGTERM (the CLI turns it
-    into an exception) while writing never leaves a truncated file under ``final``. A write that
-    fails (the directory was removed or became read-only) is a :class:`ConfigError` naming
-    ``final``, not the hidden file. ``suffix`` serves writers that pick a format from the name
-    (torch writes gzip to a ``.gz`` path).
+    ``final`` must pass :func:`check_output_path`. The temporary file is created here, new and
+    empty (``O_EXCL | O_NOFOLLOW``), under a name with a random token: a symbolic link planted at
+    a name profwin would write to (someone else may write to the folder) is never written
+    through. A crash, Ctrl-C or SIGTERM (the CLI turns it into an exception) while writing never
+    leaves a truncated file under ``final``. A write that fails (the directory was removed or
+    became read-only) is a :class:`ConfigError` naming ``final``, not the hidden file. ``suffix``
+    serves writers that pick a format from the name (torch writes gzip to a ``.gz`` path).
     """
     final = check_output_path(final)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}.partial{suffix}")
+    tmp = final.with_name(f".{final.name}.{os.getpid()}-{secrets.token_hex(4)}.partial{suffix}")
     try:
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
         yield tmp
         os.replace(tmp, final)
     except BaseException as exc:
-        tmp.unlink(missing_ok=True)
+        if not isinstance(exc, FileExistsError) or os.fspath(exc.filename or "") != os.fspath(tmp):
+            tmp.unlink(missing_ok=True)  # ours: never remove what someone else put at that name
         # An error on the hidden file, or on an open file object (no name: a full disk, a size
         # limit), is about writing ``final``; one naming another file is the caller's own.
         if isinstance(exc, OSError) and (exc.filename is None or os.fspath(exc.filename) == os.fspath(tmp)):
@@ -76,7 +82,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     file, so a full disk or a file-size limit is an error naming ``path``. Returns the path."""
     final = check_output_path(path)
     with atomic_path(final) as tmp:
-        with open(tmp, "xb") as f:
+        with open(os.open(tmp, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "wb") as f:
             written = f.write(data)
         if written != len(data) or tmp.stat().st_size != len(data):
             raise ConfigError(f"cannot write {str(final)!r}: only {tmp.stat().st_size:,} of {len(data):,} bytes reached the disk")

@@ -189,10 +189,17 @@ def _cmd_window(args: argparse.Namespace) -> int:
         _print_json(info)
         return 0
     last = "the end of the session" if window.last is None else f"step {window.last}"
-    print(f"window {window}: steps [{window.start}, {'∞' if window.end is None else window.end}) of the session")
-    print(f"  skip {window.steps_to_skip} step(s) (0..{window.start - 1})" if window.start else "  skip nothing")
-    record = "until the session stops" if window.steps_to_record is None else f"{window.steps_to_record} step(s)"
-    print(f"  record {record}: step {window.start} to {last}")
+    if window.in_tokens:
+        bound = "∞" if window.end is None else window.end
+        print(f"window {window}: the steps that produce response tokens [{window.start}, {bound}) (docs/window.md)")
+        print(f"  open at the first step that produces a token in [{window.start}, {bound}) for some request")
+        cap = "until no step produces one" if window.length is None else f"at most {2 * window.length} step(s)"
+        print(f"  record while every step produces one, {cap}; engines without profwin's plugin record steps {window.in_steps()}")
+    else:
+        print(f"window {window}: steps [{window.start}, {'∞' if window.end is None else window.end}) of the session")
+        print(f"  skip {window.steps_to_skip} step(s) (0..{window.start - 1})" if window.start else "  skip nothing")
+        record = "until the session stops" if window.steps_to_record is None else f"{window.steps_to_record} step(s)"
+        print(f"  record {record}: step {window.start} to {last}")
     for name, described in info["backends"].items():
         if "engine" not in described:
             print(f"  {name}: " + ", ".join(f"{k}={v}" for k, v in described.items()))
@@ -200,11 +207,18 @@ def _cmd_window(args: argparse.Namespace) -> int:
         numbers = described["request"] or described["launch"] or described["env"]
         print(
             f"  {name} {described['version'] or '(version unknown)'} ({described['version_source']}): {described['mechanism']}, "
-            f"records steps {described['records'] or 'until the stop'}; sends {json.dumps(numbers, separators=(',', ':'))}"
+            f"records {_records(described)}; sends {json.dumps(numbers, separators=(',', ':'))}"
         )
         if described["server_requirement"]:
             print(f"    needs {described['server_requirement']}; without it: {described['fallback']}")
     return 0
+
+
+def _records(described: dict[str, Any]) -> str:
+    """What a plan's engine records, in words (``described``: the plan's JSON form)."""
+    if str(described["window"]).endswith(" tokens"):
+        return "the steps of the token window (decided in the engine)"
+    return f"steps {described['records'] or 'until the stop'}"
 
 
 def _cmd_args(args: argparse.Namespace) -> int:

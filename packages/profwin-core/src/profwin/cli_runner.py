@@ -6,10 +6,16 @@ documented exit code:
 | exit code | meaning |
 |---|---|
 | 0 / 1 | the command's own answer (e.g. ``validate``: 1 when the spec is invalid) |
-| 2 | an error: bad input, a missing plugin, an unreadable file, a bug in profwin |
+| 2 | an error: bad input, a missing plugin, an unreadable file, a bug in profwin; or stdout cannot be written (closed with ``>&-``, a full disk such as ``/dev/full``) |
 | 130 | interrupted (Ctrl-C, SIGINT) |
-| 141 | stdout was closed early (piped into ``head``): a quiet exit |
+| 141 | the reader of stdout went away (piped into ``head``): a quiet exit |
 | 143 | terminated (SIGTERM); files being written are removed first |
+
+The standard streams may be anything (:func:`_standard_streams`): a descriptor 0, 1 or 2 the
+process started without is held open on ``/dev/null`` for the whole command, so no file profwin
+opens can land on it and receive its output; stdout that cannot be written is one error line on
+stderr (exit 2), or a quiet 141 when its reader went away; stderr that cannot be written (closed,
+full, its reader gone) is given up silently and the exit code stays the command's own.
 
 An error is printed as ``PROG: error: MESSAGE`` on stderr, or, when the command line has
 ``--json``, as ``{"error": MESSAGE, "path": PATH}`` on stdout so a caller parsing JSON always
@@ -31,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import contextvars
+import errno
 import io
 import json
 import math
@@ -135,22 +142,61 @@ def print_json(data: Any, *, indent: int | None = 2) -> None:
     sys.stdout.write("\n")
 
 
+class _StdoutFailed(ProfwinError, OSError):
+    """Writing the command's output to stdout failed (other than its reader going away);
+    ``strerror`` says so for users."""
+
+
+class _ClosedStream(io.TextIOBase):
+    """stdout of a process started without descriptor 1 (``>&-``): writing to it is an error."""
+
+    def write(self, text: str) -> int:
+        if text:
+            raise OSError(errno.EBADF, "it is closed")
+        return 0
+
+    def isatty(self) -> bool:
+        return False
+
+
 class _Stdout(io.TextIOBase):
     """The command's ``sys.stdout``: remembers whether anything was printed and, for people,
-    escapes control characters (see :func:`clean_text`)."""
+    escapes control characters (see :func:`clean_text`). The first failed write is
+    :class:`_StdoutFailed` (or ``BrokenPipeError``), whatever raised it below; what is written
+    after it is dropped (the failure is reported once)."""
 
     def __init__(self, stream: TextIO, *, escape: bool) -> None:
         self._stream = stream
         self._escape = escape
         self.written = False
+        self.failure: OSError | None = None
+        """The first failed write (kept: argparse and others swallow an ``OSError`` from print)."""
 
     def write(self, text: str) -> int:
         self.written = self.written or bool(text)
-        self._stream.write(clean_text(text) if self._escape else text)
+        self._guarded(lambda: self._stream.write(clean_text(text) if self._escape else text))
         return len(text)
 
     def flush(self) -> None:
-        self._stream.flush()
+        self._guarded(self._stream.flush)
+
+    def _guarded(self, call: Callable[[], object]) -> None:
+        if self.failure is not None:
+            return
+        try:
+            call()
+        except (OSError, ValueError) as exc:  # ValueError: the stream was closed under us
+            if isinstance(exc, (BrokenPipeError, _StdoutFailed)):
+                self.failure = exc
+            else:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                self.failure = _StdoutFailed(getattr(exc, "errno", None) or errno.EIO, f"cannot write to stdout: {why}")
+            raise self.failure from None
+
+    def check(self) -> None:
+        """Raise the first failed write again, if any (whoever caught it, the output is lost)."""
+        if self.failure is not None:
+            raise self.failure
 
     def isatty(self) -> bool:
         return self._stream.isatty()
@@ -189,10 +235,92 @@ def _stdout(as_json: bool) -> Iterator[_Stdout]:
             wrapper.flush()
         finally:
             if stream is not previous:
-                stream.close()
+                with contextlib.suppress(OSError):  # closed all the same; the flush above said why
+                    stream.close()
             if saved is not None:
                 os.dup2(saved, 1)
                 os.close(saved)
+
+
+class _Stderr(io.TextIOBase):
+    """The command's ``sys.stderr``: never raises. Once writing fails (closed, full, its reader
+    gone) everything after is dropped, and the descriptor is pointed at ``/dev/null`` so the
+    interpreter's last flush at exit cannot fail either (that would make the exit code 120)."""
+
+    def __init__(self, stream: TextIO | None) -> None:
+        self._stream = stream
+        self.broken = stream is None
+
+    def _guarded(self, call: Callable[[], object]) -> None:
+        if self.broken:
+            return
+        try:
+            call()
+        except (OSError, ValueError):
+            self.broken = True
+            with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
+                _to_devnull(self._stream.fileno() if self._stream is not None else 2)
+
+    def write(self, text: str) -> int:
+        stream = self._stream
+        if stream is not None:
+            self._guarded(lambda: stream.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        stream = self._stream
+        if stream is not None:
+            self._guarded(stream.flush)
+
+    def isatty(self) -> bool:
+        try:
+            return not self.broken and self._stream is not None and self._stream.isatty()
+        except (OSError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        if self._stream is None:
+            raise io.UnsupportedOperation("stderr is closed")
+        return self._stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._stream, "encoding", None) or "utf-8"
+
+
+def _to_devnull(fd: int) -> None:
+    """Point descriptor ``fd`` at ``/dev/null``."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    if devnull != fd:
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _standard_streams() -> Iterator[None]:
+    """The command's stdout and stderr whatever they are (see the module doc): a closed
+    descriptor 0, 1 or 2 is held on ``/dev/null`` (a file opened later would otherwise take its
+    number and receive what is printed), stdout started closed is :class:`_ClosedStream`, and
+    stderr is :class:`_Stderr`. The previous ``sys.stdout`` and ``sys.stderr`` come back after."""
+    closed = [fd for fd in (0, 1, 2) if not _is_open(fd)]
+    for fd in closed:
+        _to_devnull(fd)
+    out, err = sys.stdout, sys.stderr
+    if out is None or 1 in closed:
+        sys.stdout = _ClosedStream()
+    sys.stderr = _Stderr(None if err is None or 2 in closed else err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -213,10 +341,8 @@ def _message(exc: BaseException) -> tuple[str, str]:
 
 def _quiet_stdout() -> None:
     # The Python docs' recipe for SIGPIPE: point stdout at devnull so the interpreter's final
-    # flush does not raise a second BrokenPipeError on the way out.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
+    # flush does not raise a second BrokenPipeError (or a full disk's error) on the way out.
+    _to_devnull(1)
 
 
 def _one_line_warnings(prog: str) -> Callable[..., None]:
@@ -238,42 +364,54 @@ def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | N
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in args
     in_main_thread = threading.current_thread() is threading.main_thread()
-    previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
-    shown_before = warnings.showwarning
-    warnings.showwarning = _one_line_warnings(prog)
     json_mode = _as_json.set(as_json)
+    try:
+        with _standard_streams():
+            previous: Any = signal.signal(signal.SIGTERM, _on_sigterm) if in_main_thread else None
+            shown_before = warnings.showwarning
+            warnings.showwarning = _one_line_warnings(prog)
+            try:
+                return _run(main, argv, prog=prog, as_json=as_json)
+            finally:
+                warnings.showwarning = shown_before
+                if in_main_thread:
+                    signal.signal(signal.SIGTERM, previous)
+    finally:
+        _as_json.reset(json_mode)
+
+
+def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None, *, prog: str, as_json: bool) -> int:
     try:
         with _stdout(as_json) as out:
             try:
-                try:
-                    code = main(argv)
-                    sys.stdout.flush()
-                    return code
-                finally:
-                    warnings.showwarning = shown_before
-                    if in_main_thread:
-                        signal.signal(signal.SIGTERM, previous)
+                code = main(argv)
+                out.flush()
+                out.check()
+                return code
             except SystemExit as exc:
                 # argparse's own --help and --version (after printing) end here with 0; anything
                 # else calling sys.exit() did not finish the command.
+                out.check()
                 if exc.code in (0, None) and out.written:
                     return 0
                 return _report(PluginError(f"the command ended early: something called sys.exit({exc.code!r})"), prog, as_json)
-            except BrokenPipeError:
+            except (BrokenPipeError, _StdoutFailed):
                 raise
             except Exception as exc:
                 return _report(exc, prog, as_json)
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_BROKEN_PIPE
+    except _StdoutFailed as exc:
+        _quiet_stdout()
+        print(f"{prog}: error: {exc.strerror}", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Terminated:
         print(f"{prog}: terminated", file=sys.stderr)
         return EXIT_TERMINATED
-    finally:
-        _as_json.reset(json_mode)
 
 
 def _report(exc: BaseException, prog: str, as_json: bool) -> int:
@@ -281,15 +419,18 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
     if os.environ.get("PROFWIN_TRACEBACK"):
         traceback.print_exception(exc)
     text, path = _message(exc)
-    try:
-        if as_json:
+    if as_json:
+        try:
             print_json({"error": text, "path": path}, indent=None)
             sys.stdout.flush()
-        else:
-            usage, prog = (exc.usage, exc.prog) if isinstance(exc, UsageError) else ("", prog)
-            print(f"{usage}{prog}: error: {clean_text(text)}", file=sys.stderr)
-    except BrokenPipeError:
-        _quiet_stdout()
+            return EXIT_ERROR
+        except BrokenPipeError:
+            _quiet_stdout()
+            return EXIT_ERROR
+        except _StdoutFailed:  # the error document cannot be delivered: say it on stderr
+            _quiet_stdout()
+    usage, prog = (exc.usage, exc.prog) if isinstance(exc, UsageError) else ("", prog)
+    print(f"{usage}{prog}: error: {clean_text(text)}", file=sys.stderr)
     return EXIT_ERROR
 
 

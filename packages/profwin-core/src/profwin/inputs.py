@@ -137,10 +137,12 @@ class _Pipe(io.RawIOBase):
         super().close()
 
 
-def open_input(path: str | os.PathLike[str], *, what: str) -> BinaryIO:
+def open_input(path: str | os.PathLike[str], *, what: str, pipes: bool = True) -> BinaryIO:
     """``path`` opened for reading in binary, if it is a regular file, a FIFO or a pipe (a
     symbolic link to one is fine); else a :class:`ConfigError` naming ``what``, the file and
-    what it is (a directory, a device such as ``/dev/zero``, a socket).
+    what it is (a directory, a device such as ``/dev/zero``, a socket). ``pipes=False``: a
+    regular file only (a file profwin wrote itself, such as a state file: a FIFO there is
+    refused at once instead of waited on).
 
     The file is opened with ``O_NONBLOCK`` and its type checked before any read: a plain
     ``open()`` of a FIFO waits for ever for a writer, and a device never ends. A FIFO or pipe
@@ -156,11 +158,12 @@ def open_input(path: str | os.PathLike[str], *, what: str) -> BinaryIO:
         raise ConfigError(f"cannot read {what} {str(file)!r}: {exc.strerror or exc}") from None
     try:
         mode = os.fstat(fd).st_mode
-        if stat.S_ISFIFO(mode):
+        if stat.S_ISFIFO(mode) and pipes:
             return cast(BinaryIO, io.BufferedReader(_Pipe(fd, str(file), what)))
         if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise ConfigError(f"cannot read {what} {str(file)!r}: it is {kind}; profwin reads regular files, FIFOs and pipes")
+            kind = next((name for test, name in _KINDS if test(mode)), "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file")
+            allowed = "regular files, FIFOs and pipes" if pipes else f"a {what} only as a regular file"
+            raise ConfigError(f"cannot read {what} {str(file)!r}: it is {kind}; profwin reads {allowed}")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -168,13 +171,13 @@ def open_input(path: str | os.PathLike[str], *, what: str) -> BinaryIO:
         raise
 
 
-def read_input(path: str | os.PathLike[str], *, limit: int, what: str) -> bytes:
-    """The bytes of the regular file ``path`` (see :func:`open_input`), at most ``limit`` of
-    them: a larger file is a :class:`ConfigError` stating the limit (only ``limit + 1`` bytes
-    are read, so a sparse file of gigabytes costs nothing)."""
+def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_input`, and ``pipes`` there), at
+    most ``limit`` of them: a larger file is a :class:`ConfigError` stating the limit (only
+    ``limit + 1`` bytes are read, so a sparse file of gigabytes costs nothing)."""
     chunks: list[bytes] = []
     size = 0
-    with open_input(path, what=what) as f:
+    with open_input(path, what=what, pipes=pipes) as f:
         try:
             # In chunks: one read(limit + 1) would allocate the whole limit up front.
             while size <= limit and (chunk := f.read(min(1 << 20, limit + 1 - size))):

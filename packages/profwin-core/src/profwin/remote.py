@@ -16,34 +16,39 @@ someone else left running and starts again. All or none: anything that goes wron
 (planning, an answer its backend cannot parse, an exception in the backend) is that target's
 failed result, never the end of the others' results, and ``profwin start`` rolls back exactly like
 :func:`remote_session` (its result for each rolled-back engine says so); Ctrl-C or SIGTERM while
-starting stops the engines that started before it propagates. The stop collects the files written since the start
-and warns when the window was not reached or ran only in part. ``profwin start`` and ``profwin
+starting stops the engines that started before it propagates, and so does any failure of
+profwin's own after an engine started (saving the state, a bug, a warning made an error). The stop
+collects the files written since the start and warns when the window was not reached or ran only
+in part. ``profwin start`` and ``profwin
 stop`` are two processes: :meth:`RemoteSession.save_state` and :func:`resume_session` carry the
 session between them in a state file under the output directory, written atomically (never
-through a symbolic link) and, when read back, bounded (:data:`MAX_STATE_BYTES`), typed, and
-refused unless its paths lie inside the session's output directory: a tampered state file must
-not make ``profwin stop`` collect, trim or delete files elsewhere.
+through a symbolic link) and, when read back, bounded (:data:`MAX_STATE_BYTES`), a regular file,
+typed, and refused unless its paths lie inside the session's output directory: a tampered state
+file must not make ``profwin stop`` collect, trim or delete files elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import hashlib
 import inspect
 import json
 import os
 import re
+import stat
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from profwin.atomic import write_atomic
+from profwin.atomic import check_output_path, write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
-from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
+from profwin.errors import ConfigError, ProfwinError, Terminated, WindowWarning, shown
 from profwin.http import check_timeout
 from profwin.inputs import parse_spec_text, read_input
 from profwin.json_form import to_json
@@ -57,6 +62,7 @@ __all__ = [
     "RemoteSession",
     "SessionError",
     "as_spec",
+    "check_state_dir",
     "engine_targets",
     "folder_listing",
     "is_session_prefix",
@@ -64,6 +70,7 @@ __all__ = [
     "resume_session",
     "session_function",
     "start_remote",
+    "state_path",
     "stop_remote",
     "target_prefix",
 ]
@@ -243,20 +250,35 @@ class RemoteSession:
             if any(p.started for p in self._parts):
                 self._stop_all()
             raise
+        self.results = results
         failed = [r for r in results if not r.ok]
         if failed and any(p.started for p in self._parts):
             # All or none: the engines that started are stopped again (their files are not kept).
-            why = f"rolled back: {len(failed)} of {len(results)} engine(s) failed to start, so none profiles"
-            stops = {r.target: r for r in self._stop_all()}
-            results = [
-                r if not r.ok else RemoteResult(
-                    target=r.target, ok=False, message=f"{why}" + ("" if stops[r.target].ok else f"; stopping it failed: {stops[r.target].message}"),
-                    details={**r.details, "rolled_back": True},
-                )
-                for r in results
-            ]  # fmt: skip
-        self.results = results
-        return results
+            self._roll_back(f"{len(failed)} of {len(results)} engine(s) failed to start, so none profiles")
+        return self.results
+
+    def _roll_back(self, why: str) -> None:
+        """Stop every started target again; the result of each says it was rolled back and why."""
+        stops = {r.target: r for r in self._stop_all()}
+        self.results = [
+            r if r.target not in stops else RemoteResult(
+                target=r.target, ok=False, message=f"rolled back: {why}" + ("" if stops[r.target].ok else f"; stopping it failed: {stops[r.target].message}"),
+                details={**r.details, "rolled_back": True},
+            )
+            for r in self.results
+        ]  # fmt: skip
+
+    @contextlib.contextmanager
+    def _or_roll_back(self, what: str) -> Iterator[None]:
+        """A step of profwin's own after engines started (reporting, saving the state): when it
+        fails in any way (an error, a full disk, Ctrl-C, SIGTERM, a bug), the started engines are
+        stopped again and their results say so before the failure goes on."""
+        try:
+            yield
+        except BaseException as exc:
+            if any(p.started for p in self._parts):
+                self._roll_back(f"{what} failed ({_cause(exc)}), so none profiles")
+            raise
 
     def start(self, *, check: bool = True) -> list[RemoteResult]:
         """Start on every target concurrently, all or none: when one fails, the targets that
@@ -270,7 +292,8 @@ class RemoteSession:
                 f"profwin: could not start profiling on {len(failed)} of {len(results)} engine(s):\n{lines}", results
             )
         if not failed:
-            _warn(results, "notes")
+            with self._or_roll_back("reporting the start"):  # warnings may be errors (-W error)
+                _warn(results, "notes")
         return results
 
     # -- stop -------------------------------------------------------------------------------
@@ -337,8 +360,11 @@ class RemoteSession:
     # -- another process stops what this one started ---------------------------------------------
 
     def _state_file(self, part: _Part) -> Path:
-        slug = "".join(c if c.isalnum() else "_" for c in part.target.name.split("://", 1)[-1])[:100]
-        return part.spec.output_dir / STATE_DIR / f"{self.engine.name}-{slug}.json"
+        return state_path(part.spec, self.engine.name, part.target.name)
+
+    def state_files(self) -> list[Path]:
+        """Where :meth:`save_state` writes each target's state."""
+        return [self._state_file(part) for part in self._parts]
 
     def save_state(self) -> list[Path]:
         """Write what :func:`resume_session` needs for each started target; returns the files."""
@@ -346,7 +372,7 @@ class RemoteSession:
         for part in self._parts:
             if part.started:
                 path = self._state_file(part)
-                path.parent.mkdir(parents=True, exist_ok=True)
+                check_state_dir(path.parent)
                 written.append(write_atomic(path, json.dumps(part.state()).encode()))
         return written
 
@@ -411,6 +437,37 @@ def is_session_prefix(prefix: object, spec: ProfileSpec) -> bool:
     return prefix == spec.prefix or (index.isascii() and index.isdigit() and prefix == target_prefix(spec.prefix, int(index)))
 
 
+def state_path(spec: ProfileSpec, kind: str, name: str) -> Path:
+    """The state file of ``name`` (a target's or a router's URL) for ``kind`` under ``spec``'s
+    output directory: a readable slug of the name and a digest of all of it, so that no two names
+    share a file (``http://h/a/b`` and ``http://h/a_b`` have one slug)."""
+    slug = "".join(c if c.isalnum() else "_" for c in name.split("://", 1)[-1])[:80]
+    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    return spec.output_dir / STATE_DIR / f"{kind}-{slug}-{digest}.json"
+
+
+def check_state_dir(folder: Path) -> None:
+    """Make the state folder (``--out/.profwin-state``) if it is missing and check that state
+    files can be written in it: a directory, not a symbolic link, writable. Else a
+    :class:`ConfigError` naming it; ``profwin start`` calls this before anything starts."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot keep the session's state for profwin stop in {str(folder)!r}: {exc.strerror or exc}", path="output_dir"
+        ) from None
+    if not stat.S_ISDIR(info.st_mode) or not os.access(folder, os.W_OK | os.X_OK):
+        what = (
+            "a symbolic link"
+            if stat.S_ISLNK(info.st_mode)
+            else "not a directory"
+            if not stat.S_ISDIR(info.st_mode)
+            else "read-only"
+        )
+        raise ConfigError(f"cannot keep the session's state for profwin stop in {str(folder)!r}: it is {what}", path="output_dir")
+
+
 def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> str | None:
     """Restore one target's part from its state file; ``None``, or why it cannot."""
     if not os.path.lexists(path):
@@ -419,7 +476,7 @@ def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> 
             "(run profwin start with the same --out first)"
         )
     try:
-        data = parse_spec_text(read_input(path, limit=MAX_STATE_BYTES, what="state file").decode(), source=str(path))
+        data = parse_spec_text(read_input(path, limit=MAX_STATE_BYTES, what="state file", pipes=False).decode(), source=str(path))
         plan, before = _checked_state(data, part)
         check = getattr(engine, "check_state", None)
         if check is not None:  # the fields only the backend knows the meaning of
@@ -463,6 +520,17 @@ def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:
     return plan, dict(before)
 
 
+def _cause(exc: BaseException) -> str:
+    """What went wrong, in a few words, for a rolled-back result."""
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted"
+    if isinstance(exc, Terminated):
+        return "terminated"
+    if isinstance(exc, ProfwinError):
+        return _excerpt(str(exc))
+    return _failure(exc)
+
+
 def _failure(exc: BaseException) -> str:
     """One line for an unexpected exception of one target (a bounded excerpt of its text)."""
     return f"failed unexpectedly ({type(exc).__name__}: {_excerpt(str(exc))})"
@@ -494,7 +562,11 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     return [
         f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"
         for a in traces
-        if a.steps is not None and window.end is not None and a.steps.end is not None and a.steps.end < window.end
+        if a.steps is not None
+        and a.steps.start == window.start  # a trace elsewhere in the session: its backend says why
+        and window.end is not None
+        and a.steps.end is not None
+        and a.steps.end < window.end
     ]
 
 
@@ -591,11 +663,43 @@ def resume_session(
     return session
 
 
-def start_remote(engine: str, urls: Sequence[str], spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
-    """``profwin start``: start on every URL, keep the state ``profwin stop`` needs."""
+def start_remote(
+    engine: str,
+    urls: Sequence[str],
+    spec: ProfileSpec,
+    *,
+    record: tuple[Path, Callable[[list[RemoteResult]], Any]] | None = None,
+    **kwargs: Any,
+) -> list[RemoteResult]:
+    """``profwin start``: start on every URL, keep the state ``profwin stop`` needs.
+
+    All or none to the end: what can be checked is checked before anything starts (the state
+    folder and files can be written); a failure after an engine started (saving the state: a full
+    disk, a folder removed; Ctrl-C or SIGTERM; a bug of profwin's) stops the engines that started,
+    removes the state written, and is the result of each (``rolled back: ...``; Ctrl-C and SIGTERM
+    go on after that). ``record``: ``(path, make)``, more state written beside the session's
+    (``make(results)`` as JSON: the router's list of workers), inside the same all or none."""
     session = remote_session(engine, list(urls), spec, **kwargs)
+    paths = session.state_files() + ([record[0]] if record else [])
+    for path in paths:  # before anything starts
+        check_state_dir(path.parent)
+        check_output_path(path)
     results = session.start(check=False)  # all or none, as remote_session: nothing to save on a failure
-    session.save_state()
+    if not any(r.ok for r in results):
+        return results
+    written: list[Path] = []
+    try:
+        with session._or_roll_back("saving the session's state for profwin stop"):
+            written += session.save_state()
+            if record is not None:
+                written.append(write_atomic(record[0], json.dumps(record[1](results)).encode()))
+    except BaseException as exc:
+        for path in written:
+            with contextlib.suppress(OSError):
+                path.unlink()
+        if not isinstance(exc, Exception):
+            raise
+        return session.results
     return results
 
 

@@ -36,6 +36,8 @@ def _steps(window: Window | None) -> str:
 
 
 def _comments(plan: EnginePlan) -> list[str]:
+    if plan.window.in_tokens:
+        return _token_comments(plan)
     lines = [
         f"# {plan.engine} {plan.version or '(version unknown)'}: records engine steps {_steps(plan.records)} of each profiling session"
     ]
@@ -49,6 +51,20 @@ def _comments(plan: EnginePlan) -> list[str]:
         lines.append(f"# without it: {plan.fallback}")
     lines += [f"# note: {note}" for note in plan.notes]
     return lines
+
+
+def _token_comments(plan: EnginePlan) -> list[str]:
+    lines = [
+        f"# {plan.engine} {plan.version or '(version unknown)'}: records the steps that produce response tokens "
+        f"{plan.window} of each profiling session (the engine decides, docs/window.md)"
+    ]
+    if not plan.per_session:
+        lines.append(f"# the window is fixed when the engine starts ({plan.mechanism})")
+    if plan.server_requirement:
+        lines.append(f"# needs: {plan.server_requirement}")
+    if plan.fallback:
+        lines.append(f"# without it: {plan.fallback}")
+    return lines + [f"# note: {note}" for note in plan.notes]
 
 
 def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:

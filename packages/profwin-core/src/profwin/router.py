@@ -14,6 +14,9 @@ answers understood (each checked against the real router from the registry):
 - ``{"urls": [...]}`` from ``GET /list_workers``: older sglang-routers that have no
   ``/workers``, and vllm-router beside ``/workers``. It is asked only when ``/workers`` is 404.
 
+An answer is read up to 1 MiB (:func:`profwin.http.request`'s ``max_body``); a larger one is a
+:class:`RouterError`.
+
 ``profwin start --router URL`` and ``profwin stop --router URL`` are two processes and the
 router's list may change between them: :func:`start_router` records the workers it started, and
 :func:`stop_router` stops exactly those (also one that has left the router since, at its URL),
@@ -22,7 +25,7 @@ and reports a worker that joined after the start without touching it.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -30,8 +33,9 @@ from typing import Any
 
 from profwin.errors import ConfigError, shown
 from profwin.http import check_timeout, normalize_url, request
+from profwin.inputs import parse_spec_text, read_input
 from profwin.protocols import RemoteResult
-from profwin.remote import STATE_DIR, start_remote, stop_remote
+from profwin.remote import MAX_STATE_BYTES, start_remote, state_path, stop_remote
 from profwin.spec import ProfileSpec
 
 __all__ = ["RouterError", "RouterWorkers", "against_router", "router", "start_router", "stop_router"]
@@ -108,19 +112,19 @@ def _workers(data: Mapping[str, Any], where: str) -> tuple[list[str], list[Mappi
 
 
 def _state_file(engine: str, router_url: str, spec: ProfileSpec) -> Path:
-    slug = "".join(c if c.isalnum() else "_" for c in router_url.split("://", 1)[-1])[:100]
-    return spec.output_dir / STATE_DIR / f"router-{engine}-{slug}.json"
+    return state_path(spec, f"router-{engine}", router_url)
 
 
 def start_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
     """``profwin start --router URL``: start on every worker the router lists, and record which
-    ones started (beside the per-worker state) for :func:`stop_router`."""
+    ones started (beside the per-worker state) for :func:`stop_router`; the record is part of the
+    start's all or none (:func:`profwin.remote.start_remote`)."""
     workers = router(router_url, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0))
-    results = start_remote(engine, list(workers), spec, **kwargs)
-    path = _state_file(engine, workers.router, spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {"router": workers.router, "workers": list(workers), "started": [r.target for r in results if r.ok]}
-    path.write_text(json.dumps(state))
+
+    def record(results: list[RemoteResult]) -> dict[str, Any]:
+        return {"router": workers.router, "workers": list(workers), "started": [r.target for r in results if r.ok]}
+
+    results = start_remote(engine, list(workers), spec, record=(_state_file(engine, workers.router, spec), record), **kwargs)
     return [_tagged(r, "listed") for r in results]
 
 
@@ -128,25 +132,41 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     """``profwin stop --router URL``: stop the workers :func:`start_router` started, wherever the
     router's list has moved since. A worker that left the router is still stopped at its URL; a
     worker that joined after the start is reported (not ok: it holds no window) and left alone.
-    Without the start's record, every worker the router lists now is stopped without collecting."""
+    Without the start's record (or with one that is damaged), every worker the router lists now
+    is stopped.
+
+    The record is read like every state file (bounded, a regular file, typed, for this router),
+    and no file chooses where the API key goes: it is sent only to workers the router lists now.
+    A worker only the record names (it left the router, or the router cannot be asked) is
+    stopped without it."""
     base = normalize_url(router_url)
+    api_key, timeout = kwargs.get("api_key"), kwargs.get("timeout", 30.0)
     path = _state_file(engine, base, spec)
-    try:
-        state = json.loads(path.read_text())
-        started = [str(u) for u in state["started"]]
-    except FileNotFoundError:
-        return stop_remote(
-            engine, list(router(base, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0))), spec, **kwargs
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise RouterError(
-            f"the state file {path} is damaged ({type(exc).__name__}: {exc}); stop the workers with --url", path="router"
-        ) from None
-    stopped = stop_remote(engine, started, spec, **kwargs) if started else []
-    results = against_router(
-        stopped, started, base, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0), since="profwin start"
-    )
-    os.unlink(path)
+    damaged = ""
+    started: list[str] | None = None
+    if os.path.lexists(path):
+        try:
+            started = _read_record(path, base)
+        except (ConfigError, UnicodeDecodeError) as exc:
+            why = " ".join(str(exc).split())[:300]
+            damaged = (
+                f"profwin start's record {path} is damaged or not profwin's ({why}); stopped the workers the router lists now"
+            )
+    if started is None:
+        results = stop_remote(engine, list(router(base, api_key=api_key, timeout=timeout)), spec, **kwargs)
+        _forget(path)
+        return [_tagged(r, "listed", damaged) for r in results]
+    now, unreachable = _listed_now(base, api_key, timeout)
+    listed = [u for u in started if now is not None and u in now]
+    only_recorded = [u for u in started if u not in listed]
+    stopped: dict[str, RemoteResult] = {}
+    if listed:
+        stopped.update((r.target, r) for r in stop_remote(engine, listed, spec, **kwargs))
+    if only_recorded:
+        stopped.update((r.target, r) for r in stop_remote(engine, only_recorded, spec, **{**kwargs, "api_key": None}))
+    keyless = "; the API key was not sent to it (only profwin start's record names it now)" if api_key else ""
+    results = _compare([stopped[url] for url in started], started, now, unreachable, "profwin start", keyless)
+    _forget(path)
     return results
 
 
@@ -164,17 +184,62 @@ def against_router(
     or ``unknown`` (the router could not be asked); a worker listed now that was not started gets
     a result of its own, not ok, ``joined``: no window ran on it. ``since`` names the start in
     the messages (``profwin start``, ``the rollout's start``)."""
+    now, unreachable = _listed_now(router_url, api_key, timeout)
+    return _compare(results, started, now, unreachable, since)
+
+
+def _listed_now(router_url: str, api_key: str | None, timeout: float) -> tuple[list[str] | None, str]:
+    """The router's workers now, or None and why it could not be asked."""
     try:
-        now: list[str] | None = list(router(router_url, api_key=api_key, timeout=timeout))
-        unreachable = ""
+        return list(router(router_url, api_key=api_key, timeout=timeout)), ""
     except RouterError as exc:
-        now, unreachable = None, str(exc)
-    tagged = [_left(r, now, unreachable, since) for r in results]
+        return None, str(exc)
+
+
+def _compare(
+    results: Sequence[RemoteResult],
+    started: Sequence[str],
+    now: Sequence[str] | None,
+    unreachable: str,
+    since: str,
+    keyless: str = "",
+) -> list[RemoteResult]:
+    tagged = [_left(r, now, unreachable, since, keyless) for r in results]
     for url in now or ():
         if url not in started:
             message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
             tagged.append(RemoteResult(target=url, ok=False, message=message, details={"router": "joined"}))
     return tagged
+
+
+def _read_record(path: Path, base: str) -> list[str]:
+    """The workers ``profwin start`` started, from its record: at most :data:`MAX_STATE_BYTES`,
+    a regular file, JSON within the spec bounds, for this router, with server URLs only."""
+    text = read_input(path, limit=MAX_STATE_BYTES, what="router state file", pipes=False).decode()
+    data = parse_spec_text(text, source=str(path))
+    if not isinstance(data, dict) or set(data) != {"router", "workers", "started"}:
+        raise ConfigError("must be an object with exactly 'router', 'workers' and 'started'")
+    if data["router"] != base:
+        raise ConfigError(f"is for {shown(data['router'])}, not {base!r}", path="router")
+    for key in ("workers", "started"):
+        urls = data[key]
+        if not isinstance(urls, list) or not all(_is_url(u) for u in urls):
+            raise ConfigError(f"must be a list of server URLs (got {shown(urls)})", path=key)
+    if not set(data["started"]) <= set(data["workers"]):
+        raise ConfigError("names a worker the router did not list at the start", path="started")
+    return list(dict.fromkeys(data["started"]))
+
+
+def _is_url(url: object) -> bool:
+    try:
+        return isinstance(url, str) and normalize_url(url) == url
+    except ConfigError:
+        return False
+
+
+def _forget(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
@@ -184,9 +249,11 @@ def _tagged(result: RemoteResult, how: str, note: str = "") -> RemoteResult:
     )
 
 
-def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, since: str) -> RemoteResult:
+def _left(result: RemoteResult, now: Sequence[str] | None, unreachable: str, since: str, keyless: str = "") -> RemoteResult:
+    """``keyless`` is said of a worker stopped without the API key (only a record named it)."""
     if now is None:
-        return _tagged(result, "unknown", f"the router could not be asked ({unreachable}); stopped at the URL {since} used")
+        note = f"the router could not be asked ({unreachable}); stopped at the URL {since} used{keyless}"
+        return _tagged(result, "unknown", note)
     if result.target in now:
         return _tagged(result, "listed")
-    return _tagged(result, "left", f"left the router after {since}; stopped at its URL")
+    return _tagged(result, "left", f"left the router after {since}; stopped at its URL{keyless}")

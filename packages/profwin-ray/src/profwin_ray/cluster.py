@@ -11,10 +11,18 @@ are busy with the rollout still answers):
   each on the caller), files of one node one after the other.
 - :func:`summarize`: the node summarizes each trace it holds (profwin's streaming summary) and
   only the summary travels; the caller merges them as ``profwin summarize`` would.
+
+Every failure is one node's (or one file's) clear result: a node task never raises
+(:func:`profwin_ray.files.reported` returns its reason as one line), Ray's own failures are named
+by their kind without the traceback their text carries, and the answers of tasks still in flight
+after a failure are collected, so Ray prints no "unhandled error" dump on stderr. ``chunk_bytes``
+is bounded (:data:`MIN_CHUNK` to :data:`MAX_CHUNK`), and an address where nothing answers fails
+within :data:`CONNECT_S` instead of Ray's endless retries.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -36,16 +44,31 @@ from profwin.plugin import (
     Window,
     choose_session,
     merge_ranks,
+    shown,
     to_json,
 )
 from profwin_ray import files as node
 from profwin_ray.files import FileChanged, NodeFile, Receiver
 
+
+def _ray_failure(exc: BaseException) -> str:
+    """Ray's failure in a few words: its kind and its text's first line (which never holds the
+    traceback that follows it)."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+
+
 __all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "deliver", "pull", "summarize"]
 
 DEFAULT_CHUNK = 1 << 22  # 4 MiB: large enough that per-task overhead is small, small enough to bound memory
+MIN_CHUNK = 1 << 10
+MAX_CHUNK = 1 << 30
+"""The bounds of ``chunk_bytes`` (1 KiB to 1 GiB): two chunks per node are in memory at once."""
+CONNECT_S = 10.0
+"""How long the cluster's address may take to accept a connection before ``connect`` gives up."""
 _IN_FLIGHT = 2  # chunk tasks per file at once: one being written, one being read
 _STALL_S = 60.0  # no chunk for this long from a node that Ray still calls alive: give up on it
+_DRAIN_S = 2.0  # after a failure, how long the chunks still in flight may take to be collected
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -138,11 +161,42 @@ def connect(address: str | None) -> Any:
         # any (RAY_ENABLE_UV_RUN_RUNTIME_ENV): profwin's tasks need the nodes' own profwin-ray,
         # not the caller's project. A value the user set wins.
         os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+        _check_reachable(address or "auto")
         try:
             ray.init(address=address or "auto", logging_level="WARNING", log_to_driver=False)
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"cannot connect to the Ray cluster at {address or 'auto'!r}: {exc}", path="ray") from None
     return ray
+
+
+def _check_reachable(address: str) -> None:
+    """Fail within :data:`CONNECT_S` when nothing accepts a connection at the cluster's address:
+    ``ray.init`` itself retries for ever there (Ray 2.60: a 30 s wait for the GCS, again and
+    again). ``auto`` is resolved as Ray resolves it (``RAY_ADDRESS``, then the cluster last
+    started on this machine); with none, Ray's own error says so."""
+    import socket
+
+    from ray._private.services import canonicalize_bootstrap_address
+
+    where = address.removeprefix("ray://")
+    try:
+        if not address.startswith("ray://"):
+            where = canonicalize_bootstrap_address(address) or ""
+    except (ConnectionError, RuntimeError, ValueError):
+        return  # no address to try: ray.init says why, at once
+    host, _, port = where.rpartition(":")
+    if not where or not port.isdigit():
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_S):
+            pass
+    except OSError as exc:
+        why = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise ConfigError(
+            f"cannot connect to the Ray cluster at {address!r}: nothing answers at {where} ({why}); "
+            "is the cluster running (ray status), and is this its address?",
+            path="ray",
+        ) from None
 
 
 def _alive_nodes(ray: Any) -> list[tuple[str, str]]:
@@ -154,10 +208,22 @@ def _alive_nodes(ray: Any) -> list[tuple[str, str]]:
 
 
 def _on(ray: Any, node_id: str, fn: Callable[..., Any], **options: Any) -> Any:
+    """``fn`` as a task pinned to the node, answering ``(ok, value or why)`` (:func:`node.reported`)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-    return ray.remote(fn).options(scheduling_strategy=strategy, num_cpus=0, max_retries=0, **options)
+    return ray.remote(node.reported(fn)).options(scheduling_strategy=strategy, num_cpus=0, max_retries=0, **options)
+
+
+def check_chunk_bytes(chunk_bytes: object) -> int:
+    """``chunk_bytes`` if it is an integer from :data:`MIN_CHUNK` to :data:`MAX_CHUNK`; else a
+    :class:`ConfigError` (the one check for :func:`collect` and :func:`deliver`)."""
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int) or not MIN_CHUNK <= chunk_bytes <= MAX_CHUNK:
+        raise ConfigError(
+            f"must be an integer number of bytes from {MIN_CHUNK:,} to {MAX_CHUNK:,} (got {shown(chunk_bytes)})",
+            path="chunk_bytes",
+        )
+    return chunk_bytes
 
 
 class _Cancelled(Exception):
@@ -166,6 +232,37 @@ class _Cancelled(Exception):
 
 class _NodeFailed(Exception):
     """The node itself failed (died, or stopped answering): its other files cannot come."""
+
+
+class _TaskFailed(Exception):
+    """A task on the node raised (its one-line reason): that task's file, not the node, failed."""
+
+
+def _answer(ray: Any, ref: Any, node_id: str, *, cancel: threading.Event | None = None, stall_s: float | None = None) -> Any:
+    """What the task ``ref`` on node ``node_id`` returned, watching for Ctrl-C (``cancel``), for
+    the node dying, and (``stall_s``) for an answer that never comes from a node Ray still calls
+    alive. A task that raised is :class:`_TaskFailed` with its one-line reason
+    (:func:`node.reported`); Ray's own failure (a worker or the node died, the answer was lost)
+    is :class:`_NodeFailed`, named by its kind, never with the traceback Ray's text carries."""
+    exceptions = ray.exceptions
+    began = time.monotonic()
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise _Cancelled
+        try:
+            ok, value = ray.get(ref, timeout=0.5)
+        except exceptions.GetTimeoutError:
+            pass
+        except exceptions.RayError as exc:  # the node or its worker died, the object was lost
+            raise _NodeFailed(f"the node failed ({_ray_failure(exc)})") from None
+        else:
+            if not ok:
+                raise _TaskFailed(value)
+            return value
+        if time.monotonic() - began > 2.0 and node_id not in {i for _, i in _alive_nodes(ray)}:
+            raise _NodeFailed("the node died (Ray lists it dead)")
+        if stall_s is not None and time.monotonic() - began > stall_s:
+            raise _NodeFailed(f"no answer from the node for {stall_s:.0f} s")
 
 
 class _Progress:
@@ -210,38 +307,30 @@ class _Copy:
     lock: threading.Lock = field(factory=threading.Lock)
 
     def _get(self, ref: Any, node_id: str, stall_s: float | None = _STALL_S) -> Any:
-        """``ray.get(ref)``, watching for Ctrl-C, for the node dying, and (``stall_s``) for a
-        chunk that never comes from a node Ray still calls alive."""
-        exceptions = self.ray.exceptions
-        began = time.monotonic()
-        while True:
-            if self.cancel.is_set():
-                raise _Cancelled
-            try:
-                return self.ray.get(ref, timeout=0.5)
-            except exceptions.GetTimeoutError:
-                pass
-            except exceptions.RayTaskError as exc:
-                if isinstance(exc.cause, FileChanged):
-                    raise exc.cause from None
-                raise _NodeFailed(f"a task on the node failed: {' '.join(str(exc).split())[:300]}") from None
-            except exceptions.RayError as exc:  # the node or its worker died, the object was lost
-                raise _NodeFailed(
-                    f"the node failed during the copy ({type(exc).__name__}): {' '.join(str(exc).split())[:300]}"
-                ) from None
-            if time.monotonic() - began > 2.0 and node_id not in {i for _, i in _alive_nodes(self.ray)}:
-                raise _NodeFailed("the node died during the copy (Ray lists it dead)")
-            if stall_s is not None and time.monotonic() - began > stall_s:
-                raise _NodeFailed(f"no data from the node for {stall_s:.0f} s")
+        return _answer(self.ray, ref, node_id, cancel=self.cancel, stall_s=stall_s)
 
     def _chunks(self, read: Any, file: NodeFile, node_id: str) -> Any:
         offsets = list(range(0, file.bytes, self.chunk_bytes))
         pending = [read.remote(file, o, self.chunk_bytes) for o in offsets[:_IN_FLIGHT]]
-        for i in range(len(offsets)):
-            chunk = self._get(pending.pop(0), node_id)
-            if i + _IN_FLIGHT < len(offsets):
-                pending.append(read.remote(file, offsets[i + _IN_FLIGHT], self.chunk_bytes))
-            yield chunk
+        try:
+            for i in range(len(offsets)):
+                chunk = self._get(pending.pop(0), node_id)
+                if i + _IN_FLIGHT < len(offsets):
+                    pending.append(read.remote(file, offsets[i + _IN_FLIGHT], self.chunk_bytes))
+                yield chunk
+        finally:
+            self._drain(pending)
+
+    def _drain(self, pending: list[Any]) -> None:
+        """Collect the answers of the chunk tasks still in flight after a failure or Ctrl-C, for
+        at most :data:`_DRAIN_S`: Ray prints the traceback of every failed task whose answer is
+        never asked for, on the caller's stderr."""
+        if not pending:
+            return
+        ready, _ = self.ray.wait(pending, num_returns=len(pending), timeout=_DRAIN_S)
+        for ref in ready:
+            with contextlib.suppress(Exception):
+                self.ray.get(ref, timeout=0)
 
     def node(self, name: str, node_id: str, pattern: str) -> NodeResult:
         result = NodeResult(node=name, node_id=node_id)
@@ -249,7 +338,7 @@ class _Copy:
             # No stall limit: the node reads every file it lists for its checksum, which takes as
             # long as its disk needs; only its death ends the wait.
             listed: list[NodeFile] = self._get(_on(self.ray, node_id, node.list_files).remote(pattern), node_id, None)
-        except _NodeFailed as exc:
+        except (_NodeFailed, _TaskFailed) as exc:
             result.message = f"could not list its files: {exc}"
             return result
         except _Cancelled:
@@ -267,7 +356,7 @@ class _Copy:
             receiver = Receiver(final, file)
             try:
                 receiver.write_all(self._chunks(read, file, node_id))
-            except FileChanged as exc:
+            except (FileChanged, _TaskFailed) as exc:
                 result.files.append(FileResult(file.name, "failed", receiver.received, message=str(exc)))
                 result.bytes_moved += receiver.received
                 continue
@@ -303,13 +392,16 @@ def collect(
     it is copied, is that node's failed result; the other nodes and the files that arrived are
     kept. Ctrl-C raises :class:`profwin.plugin.CollectInterrupted` holding the results so far.
     """
-    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int) or chunk_bytes < 1024:
-        raise ConfigError(f"must be an integer number of bytes >= 1024 (got {chunk_bytes!r})", path="chunk_bytes")
+    check_chunk_bytes(chunk_bytes)
     if not isinstance(pattern, str) or not pattern.strip():
         raise ConfigError(f"must be a path or glob on the nodes (got {pattern!r})", path="pattern")
     began = time.monotonic()
     target = Path(dest)
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the folder {str(target)!r}: {exc.strerror or exc}", path="to") from None
+    node.check_manifest(target)
     ray = connect(address)
     nodes = _alive_nodes(ray)
     progress_line = _Progress([n for n, _ in nodes], progress)
@@ -371,7 +463,8 @@ def summarize(
 
     ray = connect(address)
     nodes = _alive_nodes(ray)
-    listings = ray.get([_on(ray, i, node.resolve_traces).remote(list(paths)) for _, i in nodes])
+    asked = [(name, i, _on(ray, i, node.resolve_traces).remote(list(paths))) for name, i in nodes]
+    listings = [_on_node_answer(ray, ref, name, node_id, "could not list its traces") for name, node_id, ref in asked]
     seen: set[tuple[str, int, int]] = set()
     found: list[tuple[int, TraceFacts, str, str]] = []  # (index of path given, the trace, node name, node id)
     in_folder = False
@@ -391,7 +484,10 @@ def summarize(
     else:
         notes = []
     refs = [_on(ray, node_id, node.summarize_one).remote(f.path, window, top, first_step) for _, f, _, node_id in found]
-    answers = ray.get(refs)
+    answers = [
+        _on_node_answer(ray, ref, f"{name}:{facts.path}", node_id, "could not summarize it")
+        for ref, (_, facts, name, node_id) in zip(refs, found, strict=True)
+    ]
     if travelled is not None:
         cpu: dict[str, float] = {}
         for (_, _, name, _), answer in zip(found, answers, strict=True):
@@ -415,6 +511,15 @@ def summarize(
     return merge_ranks(summaries, notes=notes)
 
 
+def _on_node_answer(ray: Any, ref: Any, where: str, node_id: str, what: str) -> Any:
+    """:func:`_answer` for a summary: a failure is a :class:`TraceError` naming the node (or the
+    file on it) and what could not be done."""
+    try:
+        return _answer(ray, ref, node_id)
+    except (_TaskFailed, _NodeFailed) as exc:
+        raise TraceError(where, f"{what}: {exc}") from None
+
+
 # -- deliver: from a worker's node to the head node ----------------------------------------------
 
 
@@ -430,13 +535,17 @@ def deliver(paths: Sequence[str | Path], dest: str | Path, *, chunk_bytes: int =
     runs), for code running inside a Ray worker, such as a rollout replica relocating its traces
     when the nodes share no disk. On the head node itself nothing is copied. The files stay here
     too; each arrives whole with its checksum or not at all (the result says which)."""
+    check_chunk_bytes(chunk_bytes)
     ray = connect(None)
     here = str(ray.get_runtime_context().get_node_id())
     head = _head_node(ray)
     files = [str(Path(p).absolute()) for p in paths]
     if here == head:
         return NodeResult(node="head", node_id=here, files=[FileResult(Path(f).name, "skipped", 0, path=f) for f in files])
-    result: NodeResult = ray.get(_on(ray, head, _receive).remote(files, here, str(dest), chunk_bytes))
+    try:
+        result: NodeResult = _answer(ray, _on(ray, head, _receive).remote(files, here, str(dest), chunk_bytes), head)
+    except (_TaskFailed, _NodeFailed) as exc:
+        return NodeResult(node="head", node_id=head, message=f"the head node could not receive the files: {exc}")
     return result
 
 
@@ -451,6 +560,8 @@ def pull(ray: Any, files: Sequence[str], source: str, dest: Path, chunk_bytes: i
     """Copy the files ``files`` (paths on node ``source``) into the folder ``dest`` of the node
     this runs on, as :func:`collect` copies: whole with the checksum the node computed, or not at
     all; a file already in ``dest`` with that checksum is not copied again (``skipped``)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    node.check_manifest(dest)
     copy = _Copy(ray, dest, chunk_bytes, threading.Event(), _Progress([], False), node.load_manifest(dest), per_node=False)
     result = NodeResult(node=source[:8], node_id=source)
     for file in files:

@@ -14,24 +14,43 @@ import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from attrs import frozen
 
-from profwin.plugin import Summary, TraceError, TraceFacts, Window, atomic_path, summarize, trace_facts, trace_files
+from profwin.plugin import (
+    ConfigError,
+    Summary,
+    TraceError,
+    TraceFacts,
+    Window,
+    atomic_path,
+    check_output_path,
+    read_input,
+    summarize,
+    trace_facts,
+    trace_files,
+    write_atomic,
+)
 
 __all__ = [
     "MANIFEST",
+    "MAX_MANIFEST_BYTES",
     "FileChanged",
     "NodeFile",
     "Receiver",
+    "check_manifest",
     "list_files",
+    "load_manifest",
     "on_node",
     "pattern_base",
+    "plain_file",
     "read_chunk",
+    "reported",
     "resolve_traces",
+    "save_manifest",
     "sha256_of",
     "summarize_one",
 ]
@@ -39,12 +58,38 @@ __all__ = [
 MANIFEST = ".profwin-collect.json"
 """Kept in the destination folder: each collected file's checksum, size and local mtime, so a
 second run skips what already arrived without reading it again."""
+MAX_MANIFEST_BYTES = 64 << 20
+"""Largest manifest read (64 MiB, some 400,000 files); a larger or damaged one is ignored (each
+file already there is then checked by its checksum)."""
 _GLOB = frozenset("*?[")
+# A file on a node is read only through its own name: never through a symbolic link (one swapped
+# in after the listing included), never blocking on a FIFO swapped in.
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class FileChanged(Exception):
-    """The file on the node vanished or changed while it was being copied (a node-side error
-    that travels back to the caller through Ray: one string argument, so it pickles)."""
+    """The file on the node vanished or changed while it was being copied."""
+
+
+def reported(fn: Callable[..., Any]) -> Callable[..., tuple[bool, Any]]:
+    """``fn`` as a node task: ``(True, what it returned)``, or ``(False, why)`` when it raised:
+    one line naming what failed, never a traceback (Ray would carry a task's traceback to the
+    caller, and print it on stderr for a task whose answer no one asked for)."""
+
+    def task(*args: Any) -> tuple[bool, Any]:
+        try:
+            return True, fn(*args)
+        except FileChanged as exc:
+            return False, str(exc)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            return False, f"{where}{exc.strerror or exc}"
+        except Exception as exc:  # MemoryError included: the node's own failure, said in one line
+            text = " ".join(str(exc).split())
+            return False, f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
+
+    task.__name__ = fn.__name__  # what Ray shows; the qualified name stays this wrapper's
+    return task
 
 
 @frozen
@@ -84,6 +129,38 @@ def sha256_of(path: Path | str, chunk_bytes: int = 1 << 22) -> str:
     return digest.hexdigest()
 
 
+def plain_file(base: Path, name: str) -> bool:
+    """Whether ``base/name`` is a regular file reached without a symbolic link below ``base``:
+    ``name`` is relative, goes nowhere above ``base`` and no part of it is a link."""
+    parts = Path(name).parts
+    if not parts or os.path.isabs(name) or any(part in (".", "..") for part in parts):
+        return False
+    here = base
+    for part in parts:
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except OSError:
+            return False
+        if stat.S_ISLNK(mode):
+            return False
+    return stat.S_ISREG(mode)
+
+
+def _open_plain(path: str) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file ``path`` (not followed if it is a link) and its status."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{path} is not a regular file")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
 def on_node(path: str) -> str:
     """``path`` as this node reads it: ``~`` and ``$VAR`` expanded with the node's environment
     (nodes differ: ``$TMPDIR``, a per-node variable set where the node was started)."""
@@ -92,8 +169,10 @@ def on_node(path: str) -> str:
 
 def list_files(pattern: str) -> list[NodeFile]:
     """The regular files ``pattern`` names on this node (a glob, ``**`` for any depth; a folder
-    means the files directly inside it; ``~`` and ``$VAR`` expanded here), hidden files and
-    profwin's ``.partial`` files left out, with their checksums. Runs on the node."""
+    means the files directly inside it; ``~`` and ``$VAR`` expanded here), with their checksums.
+    Only files under the pattern's folder (:func:`pattern_base`) reached without a symbolic link
+    (:func:`plain_file`: a link to ``/etc/shadow`` there is not followed, nor is a linked folder
+    under ``**``); hidden files and profwin's ``.partial`` files are left out. Runs on the node."""
     pattern = on_node(pattern)
     base = pattern_base(pattern)
     path = Path(pattern)
@@ -104,34 +183,40 @@ def list_files(pattern: str) -> list[NodeFile]:
     )
     found: list[NodeFile] = []
     for match in sorted(matches):
-        try:
-            info = os.stat(match)
-        except OSError:
-            continue  # gone since the glob: not there to collect
         name = os.path.relpath(match, base)
-        hidden = any(part.startswith(".") for part in Path(name).parts)
-        if not stat.S_ISREG(info.st_mode) or hidden or name.startswith(".."):
+        if any(part.startswith(".") for part in Path(name).parts) or not plain_file(base, name):
             continue
         try:
-            digest = sha256_of(match)
+            fd, info = _open_plain(match)
         except OSError:
-            continue
-        found.append(NodeFile(match, name, info.st_size, info.st_mtime_ns, info.st_ino, digest))
+            continue  # gone, or replaced by a link, since the walk: not there to collect
+        with os.fdopen(fd, "rb") as f:
+            digest = hashlib.sha256()
+            while block := f.read(1 << 22):
+                digest.update(block)
+        found.append(NodeFile(match, name, info.st_size, info.st_mtime_ns, info.st_ino, digest.hexdigest()))
     return found
 
 
 def read_chunk(file: NodeFile, offset: int, size: int) -> bytes:
-    """``size`` bytes of ``file`` from ``offset``, if it is still the file that was listed: one
-    that was removed, replaced or changed since is :class:`FileChanged`. Runs on the node."""
+    """``size`` bytes of ``file`` from ``offset`` (fewer at its end), if it is still the file
+    that was listed: one that was removed, replaced (by a link too) or changed since, or that ends
+    before the chunk does, is :class:`FileChanged`. Runs on the node."""
     try:
-        info = os.stat(file.path)
+        fd, info = _open_plain(file.path)
     except FileNotFoundError:
         raise FileChanged(f"{file.path} was removed during the copy") from None
-    if (info.st_ino, info.st_size, info.st_mtime_ns) != (file.inode, file.bytes, file.mtime_ns):
-        raise FileChanged(f"{file.path} changed during the copy (size {file.bytes} -> {info.st_size})")
-    with open(file.path, "rb") as f:
+    except OSError:
+        raise FileChanged(f"{file.path} was replaced during the copy (it is no longer a regular file)") from None
+    with os.fdopen(fd, "rb") as f:
+        if (info.st_ino, info.st_size, info.st_mtime_ns) != (file.inode, file.bytes, file.mtime_ns):
+            raise FileChanged(f"{file.path} changed during the copy (size {file.bytes} -> {info.st_size})")
+        want = max(0, min(size, file.bytes - offset))  # never more than the listed file holds
         f.seek(offset)
-        return f.read(size)
+        data = f.read(want)
+    if len(data) != want:
+        raise FileChanged(f"{file.path} changed during the copy (it ended at {offset + len(data)} of {file.bytes} bytes)")
+    return data
 
 
 def resolve_traces(paths: Sequence[str]) -> list[tuple[int, int, bool, TraceFacts]]:
@@ -206,16 +291,38 @@ class Receiver:
 
 
 def load_manifest(dest: Path) -> dict[str, dict[str, Any]]:
+    """The manifest in ``dest`` as far as it can be trusted: read with core's bounded reader as a
+    regular file of at most :data:`MAX_MANIFEST_BYTES` (``/dev/zero`` or a FIFO there is not
+    read), and only its well-formed entries. A missing or damaged one is empty: the files already
+    in ``dest`` are then checked by their checksum."""
     try:
-        data = json.loads((dest / MANIFEST).read_text())
-    except (OSError, ValueError):
+        data = json.loads(read_input(dest / MANIFEST, limit=MAX_MANIFEST_BYTES, what="collect manifest", pipes=False))
+    except (OSError, ValueError, RecursionError):  # ConfigError is a ValueError
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    return {
+        key: entry
+        for key, entry in data.items()
+        if isinstance(entry, dict)
+        and isinstance(entry.get("sha256"), str)
+        and type(entry.get("bytes")) is int
+        and type(entry.get("mtime_ns")) is int
+    }
+
+
+def check_manifest(dest: Path) -> None:
+    """Before any copy: the manifest can be written in ``dest`` (a new file or a regular one,
+    :func:`profwin.plugin.check_output_path`), so that a FIFO, a link or a folder there is one
+    clear error at once rather than after every file was copied."""
+    try:
+        check_output_path(dest / MANIFEST)
+    except ConfigError as exc:
+        raise ConfigError(str(exc), path="to") from None
 
 
 def save_manifest(dest: Path, entries: dict[str, dict[str, Any]]) -> None:
-    with atomic_path(dest / MANIFEST) as tmp:
-        tmp.write_text(json.dumps(entries, indent=1, sort_keys=True))
+    write_atomic(dest / MANIFEST, json.dumps(entries, indent=1, sort_keys=True).encode())
 
 
 def already_collected(final: Path, key: str, file: NodeFile, manifest: dict[str, dict[str, Any]]) -> bool:

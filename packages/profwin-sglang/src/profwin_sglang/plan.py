@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, get_args
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, engine_flavours, is_session_prefix, resolve_activities, shown
@@ -106,7 +107,18 @@ def new_profile_id() -> str:
 
 
 _PROFILE_ID = re.compile(r"[0-9]{1,20}-[0-9a-f]{8}")  # what new_profile_id makes
-_DETAILS = ("mode", "plugin", "plugin_inactive", "device", "profile_id", "client_profile_id", "prefix", "profiler")
+_DETAILS = (
+    "mode",
+    "plugin",
+    "plugin_inactive",
+    "device",
+    "profile_id",
+    "client_profile_id",
+    "prefix",
+    "profiler",
+    "forward_ct",
+)
+_MAX_SCHEDULERS = 65_536
 
 
 def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
@@ -137,6 +149,13 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             f"must be the plan's profile id {profile_id!r} (got {shown(plan.request.get('profile_id'))})",
             path="request.profile_id",
         )
+    counters = details["forward_ct"]
+    if not (
+        isinstance(counters, list)
+        and len(counters) <= _MAX_SCHEDULERS
+        and all(type(c) is int and 0 <= c < 1 << 62 for c in counters)
+    ):
+        raise ConfigError(f"must be a list of batch counts (got {shown(counters)})", path="details.forward_ct")
     for key, allowed in (
         ("client_profile_id", (bool,)),
         ("plugin", (bool, type(None))),
@@ -210,13 +229,16 @@ def plan_for(
     inactive: str = "",
     profiler: str | None = "v1",
     token_plugin: bool | None = None,
+    forward_ct: Sequence[int] = (),
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
     ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
     only exact way, and says what happens without it). ``inactive``: why the plugin is not
     active on that server, for the warning of the trim fallback. ``profiler``: the profiler the
     server runs (``v1``, ``v2``, ``None`` when it cannot say), unless ``options.sglang.profiler``
-    says it; ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``)."""
+    says it; ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``).
+    ``forward_ct``: each scheduler's batch counter as the plugin reported it before the start
+    (kept in the plan's details: the stop compares the trace with how many batches ran since)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     assume = plugin is None and options.start != "trim" and spec.window.start > 0
@@ -272,5 +294,6 @@ def plan_for(
             "client_profile_id": feats.client_profile_id,
             "prefix": spec.prefix,
             "profiler": running if running in ("v1", "v2") else None,
+            "forward_ct": list(forward_ct),
         },
     )

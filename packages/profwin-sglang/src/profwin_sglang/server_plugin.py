@@ -255,13 +255,11 @@ class _Window:
     def _annotate(self, produced: list[int], session_step: int, prefilling: int, prefill_tokens: int) -> None:
         import torch
 
-        from profwin.plugin import token_annotation
+        from profwin.plugin import StepTokens
 
         self._end_span()
-        name = token_annotation(
-            self.tokens, produced, window_step=self.rule.recorded - 1, session_step=session_step,
-            prefilling=prefilling, prefill_tokens=prefill_tokens,
-        )  # fmt: skip
+        held = StepTokens.of(self.rule.recorded - 1, produced, self.tokens, prefilling, prefill_tokens, session_step=session_step)
+        name = held.span_name()
         self.span = torch.profiler.record_function(name)
         self.span.__enter__()
 
@@ -321,7 +319,7 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
                 return _output(True, "Succeeded.")
             return _output(False, "Profiling is not in progress. Call /start_profile first.")
         if v2:  # SGLang's v2 manual stop raises NotImplementedError in the scheduler
-            return _output(False, f"Profiling is not in progress: {V2_ENV}=1's profiler has no manual stop (it stops itself)")
+            return _refuse(f"Profiling is not in progress: {V2_ENV}=1's profiler has no manual stop (it stops itself)")
         return original(manager, req)
     if window is not None:
         return _output(False, "Profiling is already in progress. Call /stop_profile first.")
@@ -348,8 +346,15 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
     if v2:
         refusal = _v2_refusal(req, manager)
         if refusal:
-            return _output(False, refusal)
+            return _refuse(refusal)
     return original(manager, req)
+
+
+def _refuse(message: str) -> Any:
+    """Answer a request the v2 profiler would die of, and say so in the server's own log first
+    (the HTTP reply is SGLang's bare 500: the operator reads why here)."""
+    logger.warning("profwin: refused a profile request: %s", message)
+    return _output(False, message)
 
 
 def _v2_refusal(req: Any, manager: Any) -> str:

@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
-from attrs import frozen
+from attrs import evolve, frozen
 
 from profwin.plugin import (
     Artifact,
+    ConfigError,
     EngineBusy,
     EnginePlan,
     ProfileSpec,
@@ -61,11 +62,16 @@ class ServerInfo:
         version: SGLang's version string, if the server said.
         device: its ``--device`` (``cuda``, ``cpu``, ``npu``...), if known.
         plugin: the profwin-sglang server plugin answered with the protocol this client speaks,
-            on every scheduler.
+            on every scheduler the server lists (one entry each in ``internal_states``): a relative
+            start is honoured only if each one rewrites it.
         token_windows: the plugin decides token windows, on every scheduler.
         profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the plugin or the server's own
             environment (``SGLANG_EXPOSE_OWN_ENV_VARS=1``) reports it; ``None``: it cannot say.
         forward_ct: rank 0's batch counter (only with the plugin).
+        forward_cts: every scheduler's batch counter, in ``internal_states`` order (only with the
+            plugin on each): what the stop compares the trace with.
+        schedulers: how many schedulers the server listed.
+        reporting: how many of them report the plugin.
     """
 
     version: str | None
@@ -74,23 +80,27 @@ class ServerInfo:
     token_windows: bool = False
     profiler: str | None = None
     forward_ct: int | None = None
+    forward_cts: tuple[int, ...] = ()
+    schedulers: int = 0
+    reporting: int = 0
 
     @classmethod
     def parse(cls, data: Mapping[str, Any]) -> ServerInfo:
         raw = data.get("internal_states")
-        states = [s for s in raw if isinstance(s, Mapping)] if isinstance(raw, list) else []
-        ours = [s.get(STATE_KEY) for s in states]
-        plugin = bool(states) and all(
-            isinstance(o, Mapping) and o.get("protocol") == PROTOCOL and o.get("relative_base") == RELATIVE_BASE for o in ours
-        )
-        token_windows = plugin and all(isinstance(o, Mapping) and o.get("token_windows") == TOKEN_WINDOWS for o in ours)
-        kinds = {o.get("profiler") for o in ours if isinstance(o, Mapping)} if plugin else set()
+        states = list(raw) if isinstance(raw, list) else []
+        ours = [s.get(STATE_KEY) if isinstance(s, Mapping) else None for s in states]
+        reporting = [o for o in ours if _speaks(o)]
+        plugin = bool(states) and len(reporting) == len(states)
+        token_windows = plugin and all(o.get("token_windows") == TOKEN_WINDOWS for o in reporting)
+        kinds = {o.get("profiler") for o in reporting} if plugin else set()
         if not kinds - {"v1", "v2"} and kinds:
             profiler: str | None = "v2" if "v2" in kinds else "v1"
         else:
-            env = [s.get("env_vars") for s in states]
+            env = [s.get("env_vars") if isinstance(s, Mapping) else None for s in states]
             told = {profiler_from_env(e.get(V2_ENV, "0")) for e in env if isinstance(e, Mapping)} if env else set()
             profiler = ("v2" if "v2" in told else "v1") if told and all(isinstance(e, Mapping) for e in env) else None
+        counters = tuple(c for c in (o.get("forward_ct") for o in reporting) if type(c) is int and c >= 0)
+        forward_cts = counters if plugin and len(counters) == len(states) else ()
         device = data.get("device")
         version = data.get("version")
         first = ours[0] if ours else None
@@ -102,7 +112,25 @@ class ServerInfo:
             token_windows=token_windows,
             profiler=profiler,
             forward_ct=forward_ct if isinstance(forward_ct, int) else None,
+            forward_cts=forward_cts,
+            schedulers=len(states),
+            reporting=len(reporting),
         )
+
+    @property
+    def partial_plugin(self) -> str:
+        """Why the plugin cannot be used although a scheduler reports it (``""``: it can, or none does)."""
+        if 0 < self.reporting < self.schedulers:
+            return (
+                f"only {self.reporting} of the server's {self.schedulers} schedulers report the profwin-sglang server "
+                "plugin, and each must apply profwin's windows (a relative start, a token window)"
+            )
+        return ""
+
+
+def _speaks(ours: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether one scheduler's plugin entry speaks this client's protocol."""
+    return isinstance(ours, Mapping) and ours.get("protocol") == PROTOCOL and ours.get("relative_base") == RELATIVE_BASE
 
 
 def disarm_body(output_dir: str) -> dict[str, Any]:
@@ -143,10 +171,13 @@ class _Sglang:
     def send_stop(self, ctx: TargetContext) -> bool:
         raise NotImplementedError
 
+    ran: int | None = None
+    """Batches the server ran since the start, by its own counters, read at the stop (relative mode)."""
+
     def plan(self, spec: ProfileSpec, version: str | None, ctx: TargetContext) -> EnginePlan:
         info = self.info(ctx)
         running = version or info.version
-        inactive = "" if info.plugin else self.inactive_reason(running)
+        inactive = "" if info.plugin else info.partial_plugin or self.inactive_reason(running)
         return plan_for(
             spec,
             version=running,
@@ -156,6 +187,7 @@ class _Sglang:
             inactive=inactive,
             profiler=info.profiler,
             token_plugin=info.token_windows,
+            forward_ct=info.forward_cts,
         )
 
     def inactive_reason(self, version: str | None) -> str:
@@ -174,10 +206,26 @@ class _Sglang:
         stopped = self.send_stop(ctx)
         if _needs_disarm(plan, stopped):
             self.send_start(disarm_body(str(plan.output_dir)), ctx)
+        self.ran = self._ran_since(plan, ctx)
         return stopped
 
+    def _ran_since(self, plan: EnginePlan, ctx: TargetContext) -> int | None:
+        """The most batches any scheduler ran between the plan and now, by the counters the
+        plugin reports (read after the stop: every recorded batch ran before it); ``None`` when
+        unknown. A relative window's trace cannot hold batches the server never ran."""
+        before: list[int] = list(plan.details.get("forward_ct") or [])
+        if plan.mechanism != "relative" or not before:
+            return None
+        try:
+            now = self.info(ctx).forward_cts
+        except (TargetError, ConfigError):
+            return None
+        if len(now) != len(before):
+            return None
+        return max(after - then for after, then in zip(now, before, strict=True))
+
     def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
-        return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}")
+        return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}", ran=self.ran)
 
 
 class SglangServer(_Sglang):
@@ -254,14 +302,12 @@ class SglangEngine(_Sglang):
             info = ServerInfo.parse(ctx.bounded(self.engine.get_server_info, "Engine.get_server_info"))
         args = getattr(self.engine.tokenizer_manager, "server_args", None)
         self.req_type = features(info.version or sglang_version()).req_type
-        return ServerInfo(
+        return evolve(
+            info,
             version=info.version or sglang_version(),
             device=info.device or getattr(args, "device", None),
-            plugin=info.plugin,
-            token_windows=info.token_windows,
             # The Engine's schedulers were started from this process, with its environment.
             profiler=info.profiler or profiler_from_env(os.environ.get(V2_ENV, "0")),
-            forward_ct=info.forward_ct,
         )
 
     def inactive_reason(self, version: str | None) -> str:

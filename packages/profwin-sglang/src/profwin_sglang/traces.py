@@ -72,10 +72,15 @@ def _found(plan: EnginePlan, files: Callable[[], list[Path]]) -> list[tuple[Path
 
 
 def collect(
-    plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool, producer: str
+    plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool, producer: str, ran: int | None = None
 ) -> tuple[list[Artifact], list[str]]:
     """This session's files among those written since the start, with the steps each holds;
-    trims them when the plan records more than the window."""
+    trims them when the plan records more than the window.
+
+    The steps come from the trace, never from the request: its batches are counted
+    (:func:`profwin.plugin.count_steps`), and a relative window is checked against ``ran``, the
+    batches the server's own counters say it ran since the start. What does not match what was
+    asked is a note (a :class:`~profwin.WindowWarning` for the caller) saying what the trace holds."""
     found = _found(plan, files)
     deadline = time.monotonic() + _FILES_GRACE_S
     while not found and not stopped and time.monotonic() < deadline:
@@ -85,23 +90,19 @@ def collect(
     artifacts: list[Artifact] = []
     for path, kind in found:
         steps: Window | None
-        if plan.mechanism == "tokens" and kind == "trace":
-            steps = token_steps(path)  # the steps the server's plugin chose, from its annotations
-        elif plan.mechanism == "by-stage":
+        if plan.mechanism == "by-stage":
             steps = None
-        elif kind in ("trace", "merged-trace") and plan.mechanism == "trim":
-            steps = _trim(path, plan, notes)
-        elif kind in ("trace", "merged-trace") and stopped:
-            # Stopped by profwin while recording: the window may have been cut short, or (immediate
-            # mode without traffic) never begun.
-            steps = plan.window.clip(plan.window.start + count_steps(path, markers=_MARKERS))
-        elif kind == "memory-snapshot":
+        elif kind in ("trace", "merged-trace") and plan.mechanism in ("tokens", "trim"):
+            # tokens: the steps the server's plugin chose, from its annotations; none: the window
+            # was never reached, as an untrimmable trim.
+            steps = token_steps(path) if plan.mechanism == "tokens" else _trim(path, plan, notes)
+            if steps is None:
+                path.unlink(missing_ok=True)
+                continue
+        elif kind in ("trace", "merged-trace"):
+            steps = _held(path, plan, stopped=stopped, ran=ran, notes=notes)
+        else:  # a memory snapshot: nothing in it to count
             steps = plan.records
-        else:
-            steps = plan.window
-        if steps is None and plan.mechanism != "by-stage":
-            path.unlink(missing_ok=True)
-            continue
         match = _TP.search(path.name)
         rank = int(match.group(1)) if match else 0
         artifacts.append(
@@ -110,6 +111,41 @@ def collect(
     if plan.mechanism == "trim" and any(a.kind == "memory-snapshot" for a in artifacts):
         notes.append(f"memory snapshots cannot be trimmed and hold steps {plan.records}")
     return artifacts, notes
+
+
+def _held(path: Path, plan: EnginePlan, *, stopped: bool, ran: int | None, notes: list[str]) -> Window | None:
+    """The session steps a relative or immediate trace holds: as many as it has batches, from the
+    window's start, when the server's counters allow it; else what they prove, or ``None``."""
+    window = plan.window
+    try:
+        held = count_steps(path, markers=_MARKERS)
+    except TraceError as exc:
+        notes.append(f"{path.name}: its steps could not be counted ({exc.reason}); it holds what the server recorded")
+        return None
+    if held == 0:
+        notes.append(f"{path.name} holds no batch of window {window}")
+        return None
+    if ran is not None and window.start + held > ran:
+        # More batches than the server ran since the start could hold from the window's start.
+        said = f"{path.name} holds {held} batch(es), but the server ran {ran} since the start"
+        if held == ran:
+            notes.append(
+                f"{said}: it holds steps 0:{ran}, not window {window}; the server reports the profwin-sglang plugin "
+                "but did not apply the relative start"
+            )
+            return Window(0, ran)
+        notes.append(
+            f"{said}: they cannot be steps {window.start}:{window.start + held}, and where they lie in steps 0:{ran} is "
+            "unknown; the server reports the profwin-sglang plugin but did not apply the relative start"
+        )
+        return None
+    steps = window.clip(window.start + held) if stopped else Window(window.start, window.start + held)
+    if not stopped and window.end is not None and held != window.length:
+        notes.append(
+            f"{path.name} holds {held} batch(es), not window {window}'s {window.length}: it holds steps {steps} "
+            "as far as its batches tell"
+        )
+    return steps
 
 
 def _trim(path: Path, plan: EnginePlan, notes: list[str]) -> Window | None:

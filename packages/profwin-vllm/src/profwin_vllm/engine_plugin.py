@@ -33,7 +33,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["PROTOCOL", "STATE_ROUTE", "produced_tokens", "register", "report", "unavailable_here"]
+__all__ = ["PROTOCOL", "STATE_ROUTE", "highest_token", "produced_tokens", "register", "report", "unavailable_here"]
 
 PROTOCOL = 1
 """Version of what the hooks do; clients check it in the workers' reports."""
@@ -101,6 +101,15 @@ def produced_tokens(scheduler_output: Any, prompt_length: Callable[[str], int | 
     return produced, prefilling, prefill_tokens
 
 
+def highest_token(scheduler_output: Any) -> int:
+    """The highest response-token index a step can produce (-1: none), in the time of one
+    ``max()``: a running request produces the token its outputs so far number, a new one token 0.
+    Until a window nears, this alone tells that no token of the step is in it."""
+    outputs = scheduler_output.scheduled_cached_reqs.num_output_tokens
+    highest = max(outputs) if outputs else -1
+    return max(highest, 0) if scheduler_output.scheduled_new_reqs else highest
+
+
 def _embeds_length(new: Any) -> int | None:
     embeds = getattr(new, "prompt_embeds", None)
     return None if embeds is None else int(embeds.shape[0])
@@ -127,6 +136,8 @@ class _Session:
         return None if state is None else getattr(state, "num_prompt_tokens", None)
 
     def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.rule.skip_below(highest_token(scheduler_output)):
+            return self.execute(scheduler_output, *args, **kwargs)
         produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length)
         session_step = self.rule.steps
         decision = self.rule.step(produced)

@@ -165,9 +165,16 @@ def _ranges(numbers: Sequence[int]) -> str:
 
 
 def as_window(window: object) -> Window | None:
-    """Accept a :class:`Window`, text like ``"20:80"`` or ``None``."""
-    if window is None or isinstance(window, Window):
-        return window
+    """Accept a :class:`Window`, text like ``"20:80"`` or ``None``: steps, as a trace numbers them
+    (a token window's trace numbers its steps by session step too; pick them by those numbers)."""
     if isinstance(window, str):
-        return Window.parse(window)
-    raise ConfigError(f"window must be a profwin.Window, text like '20:80' or None (got {window!r})", path="window")
+        window = Window.parse(window)
+    if window is not None and not isinstance(window, Window):
+        raise ConfigError(f"window must be a profwin.Window, text like '20:80' or None (got {window!r})", path="window")
+    if window is not None and window.in_tokens:
+        raise ConfigError(
+            f"the trace tools pick steps, by the numbers the trace gives them (got {window}): a token window's trace "
+            "numbers its steps by session step, and `profwin summarize` shows which tokens each held; give those steps",
+            path="window",
+        )
+    return window
