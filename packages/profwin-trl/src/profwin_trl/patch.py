@@ -9,9 +9,16 @@ TRL's trainers generate through ``trl.generation.vllm_generation.VLLMGeneration`
   builds TRL's ``LLM`` unchanged;
 - ``VLLMGeneration.generate``, called once per generation batch, opens one profiling session
   around each chosen call (rollout *k*: the *k*-th call of that object, from 0) through
-  profwin-core's :class:`~profwin.plugin.RolloutProfiler`: on the colocated ``LLM``, or in server
-  mode on the ``trl vllm-serve`` / ``vllm serve`` server TRL's client talks to (from the main
-  process only, the one that sends the server its requests).
+  profwin-core's :class:`~profwin.plugin.RolloutProfiler`: on the colocated ``LLM`` (each training
+  process its own), or in server mode on the server TRL's client talks to (or the workers of a
+  router in front of it), from the main process only, the one that sends the server its requests.
+
+Server mode needs no route of profwin's: from TRL 1.11, ``trl vllm-serve`` execs vLLM's own server
+(``vllm serve``, with the arguments it does not know passed on), whose ``/start_profile`` and
+``/stop_profile`` reach every worker once it is launched with ``--profiler-config`` (``profwin
+args vllm --for serve``). On vLLM < 0.32 that launch config fixes the window; a server launched
+for a wider one (vLLM's default: every step) records it, and profwin trims each trace to the
+window, with one warning.
 
 A TRL this was not written for (another series, or its seam missing) is left alone with one
 warning: TRL runs as without profwin.
@@ -83,14 +90,17 @@ def check_trl(version: str | None = None) -> str:
     return version
 
 
-def enable(spec: ProfileSpec | Window | str | Mapping[str, Any], rollouts: object) -> list[str]:
+def enable(spec: ProfileSpec | Window | str | Mapping[str, Any], rollouts: object, *, router: str | None = None) -> list[str]:
     """Profile TRL's vLLM generation: ``spec`` (a spec, a window, text like ``"2:6"``, or a spec
     mapping) around the chosen ``rollouts`` (the calls of ``VLLMGeneration.generate``, from 0).
-    Call it before the trainer is built. Returns what was replaced, ``[]`` with one warning when
-    TRL is left alone. A bad ``spec`` or ``rollouts`` is a :class:`~profwin.ConfigError`."""
+    ``router``: in server mode, profile the workers of this router (profwin's router mode)
+    instead of the one server TRL talks to. Call it before the trainer is built. Returns what was
+    replaced, ``[]`` with one warning when TRL is left alone. A bad ``spec``, ``rollouts`` or
+    ``router`` is a :class:`~profwin.ConfigError`."""
     if isinstance(spec, Mapping):
         spec = spec_from_mapping(spec, path="spec")
-    template = RolloutProfiler("vllm", spec, rollouts, engines=list)  # checks both now
+    # Made now to check the arguments; each VLLMGeneration gets its own, with its engines.
+    template = RolloutProfiler("vllm", spec, rollouts, engines=None if router else list, router=router)
     try:
         version = check_trl()
         return _enable(template, version)
@@ -135,7 +145,7 @@ def _launch_config(spec: ProfileSpec) -> dict[str, Any] | None:
     import vllm
 
     try:
-        plan = backend("vllm").plan(spec, version=vllm.__version__)
+        plan = backend("vllm").plan_here(spec)  # type: ignore[attr-defined]  # profwin-vllm's: this process's vLLM
     except Exception as exc:
         warnings.warn(f"profwin-trl: TRL's vLLM engine starts unprofiled: {exc}", RuntimeWarning, stacklevel=4)
         return None
@@ -173,7 +183,10 @@ def _next_rollout(generation: Any) -> tuple[RolloutProfiler, int] | None:
         state = generation.__dict__.get("_profwin")
         if state is None:
             template = _state["template"]
-            profiler = RolloutProfiler("vllm", template.spec, template.rollouts, engines=lambda: _engines(generation))
+            if generation.mode == "server" and template.router is not None:
+                profiler = RolloutProfiler("vllm", template.spec, template.rollouts, router=template.router)
+            else:
+                profiler = RolloutProfiler("vllm", template.spec, template.rollouts, engines=lambda: _engines(generation))
             _profilers.append(profiler)
             state = generation.__dict__["_profwin"] = [profiler, 0]
         rollout_id = state[1]
