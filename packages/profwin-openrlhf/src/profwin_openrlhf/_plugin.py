@@ -9,6 +9,6 @@ PLUGIN = PluginSpec(
     kind="trainer",
     target="profwin_openrlhf.patch:enable",
     requires=("openrlhf",),
-    install_hint="pip install openrlhf (profwin-openrlhf runs in OpenRLHF's driver and Ray workers)",
+    install_hint="openrlhf 0.11.x, in its own environment (profwin-openrlhf runs in OpenRLHF's driver and Ray workers)",
     summary="OpenRLHF: python -m profwin_openrlhf.train_ppo_ray --profwin.rollouts R --profwin.spec W profiles its vLLM Ray actors",
 )

@@ -9,6 +9,6 @@ PLUGIN = PluginSpec(
     kind="trainer",
     target="profwin_trl.patch:enable",
     requires=("trl",),
-    install_hint="pip install trl (profwin-trl runs in TRL's training process)",
+    install_hint="trl>=1.11,<1.17 (pip install 'profwin-trl[engine]'; profwin-trl runs in TRL's training process)",
     summary="TRL: profwin_trl.enable(window, rollouts) profiles its vLLM generation (colocate or trl vllm-serve)",
 )
