@@ -23,8 +23,10 @@ from typing import TYPE_CHECKING
 from profwin.plugin import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
-    from profwin_trl.patch import SUPPORTED_TRL, check_trl, enable, records
+    from profwin_trl.patch import DEFAULT_TIMEOUT, SUPPORTED_TRL, check_trl, enable, records
 
-__all__ = ["SUPPORTED_TRL", "check_trl", "enable", "records"]
+__all__ = ["DEFAULT_TIMEOUT", "SUPPORTED_TRL", "check_trl", "enable", "records"]
 
-__getattr__, __dir__ = lazy_exports(__name__, {"profwin_trl.patch": ("SUPPORTED_TRL", "check_trl", "enable", "records")})
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"profwin_trl.patch": ("DEFAULT_TIMEOUT", "SUPPORTED_TRL", "check_trl", "enable", "records")}
+)

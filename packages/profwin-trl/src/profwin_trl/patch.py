@@ -45,12 +45,17 @@ from profwin.plugin import (
     spec_from_mapping,
 )
 
-__all__ = ["GENERATION_MODULE", "SUPPORTED_TRL", "check_trl", "enable", "records"]
+__all__ = ["DEFAULT_TIMEOUT", "GENERATION_MODULE", "SUPPORTED_TRL", "check_trl", "enable", "records"]
 
 GENERATION_MODULE = "trl.generation.vllm_generation"
 SUPPORTED_TRL = ((1, 11), (1, 16))
 """The first and last TRL release series profwin-trl was checked against: from 1.11 ``trl
 vllm-serve`` runs vLLM's own server, and ``VLLMGeneration`` builds its ``LLM`` the same way."""
+DEFAULT_TIMEOUT = 300.0
+"""Seconds each call to an engine may take. A stop writes the trace (and vLLM's summary table)
+before it answers, which for a server launched to record more than the window, or on a busy host,
+takes far longer than a start: a stop that runs out of time loses the rollout's files, and the
+generation call waits for the stop either way."""
 COLOCATE_ENGINE = "colocate"
 """What results and file names call a colocated engine (vLLM adds the rank to each file)."""
 
@@ -90,17 +95,24 @@ def check_trl(version: str | None = None) -> str:
     return version
 
 
-def enable(spec: ProfileSpec | Window | str | Mapping[str, Any], rollouts: object, *, router: str | None = None) -> list[str]:
+def enable(
+    spec: ProfileSpec | Window | str | Mapping[str, Any],
+    rollouts: object,
+    *,
+    router: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[str]:
     """Profile TRL's vLLM generation: ``spec`` (a spec, a window, text like ``"2:6"``, or a spec
     mapping) around the chosen ``rollouts`` (the calls of ``VLLMGeneration.generate``, from 0).
     ``router``: in server mode, profile the workers of this router (profwin's router mode)
-    instead of the one server TRL talks to. Call it before the trainer is built. Returns what was
-    replaced, ``[]`` with one warning when TRL is left alone. A bad ``spec``, ``rollouts`` or
-    ``router`` is a :class:`~profwin.ConfigError`."""
+    instead of the one server TRL talks to. ``timeout``: seconds each call to an engine may take
+    (:data:`DEFAULT_TIMEOUT`). Call it before the trainer is built. Returns what was replaced,
+    ``[]`` with one warning when TRL is left alone. A bad ``spec``, ``rollouts``, ``router`` or
+    ``timeout`` is a :class:`~profwin.ConfigError`."""
     if isinstance(spec, Mapping):
         spec = spec_from_mapping(spec, path="spec")
     # Made now to check the arguments; each VLLMGeneration gets its own, with its engines.
-    template = RolloutProfiler("vllm", spec, rollouts, engines=None if router else list, router=router)
+    template = RolloutProfiler("vllm", spec, rollouts, engines=None if router else list, router=router, timeout=timeout)
     try:
         version = check_trl()
         return _enable(template, version)
@@ -184,9 +196,17 @@ def _next_rollout(generation: Any) -> tuple[RolloutProfiler, int] | None:
         if state is None:
             template = _state["template"]
             if generation.mode == "server" and template.router is not None:
-                profiler = RolloutProfiler("vllm", template.spec, template.rollouts, router=template.router)
+                profiler = RolloutProfiler(
+                    "vllm", template.spec, template.rollouts, router=template.router, timeout=template.timeout
+                )
             else:
-                profiler = RolloutProfiler("vllm", template.spec, template.rollouts, engines=lambda: _engines(generation))
+                profiler = RolloutProfiler(
+                    "vllm",
+                    template.spec,
+                    template.rollouts,
+                    engines=lambda: _engines(generation, template.timeout),
+                    timeout=template.timeout,
+                )
             _profilers.append(profiler)
             state = generation.__dict__["_profwin"] = [profiler, 0]
         rollout_id = state[1]
@@ -194,9 +214,9 @@ def _next_rollout(generation: Any) -> tuple[RolloutProfiler, int] | None:
         return state[0], rollout_id
 
 
-def _engines(generation: Any) -> list[Any]:
+def _engines(generation: Any, timeout: float) -> list[Any]:
     if generation.mode == "server":
         return [generation.vllm_client.base_url]
-    target = backend("vllm").target(generation.llm, api_key=None, timeout=30.0)
+    target = backend("vllm").target(generation.llm, api_key=None, timeout=timeout)
     target.name = COLOCATE_ENGINE
     return [target]
