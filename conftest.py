@@ -30,7 +30,7 @@ import pytest
 
 HARDWARE_MARKERS = ("cuda", "npu")
 # The integration folders whose tests start real engines, longest first (pytest --durations).
-ENGINE_FOLDERS = ("sglang", "verl", "ray", "vllm", "router", "traces", "npu", "memory")
+ENGINE_FOLDERS = ("sglang", "verl", "openrlhf", "trl", "ray", "vllm", "router", "traces", "npu", "memory")
 
 
 def _group(nodeid: str) -> tuple[int, str]:

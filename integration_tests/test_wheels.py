@@ -53,9 +53,10 @@ RAY = "profwin-ray"
 PLUGINS = sorted(name for name in MEMBERS if name not in (UMBRELLA, CORE))  # the light ones, in profwin[all]
 ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
 LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.trainers", "profwin.clusters")  # what `profwin plugins` lists
-# Trainer integrations whose trainer is not on the registry (slime is installed from its repository;
-# the "slime" on PyPI is another project): no "engine" extra can name it.
-NO_ENGINE_EXTRA = {"profwin-slime"}
+# Trainer integrations no "engine" extra can name: slime is not on the registry (it is installed
+# from its repository; the "slime" on PyPI is another project), and OpenRLHF's wheel pins a training
+# stack (transformers==5.15.0) that verl's excludes, so one workspace lock cannot hold both extras.
+NO_ENGINE_EXTRA = {"profwin-slime", "profwin-openrlhf"}
 # The cached Ray environment's ray (integration_tests/ray/build_env.sh), so uv's cache holds it.
 RAY_VERSION = "2.60.0"
 
@@ -147,8 +148,8 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     if name == UMBRELLA:
         assert code == [], f"the umbrella must ship no code, has {code}"
         extras = set(meta.get_all("Provides-Extra") or [])
-        assert extras == {"vllm", "sglang", "npu", "memory", "verl", "slime", "ray", "plot", "fast", "all"}
-        for extra in ("vllm", "sglang", "npu", "memory", "verl", "slime", "ray"):
+        assert extras == {"vllm", "sglang", "npu", "memory", "verl", "slime", "openrlhf", "trl", "ray", "plot", "fast", "all"}
+        for extra in ("vllm", "sglang", "npu", "memory", "verl", "slime", "openrlhf", "trl", "ray"):
             assert any(r.startswith(f"profwin-{extra}") and f"extra == '{extra}'" in r for r in requires), extra
     else:
         assert code == [_import_name(name) if name != CORE else "profwin"]
@@ -419,7 +420,9 @@ def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
         assert plugins[name]["status"] == "missing dependency", plugins[name]
     assert "profwin-verl" in versions  # profwin[all] brings verl's integration (not verl)
     assert "profwin-slime" in versions  # and slime's (slime is the user's, from its repository)
-    for trainer in ("verl", "slime"):  # listed; the trainer itself is the user's
+    assert {"profwin-openrlhf", "profwin-trl"} <= set(versions)  # and OpenRLHF's and TRL's
+    assert "profwin-ray" not in versions  # profwin[openrlhf] brings it; profwin[all] stays without ray
+    for trainer in ("verl", "slime", "openrlhf", "trl"):  # listed; the trainer itself is the user's
         info = plugins[trainer]
         assert (info["group"], info["status"]) == ("profwin.trainers", "missing dependency"), info
 

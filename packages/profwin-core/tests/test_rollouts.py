@@ -270,6 +270,67 @@ def test_async_with_and_engine_targets_asked_at_each_rollout(toy_site: Path, toy
     ]
 
 
+class _Elsewhere:
+    """A target whose engine writes on another machine (as one in a Ray actor on another node):
+    ``plan.output_dir`` names its folder *there* (here it is under a regular file, so it can be
+    neither created nor listed in this process), and the target lists and collects where the
+    engine runs (``there``: the toyserve engine's own trace folder), bringing the files back to the
+    session's ``output_dir``. What is checked is core's side: it lists through the target."""
+
+    def __init__(self, inner: Any, there: Path, unreachable: Path) -> None:
+        self.inner, self.there, self.unreachable = inner, there, unreachable
+        self.name = f"elsewhere:{inner.name}"
+        self.listed = 0
+
+    def plan(self, spec: profwin.ProfileSpec, version: str | None, ctx: Any) -> profwin.EnginePlan:
+        plan = self.inner.plan(spec.replace(output_dir=self.there), version, ctx)
+        self.home = spec.output_dir
+        return plan.replace(output_dir=self.unreachable)
+
+    def listing(self, plan: profwin.EnginePlan) -> dict[str, tuple[int, int]]:
+        self.listed += 1
+        return {p.name: (p.stat().st_mtime_ns, p.stat().st_size) for p in self.there.iterdir() if p.is_file()}
+
+    def start(self, plan: profwin.EnginePlan, ctx: Any) -> None:
+        self.inner.start(plan, ctx)
+
+    def stop(self, plan: profwin.EnginePlan, ctx: Any) -> bool:
+        return bool(self.inner.stop(plan, ctx))
+
+    def collect(self, plan: profwin.EnginePlan, files: Any, *, stopped: bool) -> tuple[list[Any], list[str]]:
+        paths = files()
+        assert all(p.parent == self.unreachable for p in paths)  # paths where the engine runs
+        names = [p.name for p in paths]
+        artifacts, notes = self.inner.collect(plan, lambda: [self.there / n for n in names], stopped=stopped)
+        self.home.mkdir(parents=True, exist_ok=True)
+        moved = []
+        for artifact in artifacts:
+            copy = self.home / artifact.path.name
+            copy.write_bytes(artifact.path.read_bytes())
+            moved.append(artifact.__class__(**{**artifact.to_dict(), "path": copy, "steps": artifact.steps}))
+        return moved, notes
+
+
+def test_a_target_whose_engine_writes_elsewhere_lists_its_own_files(toy_site: Path, toy_engines) -> None:  # type: ignore[no-untyped-def]
+    (a,) = toy_engines(1)
+    blocker = toy_site / "a-file"
+    blocker.write_text("")
+    home = toy_site / "home"
+    spec = profwin.ProfileSpec(window=profwin.Window(1, 3), output_dir=home)
+    target = _Elsewhere(profwin.backend("toy").target(a.url, api_key=None, timeout=5), a.trace_dir, blocker / "traces")
+    (a.trace_dir / "older.trace.json").write_text("{}")  # there before the start: not this session's
+    profiler = profwin.RolloutProfiler("toy", spec, "1", engines=[target])
+    _rollouts(profiler, [a], range(2))
+    (record,) = profiler.records
+    assert record.ok, record.message
+    (artifact,) = record.artifacts
+    assert artifact.path.parent == home
+    assert (artifact.path.name, artifact.steps) == (f"profwin-rollout1-{_slug(a.url)}-1.trace.json", profwin.Window(1, 3))
+    assert record.results[0].details["written_bytes"] == (a.trace_dir / artifact.path.name).stat().st_size
+    assert target.listed == 3  # before the start, and twice at the stop (what was written, what is new)
+    assert sorted(p.name for p in home.iterdir()) == [artifact.path.name, f"{artifact.path.name}.profwin.json"]
+
+
 def test_router_mode_asks_at_each_rollout_and_reports_a_worker_that_left(  # type: ignore[no-untyped-def]
     toy_site: Path, toy_engines, stub_server
 ) -> None:

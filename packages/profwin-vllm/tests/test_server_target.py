@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -87,8 +88,73 @@ def test_launch_config_versions_send_no_body_and_say_so(server: Fake, tmp_path: 
     assert result.ok
     (note,) = result.details["notes"]
     assert '--profiler-config \'{"profiler":"torch"' in note
-    (seen,) = handler.seen
-    assert seen.body == b""
+    assert "does not report its launch config (profwin-vllm's engine plugin, GET /profwin)" in note
+    assert [s.path for s in handler.seen] == ["/profwin", "/start_profile"]  # asked, then started
+    assert handler.seen[1].body == b""
+
+
+def _workers(*bounds: list[int] | None) -> bytes:
+    reports = [{"protocol": 1, "token_windows": True, "per_session": False, "rank": r, "bounds": b} for r, b in enumerate(bounds)]
+    return json.dumps({"profwin_vllm": {"protocol": 1, "workers": reports}}).encode()
+
+
+@pytest.mark.parametrize(
+    ("bounds", "records", "note"),
+    [
+        ([3, 3], "2:5", None),  # launched for this window: exact, nothing to say
+        (
+            [0, 0],
+            "0:",
+            "launched to record engine steps 0: of each session: profwin records them and trims each trace to window 2:5",
+        ),
+        ([2, 6], "1:7", "launched to record engine steps 1:7 of each session"),
+    ],
+)
+def test_a_launch_config_server_that_reports_its_bounds_records_them_and_trims(
+    server: Fake, tmp_path: Any, bounds: list[int], records: str, note: str | None
+) -> None:
+    """vLLM < 0.32 takes the window only at launch; with profwin-vllm's engine plugin the server
+    says how it was launched (``GET /profwin``), so a window inside that launch window is
+    recorded as launched and trimmed afterwards, with a warning."""
+    server.routes["/profwin"] = (200, _workers(bounds, bounds), 0.0)
+    server.routes["/start_profile"] = (200, b"", 0.0)
+    spec = ProfileSpec(window=Window(2, 5), output_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (result,) = start_remote("vllm", [server.url], spec, version="0.27.0", timeout=5)
+    assert result.ok, result.message
+    assert result.message.startswith(f"started: vllm 0.27.0 records engine steps {records} of this session")
+    said = [str(w.message) for w in caught if issubclass(w.category, WindowWarning)]
+    if note is None:
+        assert said == []
+    else:
+        (warned,) = said
+        assert note in warned
+
+
+@pytest.mark.parametrize(
+    ("reports", "message"),
+    [
+        (
+            _workers([4, 2], [4, 2]),
+            "launched with delay_iterations=4, max_iterations=2 (engine steps 3:5 of each session), which does not hold window 2:5: relaunch it with delay_iterations=3, max_iterations=3",
+        ),
+        (_workers([0, 0], [3, 3]), "does not report its launch config"),  # the workers disagree: as without the plugin
+        (_workers(None), "does not report its launch config"),  # an engine launched without a profiler config
+    ],
+)
+def test_launch_bounds_that_cannot_hold_the_window_refuse_or_say_so(
+    server: Fake, tmp_path: Any, reports: bytes, message: str
+) -> None:
+    server.routes["/profwin"] = (200, reports, 0.0)
+    server.routes["/start_profile"] = (200, b"", 0.0)
+    spec = ProfileSpec(window=Window(2, 5), output_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (result,) = start_remote("vllm", [server.url], spec, version="0.27.0", timeout=5)
+    said = " ".join([result.message, *(str(w.message) for w in caught)])
+    assert message in said, said
+    assert result.ok == ("does not report" in message)
 
 
 def test_409_restart_stops_and_starts_again(server: Fake, tmp_path: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, Window, backend
+from profwin_vllm.plan import fixed_at_launch
 
 
 def _read_back(plan: EnginePlan) -> dict[str, Any]:
@@ -26,6 +27,9 @@ def test_every_plan_profwin_makes_is_accepted(version: str, window: str, prefix:
     vllm = backend("vllm")
     plan = vllm.plan(spec.replace(prefix=prefix), version=version)
     vllm.check_state(EnginePlan.from_dict(_read_back(plan)), spec)  # type: ignore[attr-defined]
+    if not plan.per_session and plan.mechanism == "launch-config":  # launched wider: recorded, then trimmed
+        wider = fixed_at_launch(plan, 0, 0)
+        vllm.check_state(EnginePlan.from_dict(_read_back(wider)), spec)  # type: ignore[attr-defined]
 
 
 TAMPERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
@@ -43,6 +47,7 @@ TAMPERS: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "unknown key": (lambda d: d["details"].update(extra=1), "details"),
     "negative rank": (lambda d: d["details"].update(ranks=[-1]), "details.ranks[0]"),
     "bad version": (lambda d: d.update(version="x"), "version"),
+    "records short of the window": (lambda d: d.update(records="4:6"), "records"),
 }
 
 

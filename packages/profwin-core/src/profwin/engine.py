@@ -178,7 +178,17 @@ async def _called(fn: Callable[[], Awaitable[T] | T]) -> T:
 @runtime_checkable
 class EngineTarget(Protocol):
     """One live engine: an in-process engine object or one server. Methods run in worker threads
-    and raise :class:`TargetError` (or :class:`EngineBusy`) with a message for the user."""
+    and raise :class:`TargetError` (or :class:`EngineBusy`) with a message for the user.
+
+    A session finds the files an engine wrote by listing ``plan.output_dir`` in its own process
+    before the start and after the stop (servers on a shared disk, engine objects in the caller).
+    A target whose engine writes on another machine (an engine inside a Ray actor on another
+    node) may define ``listing(plan: EnginePlan) -> Mapping[str, tuple[int, int]]``: the regular
+    files of ``plan.output_dir`` *where the engine runs*, ``name -> (mtime_ns, bytes)`` (hidden
+    files left out). The session then lists through it, never prepares that folder in its own
+    process (the target's :meth:`plan` does, where the engine runs), and hands :meth:`collect`
+    paths on the engine's machine: bringing the files to the caller is the target's.
+    """
 
     name: str
     """The URL, or ``engine:<Type>@<id>`` for an object: what results are keyed by."""

@@ -14,7 +14,9 @@ Groups of names:
   :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`,
   :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side), the HTTP client
   (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
-  :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl);
+  :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl),
+  :func:`folder_listing` (what a session lists to find an engine's new files: a target whose
+  engine writes on another machine lists them there with it, see :class:`EngineTarget`);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
@@ -72,7 +74,15 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.json_form import JsonForm, json_ready, to_json
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
-    from profwin.remote import OnActive, RemoteSession, SessionError, is_session_prefix, remote_session, session_function
+    from profwin.remote import (
+        OnActive,
+        RemoteSession,
+        SessionError,
+        folder_listing,
+        is_session_prefix,
+        remote_session,
+        session_function,
+    )
     from profwin.render import render_plan
     from profwin.rollouts import RolloutProfiler, RolloutRecord
     from profwin.selection import Rollouts
@@ -150,6 +160,7 @@ __all__ = [
     "engine_flavours",
     "engine_plugin_missing",
     "flag",
+    "folder_listing",
     "installed_version",
     "is_session_prefix",
     "json_ready",
@@ -235,6 +246,7 @@ __getattr__, __dir__ = lazy_exports(
             "OnActive",
             "RemoteSession",
             "SessionError",
+            "folder_listing",
             "is_session_prefix",
             "remote_session",
             "session_function",

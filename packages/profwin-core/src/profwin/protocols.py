@@ -255,3 +255,9 @@ class Cluster(Protocol):
         """From inside a cluster worker: copy this node's ``paths`` into the folder ``dest`` on
         the node the driver runs on; return where they are there. Raises
         :class:`profwin.ConfigError` when a file could not be delivered whole."""
+
+    def engine_target(self, actor: Any, engine: str, **options: Any) -> Any:
+        """The engine object a cluster actor holds (OpenRLHF's ``RolloutRayActor.llm``), as an
+        :class:`~profwin.plugin.EngineTarget` of backend ``engine`` whose calls run in the actor:
+        it plans with the engine version that runs there, lists and reads the engine's files on
+        the actor's node (its ``listing``), and brings them to the caller's node."""

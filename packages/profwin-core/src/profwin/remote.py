@@ -64,6 +64,7 @@ __all__ = [
     "as_spec",
     "check_state_dir",
     "engine_targets",
+    "folder_listing",
     "is_session_prefix",
     "remote_session",
     "resume_session",
@@ -92,9 +93,11 @@ class SessionError(ProfwinError, RuntimeError):
         self.results = list(results)
 
 
-def _listing(directory: Path) -> dict[str, int]:
-    """Regular files in ``directory`` (not profwin's hidden ones) and their modification times."""
-    found: dict[str, int] = {}
+def folder_listing(directory: Path) -> dict[str, tuple[int, int]]:
+    """Regular files in ``directory`` (not profwin's hidden ones): ``name -> (mtime_ns, bytes)``.
+    How a session finds what an engine wrote since its start, in its own process or (a target's
+    ``listing``) where the engine runs."""
+    found: dict[str, tuple[int, int]] = {}
     try:
         entries = list(os.scandir(directory))
     except OSError:
@@ -102,17 +105,11 @@ def _listing(directory: Path) -> dict[str, int]:
     for entry in entries:
         try:
             if not entry.name.startswith(".") and entry.is_file():
-                found[entry.name] = entry.stat().st_mtime_ns
+                info = entry.stat()
+                found[entry.name] = (info.st_mtime_ns, info.st_size)
         except OSError:
             continue
     return found
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
 
 
 # The plan's fields a RemoteResult's details repeat (the plan's own details follow them).
@@ -131,11 +128,28 @@ class _Part:
         self.unknown = ""  # why ``profwin stop`` has no state for this target (it still stops it)
         self.session = ""  # the id of the session that started it (``profwin start`` saves it)
 
+    def listing(self) -> dict[str, tuple[int, int]]:
+        """The files in the plan's output directory where the engine runs: ``name -> (mtime_ns,
+        bytes)``. A target whose engine writes on another machine lists them there (its
+        ``listing``); any other one's are listed here, in the session's process."""
+        assert self.plan is not None
+        own = getattr(self.target, "listing", None)
+        if own is not None:
+            return {str(name): (int(mtime), int(size)) for name, (mtime, size) in own(self.plan).items()}
+        return folder_listing(self.plan.output_dir)
+
     def new_files(self) -> list[Path]:
         assert self.plan is not None
         directory = self.plan.output_dir
-        now = _listing(directory)
-        return [directory / name for name, mtime in sorted(now.items()) if self.before.get(name) != mtime]
+        return [directory / name for name, (mtime, _) in sorted(self.listing().items()) if self.before.get(name) != mtime]
+
+    def written(self) -> int:
+        """Bytes of the files new since the start, as the engine left them."""
+        return sum(size for name, (mtime, size) in self.listing().items() if self.before.get(name) != mtime)
+
+    def mark(self) -> None:
+        """Note what the output directory holds before the engine starts writing."""
+        self.before = {name: mtime for name, (mtime, _) in self.listing().items()}
 
     def details(self, **extra: Any) -> dict[str, Any]:
         plan = self.plan
@@ -200,15 +214,16 @@ class RemoteSession:
         name = part.target.name
         try:
             part.plan = part.target.plan(part.spec, self.version, self._ctx)
-            part.spec.replace(output_dir=part.plan.output_dir).prepare_output_dir()
-            part.before = _listing(part.plan.output_dir)
+            if not hasattr(part.target, "listing"):  # a target that lists its files prepares their folder itself
+                part.spec.replace(output_dir=part.plan.output_dir).prepare_output_dir()
+            part.mark()
             try:
                 part.target.start(part.plan, self._ctx)
             except EngineBusy:
                 if self.on_active != "restart":
                     raise
                 part.target.stop(part.plan, self._ctx)
-                part.before = _listing(part.plan.output_dir)
+                part.mark()
                 part.target.start(part.plan, self._ctx)
         except TargetError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
@@ -307,7 +322,7 @@ class RemoteSession:
         plan = part.plan
         try:
             stopped = part.target.stop(plan, self._ctx)
-            written = sum(_size(path) for path in part.new_files())  # before a backend trims anything
+            written = part.written()  # before a backend trims anything
             artifacts, notes = part.target.collect(plan, part.new_files, stopped=stopped)
         except TargetError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))

@@ -6,10 +6,13 @@
 
     result = profwin_ray.collect("/tmp/profwin/*.json.gz", "traces/")   # -> traces/<node>/<file>
     summary = profwin_ray.summarize(["/tmp/profwin"])                   # only summaries travel
+    target = profwin_ray.ActorEngine(handle, "vllm", attribute="llm", method="profwin_call")
 
 ``profwin collect --ray`` and ``profwin summarize --ray`` reach this module through the
-``profwin.clusters`` entry point :data:`CLUSTER`. Importing it does not import ray: that happens
-on the first call (which connects to the cluster, or uses this process's connection).
+``profwin.clusters`` entry point :data:`CLUSTER`, and so do trainer integrations whose engines
+live in Ray actors (``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
+Importing it does not import ray: that happens on the first call (which connects to the
+cluster, or uses this process's connection).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profwin.plugin import ConfigError
+from profwin.plugin import ConfigError, lazy_exports
 
 if TYPE_CHECKING:
+    from profwin_ray.actors import ActorEngine, actor_call
     from profwin_ray.cluster import Collection
 
-__all__ = ["CLUSTER", "RayCluster", "collect", "deliver", "summarize"]
+__all__ = ["CLUSTER", "ActorEngine", "RayCluster", "actor_call", "collect", "deliver", "summarize"]
 
 
 def collect(pattern: str, dest: str | Path, **options: Any) -> Collection:
@@ -82,5 +86,14 @@ class RayCluster:
             raise ConfigError(f"could not deliver to the head node: {result.message or '; '.join(failed)}", path="deliver")
         return [f.path for f in result.files]
 
+    def engine_target(self, actor: Any, engine: str, **options: Any) -> ActorEngine:
+        """The engine object an actor holds, as a target whose calls run in the actor (see
+        :class:`ActorEngine` for ``options``: ``attribute``, ``method``, ``name``, ``chunk_bytes``)."""
+        from profwin_ray.actors import ActorEngine
+
+        return ActorEngine(actor, engine, **options)
+
 
 CLUSTER = RayCluster()
+
+__getattr__, __dir__ = lazy_exports(__name__, {"profwin_ray.actors": ("ActorEngine", "actor_call")})

@@ -58,7 +58,7 @@ def _ray_failure(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
 
 
-__all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "deliver", "summarize"]
+__all__ = ["Collection", "FileResult", "NodeResult", "collect", "connect", "deliver", "pull", "summarize"]
 
 DEFAULT_CHUNK = 1 << 22  # 4 MiB: large enough that per-task overhead is small, small enough to bound memory
 MIN_CHUNK = 1 << 10
@@ -553,16 +553,21 @@ def _receive(files: list[str], source: str, dest: str, chunk_bytes: int) -> Node
     """On the head node: pull ``files`` from node ``source`` into ``dest``."""
     import ray
 
-    Path(dest).mkdir(parents=True, exist_ok=True)
-    node.check_manifest(Path(dest))
-    copy = _Copy(
-        ray, Path(dest), chunk_bytes, threading.Event(), _Progress([], False), node.load_manifest(Path(dest)), per_node=False
-    )
+    return pull(ray, files, source, Path(dest), chunk_bytes)
+
+
+def pull(ray: Any, files: Sequence[str], source: str, dest: Path, chunk_bytes: int = DEFAULT_CHUNK) -> NodeResult:
+    """Copy the files ``files`` (paths on node ``source``) into the folder ``dest`` of the node
+    this runs on, as :func:`collect` copies: whole with the checksum the node computed, or not at
+    all; a file already in ``dest`` with that checksum is not copied again (``skipped``)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    node.check_manifest(dest)
+    copy = _Copy(ray, dest, chunk_bytes, threading.Event(), _Progress([], False), node.load_manifest(dest), per_node=False)
     result = NodeResult(node=source[:8], node_id=source)
     for file in files:
         one = copy.node(result.node, source, file)
         result.files += one.files
         result.bytes_moved += one.bytes_moved
         result.message = result.message or one.message
-    node.save_manifest(Path(dest), copy.manifest)
+    node.save_manifest(dest, copy.manifest)
     return result

@@ -232,11 +232,16 @@ def report(worker: Any) -> dict[str, Any]:
     """What one worker says of the plugin (``collective_rpc("profwin_report")``)."""
     worker = getattr(worker, "worker", worker)
     hooks = getattr(worker, _MARK, None)
+    config = getattr(worker, "profiler_config", None) or getattr(getattr(worker, "vllm_config", None), "profiler_config", None)
+    bounds = [getattr(config, "delay_iterations", None), getattr(config, "max_iterations", None)]
     return {
         "protocol": PROTOCOL,
         "token_windows": isinstance(hooks, _Hooks),
         "per_session": bool(getattr(hooks, "per_session", False)),
         "rank": getattr(worker, "rank", None),
+        # The window the worker's profiler was launched with: what a vLLM < 0.32 records in every
+        # session, which a client cannot read over HTTP otherwise.
+        "bounds": bounds if all(type(b) is int for b in bounds) else None,
     }
 
 

@@ -38,6 +38,7 @@ from profwin.plugin import (
     ProfileSpec,
     VersionSource,
     Window,
+    decode_tokens,
     encode_tokens,
     engine_flavours,
     is_session_prefix,
@@ -58,7 +59,7 @@ from profwin_vllm.versions import (
     takes_prefix,
 )
 
-__all__ = ["check_state", "delay_iterations", "max_iterations", "plan_for"]
+__all__ = ["check_state", "delay_iterations", "fixed_at_launch", "launched_window", "max_iterations", "plan_for"]
 
 # The activities each platform's worker accepts (vllm/config/profiler.py,
 # validate_worker_profiler_config); the CPU platform accepts CPU only.
@@ -76,6 +77,44 @@ def delay_iterations(window: Window) -> int:
 def max_iterations(window: Window) -> int:
     """vLLM's ``max_iterations``: the window's length, or 0 (vLLM's "no limit") when it is open."""
     return 0 if window.length is None else window.length
+
+
+def launched_window(delay: int, limit: int) -> Window:
+    """The session steps a launch config's ``delay_iterations``/``max_iterations`` record (the
+    inverse of :func:`delay_iterations` and :func:`max_iterations`; delay 0 records from step 0,
+    as 1 does)."""
+    start = max(delay, 1) - 1
+    return Window(start, None if limit == 0 else start + limit)
+
+
+def fixed_at_launch(plan: EnginePlan, delay: int, limit: int) -> EnginePlan:
+    """``plan`` for an engine whose vLLM takes the window only at launch (< 0.32) and which was
+    launched with ``delay_iterations=delay, max_iterations=limit``.
+
+    The launch bounds are the window's: the plan as it is. They record more than the window (an
+    engine launched for a wider window, or for every step, vLLM's default): the engine records
+    them, and the traces are trimmed to the window afterwards (``records`` says what is
+    recorded), with a note. Anything else (steps outside the launch window, a token window)
+    cannot be recorded: a :class:`~profwin.ConfigError` saying what to relaunch with.
+    """
+    window = plan.window
+    if (delay, limit) == (plan.details["delay_iterations"], plan.details["max_iterations"]):
+        return plan
+    launched = launched_window(delay, limit)
+    holds = launched.start <= window.start and (launched.end is None or (window.end is not None and window.end <= launched.end))
+    if window.in_tokens or decode_tokens(delay, limit) is not None or not holds:
+        raise ConfigError(
+            f"vLLM {plan.version} fixes the window at launch, and this engine was launched with delay_iterations={delay}, "
+            f"max_iterations={limit} (engine steps {launched} of each session), which does not hold window {window}: "
+            f"relaunch it with delay_iterations={plan.details['delay_iterations']}, "
+            f"max_iterations={plan.details['max_iterations']}",
+            path="window",
+        )
+    note = (
+        f"vLLM {plan.version} takes the window only at launch, and this engine was launched to record engine steps "
+        f"{launched} of each session: profwin records them and trims each trace to window {window}"
+    )
+    return plan.replace(records=launched, notes=(*plan.notes, note))
 
 
 def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tuple[int, int, dict[str, Any]]:
@@ -426,3 +465,12 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         spec.replace(ranks=details["ranks"])  # the spec's own rule for ranks
     except ConfigError as exc:
         raise exc.at("details") from None
+    records, window = plan.records, plan.window
+    if (
+        records is not None
+        and records != window
+        and not (
+            records.start <= window.start and (records.end is None or (window.end is not None and window.end <= records.end))
+        )
+    ):
+        raise ConfigError(f"must hold window {window} (got {records})", path="records")

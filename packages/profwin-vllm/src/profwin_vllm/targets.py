@@ -31,9 +31,9 @@ from profwin.plugin import (
     render_plan,
 )
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
-from profwin_vllm.plan import plan_for
-from profwin_vllm.traces import proton_artifacts, session_artifacts
-from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, resolve_version
+from profwin_vllm.plan import fixed_at_launch, plan_for
+from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed
+from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, mechanism, resolve_version
 
 __all__ = ["VllmEngine", "VllmServer"]
 
@@ -42,6 +42,20 @@ def _relaunch_hint(plan: EnginePlan) -> str:
     if plan.launch:
         return render_plan(plan, "serve").splitlines()[0]
     return "these environment variables: " + "; ".join(f"{k}={v}" for k, v in plan.env.items())
+
+
+def launch_bounds(reports: object) -> tuple[int, int] | None:
+    """The ``(delay_iterations, max_iterations)`` every worker reports it was launched with, or
+    ``None`` when they do not say (an older engine plugin) or do not agree."""
+    if not isinstance(reports, list) or not reports:
+        return None
+    found = {tuple(r["bounds"]) if isinstance(r, Mapping) and isinstance(r.get("bounds"), list) else None for r in reports}
+    if len(found) != 1:
+        return None
+    (bounds,) = found
+    if bounds is None or len(bounds) != 2 or not all(type(b) is int and b >= 0 for b in bounds):
+        return None
+    return int(bounds[0]), int(bounds[1])
 
 
 def plugin_answer(reports: object) -> tuple[bool, str]:
@@ -77,7 +91,11 @@ def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -
         return [], ["vLLM's 'cuda' profiler writes no file: the nsys report holds this session's capture range"]
     if kind == "proton":
         return proton_artifacts(files(), prefix=prefix, ranks=ranks, producer=producer), []
-    return session_artifacts(files(), window=plan.window, prefix=prefix, ranks=ranks, producer=producer), []
+    recorded = plan.window if plan.records is None else plan.records
+    artifacts = session_artifacts(files(), window=recorded, prefix=prefix, ranks=ranks, producer=producer)
+    if recorded == plan.window:
+        return artifacts, []
+    return trimmed(artifacts, plan.window)
 
 
 class VllmServer:
@@ -86,6 +104,7 @@ class VllmServer:
     def __init__(self, url: str, *, api_key: str | None, timeout: float) -> None:
         self.client = ServerClient(url, api_key, timeout)
         self.name = self.client.url
+        self._no_workers = ""
 
     def _post(self, path: str, plan: EnginePlan, body: Mapping[str, Any] | None = None) -> Reply:
         reply = self.client.call(path, body=body)
@@ -124,26 +143,38 @@ class VllmServer:
             except ConfigError:
                 version, source = str(NEWEST_KNOWN), "assumed"
                 notes = (f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}",)
-        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
-        plan = plan_for(spec, EngineVersion.parse(version), source, plugin=plugin, inactive=inactive)
+        parsed = EngineVersion.parse(version)
+        fixed = mechanism(parsed) in (Mechanism.LAUNCH_CONFIG, Mechanism.ENV)
+        workers = self._workers() if spec.window.in_tokens or fixed else None
+        plugin, inactive = plugin_answer(workers) if spec.window.in_tokens and workers is not None else (None, "")
+        if spec.window.in_tokens and workers is None:
+            plugin, inactive = False, self._no_workers
+        plan = plan_for(spec, parsed, source, plugin=plugin, inactive=inactive)
         if not plan.per_session:
-            notes += (
-                f"vLLM {plan.version} takes the window only at launch and profwin cannot read a server's launch "
-                f"config over HTTP: it records window {plan.window} only if the server was launched with "
-                f"{_relaunch_hint(plan)}",
-            )
+            bounds = launch_bounds(workers)
+            if bounds is not None and not plan.window.in_tokens:
+                plan = fixed_at_launch(plan, *bounds)  # the workers said how the server was launched
+            else:
+                notes += (
+                    f"vLLM {plan.version} takes the window only at launch and this server does not report its launch "
+                    f"config (profwin-vllm's engine plugin, GET {STATE_ROUTE}): it records window {plan.window} only "
+                    f"if the server was launched with {_relaunch_hint(plan)}",
+                )
         return plan.replace(notes=plan.notes + notes)
 
-    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
-        """Ask the server's workers (``GET /profwin``, the engine plugin's route) whether they
-        decide token windows."""
+    def _workers(self) -> list[Any] | None:
+        """Every worker's report of profwin-vllm's engine plugin (``GET /profwin``), or ``None``
+        (and why, in ``_no_workers``) when the server has no such route or it failed."""
         reply = self.client.call(STATE_ROUTE, method="GET", expect="object")
         if reply.status == 404:
-            return False, _NO_PLUGIN
-        if not reply.ok or not isinstance(reply.data, Mapping):
-            return False, f"GET {STATE_ROUTE} failed: {reply.describe()}"
-        state = reply.data.get("profwin_vllm")
-        return plugin_answer(state.get("workers") if isinstance(state, Mapping) else None)
+            self._no_workers = _NO_PLUGIN
+            return None
+        state = reply.data.get("profwin_vllm") if reply.ok and isinstance(reply.data, Mapping) else None
+        workers = state.get("workers") if isinstance(state, Mapping) else None
+        if not isinstance(workers, list):
+            self._no_workers = f"GET {STATE_ROUTE} failed: {reply.describe()}"
+            return None
+        return workers
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         self._post("/start_profile", plan, plan.request if plan.per_session else None)
@@ -188,15 +219,13 @@ class VllmEngine:
                 f"{render_plan(plan, 'python').splitlines()[0]}",
                 path="options.vllm.profiler",
             )
-        wanted = (plan.details["delay_iterations"], plan.details["max_iterations"])
-        if plan.mechanism != Mechanism.PER_SESSION.value and (config.delay_iterations, config.max_iterations) != wanted:
-            raise ConfigError(
-                f"vLLM {planned} fixes the window at launch, and this engine was built with delay_iterations="
-                f"{config.delay_iterations}, max_iterations={config.max_iterations}; window {spec.window} needs "
-                f"delay_iterations={wanted[0]}, max_iterations={wanted[1]}: rebuild it with "
-                f"{render_plan(plan, 'python').splitlines()[0]}",
-                path="window",
-            )
+        if plan.mechanism != Mechanism.PER_SESSION.value:
+            try:
+                plan = fixed_at_launch(plan, config.delay_iterations, config.max_iterations)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"{exc.reason}; rebuild it with {render_plan(plan, 'python').splitlines()[0]}", path="window"
+                ) from None
         if config.profiler == "cuda":
             return plan  # nsys writes the report, wherever its -o says
         directory = str(config.proton_profiler_dir if config.profiler == "proton" else config.torch_profiler_dir)

@@ -21,16 +21,17 @@ not counted (``None``). With ``profiler: cuda`` vLLM writes nothing: nsys writes
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, count_steps, token_steps
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, TraceError, Window, count_steps, token_steps, trim
 from profwin_vllm._plugin import STEP_MARKER
 
-__all__ = ["PROTON_FORMATS", "STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts"]
+__all__ = ["PROTON_FORMATS", "STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts", "trimmed"]
 
 # Named, not looked up: the engine process may have profwin on PYTHONPATH without the entry
 # points that fill the registry. torch's marker first, as the registry would rank it.
@@ -141,3 +142,29 @@ def proton_artifacts(paths: Iterable[Path], *, prefix: str | None, ranks: RankSe
             continue
         artifacts.append(_artifact(path, None, rank, "proton-profile", producer))
     return artifacts
+
+
+def trimmed(artifacts: list[Artifact], window: Window) -> tuple[list[Artifact], list[str]]:
+    """The session's artifacts with each worker trace cut to ``window`` (in place, through a
+    hidden file renamed over it: a trace is whole or unchanged), for an engine that recorded more
+    than the window (its launch window, :func:`profwin_vllm.plan.fixed_at_launch`). A trace that
+    holds none of the window's steps is left out, with a note; the summary tables vLLM writes
+    beside each trace keep covering everything recorded."""
+    kept: list[Artifact] = []
+    notes: list[str] = []
+    for artifact in artifacts:
+        if artifact.kind != "trace" or artifact.steps is None:
+            kept.append(artifact)
+            continue
+        path = artifact.path
+        scratch = path.with_name(f".{path.name}.trimmed{'.gz' if path.name.endswith('.gz') else ''}")
+        try:
+            result = trim(path, window, scratch, first_step=artifact.steps.start, markers=_MARKERS)
+        except TraceError as exc:
+            scratch.unlink(missing_ok=True)
+            notes.append(f"{path.name} holds engine steps {artifact.steps}, none of window {window}: left out ({exc.reason})")
+            continue
+        os.replace(scratch, path)
+        steps = Window.parse(result.steps)
+        kept.append(_artifact(path, steps, artifact.rank, "trace", artifact.producer))
+    return kept, notes

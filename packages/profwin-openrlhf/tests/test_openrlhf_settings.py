@@ -1,0 +1,147 @@
+"""profwin-openrlhf without OpenRLHF, Ray or vLLM: its flags, its settings' travel to Ray's
+workers, the ``runtime_env`` it adds, the version rule, and that nothing stops OpenRLHF. OpenRLHF
+0.11.2's real rollout path on a two-node Ray cluster: integration_tests/openrlhf/."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import subprocess
+import sys
+import types
+import warnings
+from pathlib import Path
+
+import pytest
+
+import profwin
+import profwin_openrlhf
+from profwin_openrlhf.config import DEFAULT_OUTPUT_DIR, ENV, OpenRLHFProfiling, split_argv
+from profwin_openrlhf.generator import _AfterImport
+from profwin_openrlhf.patch import SETUP_HOOK, check_openrlhf, runtime_env
+
+
+def test_the_flags_are_taken_out_and_the_rest_left_for_openrlhf() -> None:
+    argv = ["--actor.model_name_or_path", "m", "--profwin.rollouts", "1,3", "--vllm.num_engines", "2", "--profwin.spec=2:6"]
+    settings, rest = split_argv(argv)
+    assert rest == ["--actor.model_name_or_path", "m", "--vllm.num_engines", "2"]
+    assert settings is not None
+    assert (str(settings.rollouts), dict(settings.spec)) == ("1,3", {"window": "2:6", "output_dir": DEFAULT_OUTPUT_DIR})
+    assert split_argv(["--vllm.num_engines", "2"]) == (None, ["--vllm.num_engines", "2"])
+    spec = json.dumps({"window": "2:6 tokens", "output_dir": "/shared/t", "record": ["shapes"]})
+    settings, _ = split_argv(["--profwin.rollouts", "%10", "--profwin.spec", spec])
+    assert settings is not None
+    assert (str(settings.rollouts), str(settings.spec_here().window), settings.spec_here().shapes) == ("0%10", "2:6 tokens", True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--profwin.rollouts", "1"], "--profwin.spec: is needed with --profwin.rollouts"),
+        (["--profwin.spec", "2:6"], "--profwin.rollouts: is needed with --profwin.spec"),
+        (["--profwin.rollouts", "1", "--profwin.spec"], "--profwin.spec: needs a value"),
+        (["--profwin.rollouts", "1", "--profwin.rollouts", "2"], "--profwin.rollouts: is given twice"),
+        (["--profwin.window", "2:6"], "--profwin.window: is not one of profwin-openrlhf's flags"),
+        (["--profwin.rollouts", "1-3", "--profwin.spec", "2:6"], "--profwin.rollouts: must be rollout ids like '3,7'"),
+        (
+            ["--profwin.rollouts", "1", "--profwin.spec", "6:2"],
+            "--profwin.spec end must be > --profwin.spec start (got --profwin.spec start=6",
+        ),
+        (["--profwin.rollouts", "1", "--profwin.spec", '{"output_dir": "/t"}'], "--profwin.spec: must say the window"),
+        (["--profwin.rollouts", "1", "--profwin.spec", '{"window": "2:6", "colour": 1}'], "--profwin.spec: unknown key 'colour'"),
+    ],
+)
+def test_a_bad_flag_names_the_flag_the_value_and_the_rule(argv: list[str], message: str) -> None:
+    with pytest.raises(profwin.ConfigError) as caught:
+        split_argv(argv)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_the_launcher_stops_on_a_bad_flag_in_one_line_before_openrlhf_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin_openrlhf.train_ppo_ray", "--profwin.rollouts", "1", "--profwin.spec", "6:2", "--x"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "profwin: --profwin.spec end must be > --profwin.spec start (got --profwin.spec start=6, --profwin.spec end=2)"
+    ]
+
+
+def test_the_output_folder_is_resolved_where_each_process_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = OpenRLHFProfiling.of("1", json.dumps({"window": "2:6", "output_dir": "$NODE_DIR/traces"}))
+    monkeypatch.setenv("NODE_DIR", "/nodes/a")
+    assert settings.spec_here().output_dir == Path("/nodes/a/traces")
+    monkeypatch.setenv("NODE_DIR", "/nodes/b")
+    travelled = OpenRLHFProfiling.from_env({ENV: settings.to_json()})
+    assert travelled == settings
+    assert travelled is not None
+    assert travelled.spec_here().output_dir == Path("/nodes/b/traces")
+    assert OpenRLHFProfiling.from_env({}) is None
+    with pytest.raises(profwin.ConfigError, match=f"^{ENV}: must be an object with 'rollouts' and 'spec'"):
+        OpenRLHFProfiling.from_json('{"rollouts": "1"}')
+
+
+def test_the_runtime_env_keeps_openrlhfs_and_adds_the_hook_and_the_settings() -> None:
+    settings = OpenRLHFProfiling.of("1", "2:6")
+    base = {"env_vars": {"NCCL_DEBUG": "WARN"}, "pip": ["x"]}
+    env = runtime_env(settings, base)
+    assert env == {
+        "env_vars": {"NCCL_DEBUG": "WARN", ENV: settings.to_json()}, "pip": ["x"], "worker_process_setup_hook": SETUP_HOOK,
+    }  # fmt: skip
+    assert base == {"env_vars": {"NCCL_DEBUG": "WARN"}, "pip": ["x"]}  # the caller's is left as it was
+    assert runtime_env(settings, env) == env
+    with pytest.raises(profwin.PluginError, match=re.escape("already has a worker_process_setup_hook ('mine.setup')")):
+        runtime_env(settings, {"worker_process_setup_hook": "mine.setup"})
+
+
+def test_another_openrlhf_series_is_refused_by_its_version() -> None:
+    with pytest.raises(profwin.PluginError) as caught:
+        check_openrlhf("0.10.4")
+    assert str(caught.value) == (
+        "profwin-openrlhf profiles OpenRLHF 0.11.x (its RolloutRayActor and SamplesGenerator), and OpenRLHF is 0.10.4: "
+        "its seams may differ"
+    )
+
+
+def test_enable_without_openrlhf_warns_once_and_changes_nothing() -> None:
+    assert importlib.util.find_spec("openrlhf") is None  # the dev environment has no OpenRLHF
+    before = list(sys.meta_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert profwin_openrlhf.enable(OpenRLHFProfiling.of("1", "2:6")) == []
+    assert [str(w.message) for w in caught] == [
+        "profwin-openrlhf left OpenRLHF unprofiled: OpenRLHF is not installed in this environment"
+    ]
+    assert sys.meta_path == before
+
+
+def test_the_setup_hook_never_raises_and_waits_for_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker hook: bad settings are logged, never raised (a worker must start); good ones
+    arm a watcher that acts when OpenRLHF's module is imported, not before."""
+    from profwin_openrlhf import generator
+
+    monkeypatch.setenv(ENV, "{not json")
+    generator.setup()  # logged, not raised
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    monkeypatch.setenv(ENV, OpenRLHFProfiling.of("1", "2:6").to_json())
+    generator.setup()
+    generator.setup()  # once
+    assert sum(isinstance(f, _AfterImport) for f in sys.meta_path) == 1
+
+
+def test_the_import_watcher_runs_after_the_module_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "watched_pkg").mkdir()
+    (tmp_path / "watched_pkg" / "__init__.py").write_text("")
+    (tmp_path / "watched_pkg" / "mod.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    seen: list[types.ModuleType] = []
+    monkeypatch.setattr(sys, "meta_path", [_AfterImport("watched_pkg.mod", seen.append), *sys.meta_path])
+    import watched_pkg.mod  # type: ignore[import-not-found]
+
+    assert seen == [watched_pkg.mod]
+    assert watched_pkg.mod.VALUE == 1
+    assert not any(isinstance(f, _AfterImport) for f in sys.meta_path)  # it only watched once
+    for name in ("watched_pkg.mod", "watched_pkg"):
+        del sys.modules[name]
