@@ -6,9 +6,10 @@ that was warm only on a developer's machine), so it fails the run, always, local
 Tests that need a device are marked ``cuda`` or ``npu`` and may skip where there is none.
 
 The grouping: scripts/test.sh runs the suite in parallel workers (pytest-xdist ``-n``). The
-tests of one integration folder (``integration_tests/vllm/``, ``sglang/``, ...) share an engine's
-servers and cached environment through session and module fixtures, so each folder runs whole
-in one worker, and every other test file whole in one worker (:func:`pytest_xdist_make_scheduler`:
+tests of one integration folder (``integration_tests/vllm/``, ``ray/``, ...) share an engine's
+servers and cached environment through session fixtures, so each folder runs whole in one worker
+(in ``sglang/`` and ``verl/`` the servers are per file, so there each file is a group), and
+every other test file whole in one worker (:func:`pytest_xdist_make_scheduler`:
 xdist's own ``--dist loadgroup`` does not group under pytest 9); the folders that start engines
 are handed out first, longest first, so the longest ones never start last.
 
@@ -29,8 +30,12 @@ import attrs
 import pytest
 
 HARDWARE_MARKERS = ("cuda", "npu")
-# The integration folders whose tests start real engines, longest first (pytest --durations).
-ENGINE_FOLDERS = ("sglang", "verl", "openrlhf", "trl", "ray", "vllm", "router", "traces", "npu", "memory")
+# The integration folders whose tests start real engines, longest unit first (pytest --durations):
+# vllm/ is one unit (its servers are session fixtures), the sglang/ and verl/ files come next.
+ENGINE_FOLDERS = ("vllm", "sglang", "verl", "openrlhf", "trl", "ray", "router", "traces", "npu", "memory")
+# Folders whose engines are module fixtures (one server per file): each file is a group of its
+# own, so their files spread over the workers instead of running end to end in one.
+FILE_GROUPS = ("sglang", "verl")
 
 
 def _group(nodeid: str) -> tuple[int, str]:
@@ -39,7 +44,7 @@ def _group(nodeid: str) -> tuple[int, str]:
     parts = path.split("/")
     if parts[0] == "integration_tests" and len(parts) > 2:
         rank = ENGINE_FOLDERS.index(parts[1]) if parts[1] in ENGINE_FOLDERS else len(ENGINE_FOLDERS)
-        return rank, "/".join(parts[:2])
+        return rank, path if parts[1] in FILE_GROUPS else "/".join(parts[:2])
     return len(ENGINE_FOLDERS) + 1, path
 
 
