@@ -36,7 +36,7 @@ def main(model: str, out: Path, windows: list[str]) -> None:
         device="cpu",
         attention_backend="torch_native",
         disable_cuda_graph=True,
-        mem_fraction_static=0.05,
+        mem_fraction_static=0.5,  # a tolerance, not a size: see sglang_server.py
         max_total_tokens=4096,
         skip_server_warmup=True,
         log_level="warning",

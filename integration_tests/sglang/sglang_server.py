@@ -91,10 +91,13 @@ class Server:
             # when that passes 65535, as a free port above 55535 makes it: give it one of its own.
             # (0.5.23 reads the same variable as "serve gRPC", which refuses an admin API key.)
             env["SGLANG_GRPC_PORT"] = str(_free_port())
+        # --mem-fraction-static is a tolerance here, not a pool size (--max-total-tokens caps the
+        # pool): SGLang refuses to start when free memory dropped by more than 1 - fraction while it
+        # loaded the weights, which the other tests' engines starting beside it did at 0.05 (CI).
         cmd = [
             str(self.python), "-m", "sglang.launch_server", "--model-path", str(self.model), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(self.port), "--disable-cuda-graph",
-            "--attention-backend", "torch_native", "--mem-fraction-static", "0.05", "--max-total-tokens", "4096",
+            "--attention-backend", "torch_native", "--mem-fraction-static", "0.5", "--max-total-tokens", "4096",
             "--skip-server-warmup", *self.extra_args,
         ]  # fmt: skip
         began = time.monotonic()

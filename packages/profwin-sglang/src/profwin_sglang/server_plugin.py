@@ -153,16 +153,20 @@ def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
 
     A request's sequence after the batch is ``seq_lens_cpu[i]`` long (the prompt plus the tokens
     produced before, plus the one this batch feeds); it produces the token of index
-    ``seq_len - len(prompt)`` unless its prefill continues in a later chunk (``chunked_req``)."""
+    ``seq_len - len(prompt)`` unless its prefill continues in a later chunk (``chunked_req``).
+
+    Only an extend batch's ``chunked_req`` is current: a decode batch can be the very object that
+    was the first prefill batch (SGLang makes that batch the running batch), which still names the
+    request it chunked back then; that request decodes like the others."""
     reqs = batch.reqs
     seq_lens = batch.seq_lens_cpu
     if seq_lens is None or len(reqs) == 0:
         return [], 0, 0
     lengths = seq_lens.tolist()
-    chunked = getattr(batch, "chunked_req", None)
+    extending = batch.forward_mode.is_extend() if hasattr(batch.forward_mode, "is_extend") else False
+    chunked = getattr(batch, "chunked_req", None) if extending else None
     produced: list[int] = []
     prefilling = prefill_tokens = 0
-    extending = batch.forward_mode.is_extend() if hasattr(batch.forward_mode, "is_extend") else False
     for req, length in zip(reqs, lengths, strict=False):
         prompt = len(req.origin_input_ids)
         if extending:
