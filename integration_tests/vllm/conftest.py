@@ -98,6 +98,8 @@ class Server:
     ) -> None:
         self.trace_dir = trace_dir
         """Where the server writes traces (``None``: it has no profiler)."""
+        self.extra = extra
+        """The server's arguments beyond the model and the address (profwin's ``--profiler-config``)."""
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.model = str(model)

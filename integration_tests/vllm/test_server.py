@@ -79,7 +79,12 @@ def test_session_over_http_records_the_window(profiled: Server) -> None:
 def test_the_server_reports_the_engine_plugin(profiled: Server) -> None:
     reply = request(profiled.url, "/profwin", method="GET", api_key=API_KEY, timeout=60)
     assert reply.ok, reply.describe()
-    assert reply.data["profwin_vllm"]["workers"] == [{"protocol": 1, "token_windows": True, "per_session": True, "rank": 0}]
+    # The bounds are the worker's own launch profiler_config: what profwin's --profiler-config set.
+    launched = json.loads(profiled.extra[profiled.extra.index("--profiler-config") + 1])
+    bounds = [launched["delay_iterations"], launched["max_iterations"]]
+    assert reply.data["profwin_vllm"]["workers"] == [
+        {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds}
+    ]
 
 
 def test_token_window_over_http(profiled: Server) -> None:
