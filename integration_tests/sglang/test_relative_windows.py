@@ -32,6 +32,8 @@ from profwin.traces import summarize
 from profwin_sglang import SessionError, SglangServer, session
 from profwin_sglang.server_plugin import RELATIVE_BASE, STATE_KEY
 
+from ..test_benchmarks import run_smoke
+
 
 def step_names(path: Path) -> list[str]:
     """The ``step[...]`` span names of a trace, in time order (one per scheduler batch)."""
@@ -438,3 +440,13 @@ def test_the_relative_start_is_sent_only_when_every_scheduler_reports_the_plugin
     assert any("only 1 of the server's 2 schedulers report the profwin-sglang server plugin" in w for w in caught), caught
     assert _kinds(traces[0]) == ["DECODE"] * 5  # recorded 0:8 from the next batch, trimmed to 3:8
     assert s.artifacts[0].steps == Window(3, 8)
+
+
+def test_sglang_window_cost(plugin_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """benchmarks/sglang_window_cost.py runs (smoke size) against this live server with the plugin
+    (here rather than in a file of its own, which would start a server for it alone)."""
+    out = run_smoke("sglang_window_cost.py", "--url", plugin_server.url, "--api-key", plugin_server.api_key)
+    assert "window 2:4 of a 8-batch request, median of 1" in out
+    assert "relative" in out
+    assert "token windows: a batch of 3 requests" in out
+    assert "in tokens" in out
