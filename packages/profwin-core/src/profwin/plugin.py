@@ -23,7 +23,8 @@ Groups of names:
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
   :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
-- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
+- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
+  :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
   :func:`plain`, and :func:`spec_from_mapping`;
@@ -92,6 +93,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
     from profwin.traces import Ranks as TraceRanks
+    from profwin.traces.stream import JsonStream
     from profwin.traces import (
         StepTokens,
         Summary,
@@ -121,6 +123,7 @@ __all__ = [
     "EngineTarget",
     "EngineVersion",
     "JsonForm",
+    "JsonStream",
     "OnActive",
     "PluginError",
     "ProfileSpec",
@@ -273,6 +276,7 @@ __getattr__, __dir__ = lazy_exports(
             "trace_files",
             "trim",
         ),
+        "profwin.traces.stream": ("JsonStream",),
         "profwin.versions": ("EngineVersion", "engine_plugin_missing", "installed_version"),
         "profwin.window": ("Window",),
         "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
