@@ -32,7 +32,7 @@ from typing import IO, Any, cast
 from profwin.errors import ConfigError
 from profwin.inputs import open_input
 
-__all__ = ["CHUNK_CHARS", "MAX_VALUE_CHARS", "JsonStream", "Progress", "fast_module", "gzip_reader"]
+__all__ = ["BATCH_CHARS", "CHUNK_CHARS", "MAX_VALUE_CHARS", "JsonStream", "Progress", "fast_module", "gzip_reader"]
 
 Progress = Callable[[int, int], None]
 """``progress(bytes_done, bytes_total)``: bytes of the file on disk (compressed, for gzip)."""
@@ -41,6 +41,9 @@ CHUNK_CHARS = 1 << 20
 """Characters decoded per read; the buffer holds one or two of these plus one partial value."""
 MAX_VALUE_CHARS = 16 << 20
 """One value (an event, a top-level value, an array's element) larger than this (JSON text) is refused."""
+BATCH_CHARS = 1 << 18
+"""Characters of an array decoded in one call by :meth:`JsonStream.array_batches`: what it holds
+decoded is bounded too (``0,0,…``, the densest, is 128 Ki floats, 4 MiB of Python objects)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _EDGE = 32  # characters from the buffer's end within which a decode error may be a cut, not a fault
@@ -254,12 +257,10 @@ class JsonStream:
             self._fill()
             start = self._pos  # _fill moved the buffer's start to the cursor
 
-    def array_batches(
-        self, what: str, decode: Callable[[str], list[Any]] | None = None
-    ) -> Iterator[tuple[list[Any], bool]]:
+    def array_batches(self, what: str, decode: Callable[[str], list[Any]] | None = None) -> Iterator[tuple[list[Any], bool]]:
         """The elements of the JSON array at the cursor, in order, as ``(elements, checked)``.
 
-        A buffer's worth at a time (up to the array's ``]`` or the last ``,`` buffered) is
+        Up to :data:`BATCH_CHARS` at a time (to the array's ``]`` or the last ``,`` within them) is
         decoded in one call: by ``decode`` (given the text ``[...]``; it checks the elements and
         raises ``ValueError`` for any it refuses), then ``checked`` is true; else, or when
         ``decode`` refuses, by the standard decoder, unchecked. Text that neither decodes (a
@@ -306,20 +307,21 @@ class JsonStream:
 
     def _cut(self) -> int:
         """Where the batch at the cursor ends: the ``]`` ending the array, else the last ``,``,
-        in the buffer (filled once when it holds neither); the cursor when neither is there."""
+        within :data:`BATCH_CHARS` of the cursor (the buffer filled while it holds fewer); the
+        cursor when neither is there."""
         self.skip_ws()
         searched = self._pos
         while True:
-            end = self._buf.find("]", searched)
+            stop = self._pos + BATCH_CHARS
+            end = self._buf.find("]", searched, stop)
             if end >= 0:
                 return end
-            comma = self._buf.rfind(",", searched)
+            comma = self._buf.rfind(",", searched, stop)
             if comma >= 0:
                 return comma
-            searched = len(self._buf) - self._pos
-            if searched > self._chunk or not self._fill():
+            searched = len(self._buf) - self._pos  # where the search goes on once _fill moved the cursor to 0
+            if searched >= BATCH_CHARS or not self._fill():
                 return self._pos
-            # _fill moved the buffer's start to the cursor; search only what it added
 
     def end(self) -> None:
         """Nothing but whitespace may follow the document."""
