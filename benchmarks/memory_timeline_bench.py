@@ -13,8 +13,9 @@ peak RSS <= 100 MB at any size, every refusal within 2 s of reaching its bound):
    (``PROFWIN_TRACES_FAST=0``: the standard library only), and the naive way: ``json.load`` of the
    whole file and a Python loop doing the same checks (each value's type and range, the columns'
    lengths). Each runs in its own interpreter, which reports its CPU seconds for the read
-   (``resource.getrusage``) and its peak RSS (``ru_maxrss``, the interpreter's own ~10-20 MB
-   included; the "interpreter" row is a child that only imports profwin_memory).
+   (``resource.getrusage``) and its peak RSS (``VmHWM``, the interpreter's own ~30 MB included:
+   not ``ru_maxrss``, which counts the forked copy of this process before the child's exec; the
+   "interpreter" row is a child that only imports profwin_memory).
 3. The refusals: a whitespace flood (``MAX_TIMELINE_BYTES`` + 1 MiB of spaces after ``{``, a
    plain file) and a gzip bomb (a timeline whose ``events.t_us`` column of zeros goes on to
    300 MiB decompressed, 0.3 MiB on disk): the time to the error, which is also the most time
@@ -31,6 +32,7 @@ import argparse
 import gzip
 import json
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -89,8 +91,10 @@ try:
         result = {"events": summarize_timeline(path)["events"]}
 except Exception as exc:
     result, error = {}, f"{type(exc).__name__}: {exc}"
-print(json.dumps({"cpu_s": cpu() - started, "wall_s": time.perf_counter() - wall,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "error": error[-300:], **result}))
+# VmHWM, not ru_maxrss: ru_maxrss outlives exec, so it would count the forked copy of a big parent.
+hwm = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(json.dumps({"cpu_s": cpu() - started, "wall_s": time.perf_counter() - wall, "rss_mb": hwm / 1024,
+                  "error": error[-300:], **result}))
 """
 
 
@@ -110,25 +114,36 @@ def best(path: Path, how: str, repeat: int, **kwargs: Any) -> dict[str, Any]:
 
 
 def write_timeline(path: Path, size: int) -> int:
-    """A valid timeline of about ``size`` bytes, written column by column; its number of events."""
+    """A valid timeline of about ``size`` bytes; its number of events. Written a block of events at
+    a time, each column to its own file first, so that this process stays small."""
     rng = random.Random(35)
     ops = [f"aten::op_{i}" for i in range(40)]
-    n = size // 33  # bytes of JSON per event, all five columns together
-    t_us, step, sizes, live, op = [], [], [], [], []
+    n = size // 36  # bytes of JSON per event, all five columns together
+    names = ("t_us", "step", "bytes", "live_bytes", "op")
+    parts = [path.with_name(f"{path.name}.{name}") for name in names]
+    files = [part.open("w") for part in parts]
     held: list[int] = []
-    total = 0
-    for i in range(n):
-        if held and (rng.random() < 0.45):
-            nbytes = -held.pop(rng.randrange(len(held)))
-        else:
-            nbytes = 64 << rng.randrange(17)
-            held.append(nbytes)
-        total += nbytes
-        t_us.append(round(i * 0.7, 1))
-        step.append(STEPS[0] + i * (STEPS[1] - STEPS[0]) // n)
-        sizes.append(nbytes)
-        live.append(total)
-        op.append(rng.randrange(len(ops)))
+    total = peak = 0
+    for block in range(0, n, 1 << 16):
+        rows: tuple[list[Any], ...] = ([], [], [], [], [])
+        for i in range(block, min(n, block + (1 << 16))):
+            if held and rng.random() < 0.45:
+                nbytes = -held.pop(rng.randrange(len(held)))
+            else:
+                nbytes = 64 << rng.randrange(17)
+                held.append(nbytes)
+            total += nbytes
+            peak = max(peak, total)
+            for column, value in zip(
+                rows,
+                (round(i * 0.7, 1), STEPS[0] + i * (STEPS[1] - STEPS[0]) // n, nbytes, total, rng.randrange(len(ops))),
+                strict=True,
+            ):
+                column.append(value)
+        for f, column in zip(files, rows, strict=True):
+            f.write(("," if block else "") + ",".join(map(str, column)))
+    for f in files:
+        f.close()
     zeros = [0] * (STEPS[1] - STEPS[0])
     head = {
         "format": "profwin.memory-timeline",
@@ -137,7 +152,7 @@ def write_timeline(path: Path, size: int) -> int:
         "steps": f"{STEPS[0]}:{STEPS[1]}",
         "units": {"bytes": "bytes", "t_us": "microseconds from the start of the first step"},
         "totals": {
-            "alloc_bytes": 0, "alloc_count": 0, "free_bytes": 0, "free_count": 0, "peak_live_bytes": max(live, default=0),
+            "alloc_bytes": 0, "alloc_count": 0, "free_bytes": 0, "free_count": 0, "peak_live_bytes": peak,
             "peak_step": STEPS[0], "end_live_bytes": total, "outside_steps": 0, "frees_of_older_blocks": 0,
         },
         "per_step": {"step": list(range(*STEPS)), **dict.fromkeys(
@@ -145,11 +160,15 @@ def write_timeline(path: Path, size: int) -> int:
         "top_ops": [{"op": ops[0], "alloc_bytes": 0, "alloc_count": 0}],
         "ops": ops,
     }  # fmt: skip
-    with path.open("w") as f:
-        f.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"events":{')
-        for k, (name, column) in enumerate((("t_us", t_us), ("step", step), ("bytes", sizes), ("live_bytes", live), ("op", op))):
-            f.write(f'{"," * (k > 0)}"{name}":[{",".join(map(str, column))}]')
-        f.write('},"window":"100:108","rank":0,"pid":4242,"torch":"2.13.0+cpu"}')
+    with path.open("w") as out:
+        out.write(json.dumps(head, separators=(",", ":"))[:-1] + ',"events":{')
+        for k, (name, part) in enumerate(zip(names, parts, strict=True)):
+            out.write(f'{"," * (k > 0)}"{name}":[')
+            with part.open() as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+            out.write("]")
+            part.unlink()
+        out.write('},"window":"100:108","rank":0,"pid":4242,"torch":"2.13.0+cpu"}')
     return n
 
 
