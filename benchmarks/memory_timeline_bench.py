@@ -17,9 +17,10 @@ peak RSS <= 100 MB at any size, every refusal within 2 s of reaching its bound):
    not ``ru_maxrss``, which counts the forked copy of this process before the child's exec; the
    "interpreter" row is a child that only imports profwin_memory).
 3. The refusals: a whitespace flood (``MAX_TIMELINE_BYTES`` + 1 MiB of spaces after ``{``, a
-   plain file) and a gzip bomb (a timeline whose ``events.t_us`` column of zeros goes on to
-   300 MiB decompressed, 0.3 MiB on disk): the time to the error, which is also the most time
-   after the bound is reached, and the peak RSS.
+   plain file), a column bomb (gzip: a timeline whose ``events.t_us`` column of zeros goes on to
+   300 MiB decompressed, 0.3 MiB on disk) and a zero-byte bomb (gzip: 300 MiB of zero bytes in
+   the first string): the time to the error, all of it spent before the bound is reached (the
+   read that crosses it is refused), and the peak RSS.
 
 Timings are not asserted anywhere. With ``--repeat N`` each contender's least CPU time of N runs
 is kept. ``--smoke`` (CI) reads a 2 MB timeline and lowers the limit to 4 MiB in the children,
@@ -179,6 +180,14 @@ def write_flood(path: Path, size: int) -> None:
             f.write(" " * MIB)
 
 
+def write_zeros(path: Path, size: int) -> None:
+    """The issue's gzip bomb: zero bytes inside the first string."""
+    with gzip.open(path, "wb", compresslevel=9) as f:
+        f.write(b'{"format":"')
+        for _ in range(size // MIB):
+            f.write(bytes(MIB))
+
+
 def write_bomb(path: Path, size: int) -> None:
     zeros = b"0," * (MIB // 2)
     with gzip.open(path, "wb", compresslevel=9) as f:
@@ -224,15 +233,22 @@ def main() -> None:
                 f"| {ours['rss_mb']:.0f} | {stdlib['rss_mb']:.0f} | {naive['rss_mb']:.0f} |"
             )
         flood, bomb = folder / "flood.memory_timeline.json", folder / "bomb.memory_timeline.json.gz"
+        zeros = folder / "zeros.memory_timeline.json.gz"
         write_flood(flood, bound + MIB)
         write_bomb(bomb, bound + 44 * MIB)
+        write_zeros(zeros, bound + 44 * MIB)
         print(f"\nrefusals (bound: {bound:,} bytes decompressed)\n")
         print("| file | on disk MB | refused after s (wall) | CPU s | peak RSS MB | error |")
         print("|---|---|---|---|---|---|")
-        for path, what in ((flood, "whitespace flood"), (bomb, "gzip bomb")):
+        cases = (
+            (flood, "whitespace flood", "holds more than"),
+            (bomb, "column bomb", "holds more than"),
+            (zeros, "zero-byte bomb", "Invalid control character"),
+        )
+        for path, what, says in cases:
             run = best(path, "profwin", args.repeat, limit=limit)
-            if "holds more than" not in run["error"]:
-                raise SystemExit(f"{what} was not refused at its bound: {run}")
+            if says not in run["error"]:
+                raise SystemExit(f"{what} was not refused as it should be: {run}")
             message = run["error"].split(": ", 2)[-1]
             print(
                 f"| {what} | {path.stat().st_size / 1e6:.1f} | {run['wall_s']:.2f} | {run['cpu_s']:.2f} "

@@ -4,6 +4,7 @@ value is an error naming its place, and the bounds hold (real files, msgspec and
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 import subprocess
 import sys
@@ -24,7 +25,7 @@ Edit = Callable[[str], str]
 def timeline(events: int = 20) -> dict[str, Any]:
     """A valid timeline as cpu_timeline.build_timeline writes it (steps 3:5, two ops)."""
     sizes = [64, -64] * (events // 2) + [64] * (events % 2)
-    live = [sum(sizes[: i + 1]) for i in range(events)]
+    live = list(itertools.accumulate(sizes))
     return {
         "format": "profwin.memory-timeline",
         "version": 1,
