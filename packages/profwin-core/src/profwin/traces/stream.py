@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any, cast
+from typing import IO, Any, TypeVar, cast
 
 from profwin.errors import ConfigError
 from profwin.inputs import open_input
@@ -46,6 +46,7 @@ BATCH_CHARS = 1 << 18
 decoded is bounded too (``0,0,…``, the densest, is 128 Ki floats, 4 MiB of Python objects)."""
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_Stream = TypeVar("_Stream", bound="JsonStream")
 _EDGE = 32  # characters from the buffer's end within which a decode error may be a cut, not a fault
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
@@ -123,7 +124,7 @@ class JsonStream:
 
     # -- context manager ---------------------------------------------------------------------
 
-    def __enter__(self) -> JsonStream:
+    def __enter__(self: _Stream) -> _Stream:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
