@@ -59,6 +59,16 @@ def test_memory_cpu_timeline() -> None:
     assert "profwin events" in out
 
 
+def test_memory_timeline_bench(tmp_path: Path) -> None:
+    """A 2 MB timeline read by each contender, and both refusals at a 4 MiB limit."""
+    out = run_smoke("memory_timeline_bench.py", "--dir", str(tmp_path))
+    assert "| memory_timeline.json | " in out
+    assert "| memory_timeline.json.gz | " in out
+    assert "| whitespace flood | " in out
+    assert "| column bomb | " in out
+    assert "| zero-byte bomb | " in out
+
+
 @pytest.mark.torch
 def test_traces_bench(tmp_path: Path) -> None:
     """Every shape is generated from its template and every contender runs on it, once."""

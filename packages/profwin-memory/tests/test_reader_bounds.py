@@ -10,33 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from profwin_memory.reader import MAX_TIMELINE_BYTES, load_snapshot, load_timeline, summarize
+from profwin_memory.reader import load_snapshot, load_timeline
 
 
 def memory_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "profwin_memory", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_a_gzip_bomb_stops_at_the_decompressed_limit(tmp_path: Path) -> None:
-    bomb = tmp_path / "bomb.memory_timeline.json.gz"
-    with gzip.open(bomb, "wb", compresslevel=9) as f:
-        f.write(b'{"format": "')
-        zeros = bytes(1 << 20)
-        for _ in range(MAX_TIMELINE_BYTES // len(zeros) + 1):
-            f.write(zeros)
-    assert bomb.stat().st_size < MAX_TIMELINE_BYTES // 500
-    with pytest.raises(ValueError, match=f"holds more than {MAX_TIMELINE_BYTES:,} bytes decompressed"):
-        load_timeline(bomb)
-    done = memory_cli("summarize", str(bomb))
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1
-    assert "the limit for a memory timeline" in done.stderr
-
-
 def test_damaged_gzip_is_a_clear_error(tmp_path: Path) -> None:
     damaged = tmp_path / "x.memory_timeline.json.gz"
     damaged.write_bytes(gzip.compress(b'{"format": "x"}' * 100)[:40])
-    with pytest.raises(ValueError, match="is a damaged gzip file"):
+    with pytest.raises(ValueError, match="the gzip stream is truncated"):
         load_timeline(damaged)
 
 
@@ -66,30 +50,46 @@ def test_cli_errors_are_one_line_or_json(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     nested = tmp_path / "deep.memory_timeline.json"
-    nested.write_text("[" * 100_000 + "]" * 100_000)
+    nested.write_text('{"units": ' + "[" * 100_000 + "]" * 100_000 + "}")
     done = memory_cli("summarize", str(nested))
-    assert (done.returncode, done.stderr) == (
-        1,
-        f"profwin-memory: cannot read {nested}: {nested} is nested too deeply to be a profwin memory timeline\n",
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"profwin-memory: cannot read {nested}: units at character 10 is nested too deeply "
+        "(about 1,000 levels, Python's recursion limit)\n"
     )
 
 
 def test_a_large_valid_timeline_is_summarized_streaming(tmp_path: Path) -> None:
-    """40 MB of valid JSON events: summarizing keeps the per-event arrays out of memory (decoding
-    them whole took about 6x the file's size), and the events are still counted."""
-    import tracemalloc
-
-    events = ",".join(f"[{i},{i % 7},{i * 64},{i * 128}]" for i in range(1_500_000))
-    head = '{"format": "profwin.memory-timeline", "steps": "0:3", "totals": {"alloc_bytes": 5}, "top_ops": [], '
+    """40 MB of valid events: summarizing keeps the columns out of memory (decoding them whole took
+    about 6x the file's size) and still counts and checks them (peak RSS of a fresh interpreter)."""
+    n = 1_500_000
+    columns = {
+        "t_us": [i * 0.5 for i in range(n)],
+        "step": [3] * n,
+        "bytes": [4096, -4096] * (n // 2),
+        "live_bytes": [4096, 0] * (n // 2),
+        "op": [0] * n,
+    }
+    totals = dict.fromkeys(("alloc_bytes", "alloc_count", "free_bytes", "free_count", "end_live_bytes"), 0)
+    totals |= {"peak_live_bytes": 4096, "peak_step": 3, "outside_steps": 0, "frees_of_older_blocks": 0}
+    per_step = {key: [3] for key in ("step", "alloc_bytes", "alloc_count", "free_bytes", "free_count", "peak_live_bytes")}
+    body = {
+        "format": "profwin.memory-timeline", "version": 1, "steps": "3:4", "totals": totals,
+        "per_step": per_step | {"end_live_bytes": [0]}, "top_ops": [], "ops": ["aten::mm"], "events": columns,
+    }  # fmt: skip
     path = tmp_path / "big.memory_timeline.json.gz"
-    path.write_bytes(gzip.compress(f'{head}"ops": ["aten::mm"], "events": [{events}]}}'.encode(), compresslevel=1))
-    tracemalloc.start()
-    try:
-        summary = summarize(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert summary["totals"] == {"alloc_bytes": 5}
-    assert len(events) > 40_000_000
-    assert peak < 16 << 20, peak
-    assert load_timeline(path, events=False)["events"] == 1_500_000
+    text = json.dumps(body).encode()
+    assert len(text) > 40_000_000
+    path.write_bytes(gzip.compress(text, compresslevel=1))
+    del body, columns, text
+    child = (
+        "import json, sys\n"
+        "from profwin_memory import summarize\n"
+        "print(json.dumps(summarize(sys.argv[1])))\n"
+        "print(next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')).split()[1])"
+    )
+    done = subprocess.run([sys.executable, "-c", child, str(path)], capture_output=True, text=True, check=True, timeout=300)
+    summary, peak_kib = done.stdout.splitlines()
+    assert json.loads(summary)["events"] == n
+    assert json.loads(summary)["totals"]["peak_live_bytes"] == 4096
+    assert int(peak_kib) < 100 << 10, peak_kib

@@ -23,7 +23,9 @@ Groups of names:
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
   :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
-- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded);
+- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
+  :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs)
+  and :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
   :func:`plain`, and :func:`spec_from_mapping`;
@@ -107,6 +109,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
         trace_files,
         trim,
     )
+    from profwin.traces.stream import JsonStream, fast_module
     from profwin.versions import EngineVersion, engine_plugin_missing, installed_version
     from profwin.window import Window
 
@@ -121,6 +124,7 @@ __all__ = [
     "EngineTarget",
     "EngineVersion",
     "JsonForm",
+    "JsonStream",
     "OnActive",
     "PluginError",
     "ProfileSpec",
@@ -159,6 +163,7 @@ __all__ = [
     "encode_tokens",
     "engine_flavours",
     "engine_plugin_missing",
+    "fast_module",
     "flag",
     "folder_listing",
     "installed_version",
@@ -273,6 +278,7 @@ __getattr__, __dir__ = lazy_exports(
             "trace_files",
             "trim",
         ),
+        "profwin.traces.stream": ("JsonStream", "fast_module"),
         "profwin.versions": ("EngineVersion", "engine_plugin_missing", "installed_version"),
         "profwin.window": ("Window",),
         "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),

@@ -7,6 +7,7 @@ pytorch.org/memory_viz; elsewhere, a compact CPU memory timeline of the window. 
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from profwin.plugin import lazy_exports
@@ -17,15 +18,18 @@ if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loadin
     from profwin_memory.options import DEFAULT_MAX_ENTRIES, MemoryOptions, memory_options
     from profwin_memory.profiler import MemoryProfiler, resolve_device
     from profwin_memory.provenance import UntrustedSnapshotError, key_file, sidecar_path, verify
-    from profwin_memory.reader import load_snapshot, load_timeline, summarize, summarize_snapshot, summarize_timeline
+    from profwin_memory.reader import load_snapshot, summarize, summarize_snapshot, summarize_timeline
+    from profwin_memory.timeline import MAX_TIMELINE_BYTES, TimelineError, load_timeline
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
+    "MAX_TIMELINE_BYTES",
     "SNAPSHOT_SUFFIX",
     "STEP_METADATA",
     "TIMELINE_FORMAT",
     "MemoryOptions",
     "MemoryProfiler",
+    "TimelineError",
     "UntrustedSnapshotError",
     "build_timeline",
     "history_kwargs",
@@ -44,9 +48,9 @@ __all__ = [
 
 def _options_name(name: str) -> Any:
     """``parse_options``: the old name of :func:`memory_options` (warns; see ``profwin_memory.options``)."""
-    from profwin_memory import options
-
-    return getattr(options, name)
+    # import_module, not "from profwin_memory import options": that asks this package's
+    # __getattr__ for "options" while the submodule is not imported yet, which lands here again.
+    return getattr(importlib.import_module("profwin_memory.options"), name)
 
 
 __getattr__, __dir__ = lazy_exports(
@@ -57,7 +61,8 @@ __getattr__, __dir__ = lazy_exports(
         "profwin_memory.options": ("DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"),
         "profwin_memory.profiler": ("MemoryProfiler", "resolve_device"),
         "profwin_memory.provenance": ("UntrustedSnapshotError", "key_file", "sidecar_path", "verify"),
-        "profwin_memory.reader": ("load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline"),
+        "profwin_memory.reader": ("load_snapshot", "summarize", "summarize_snapshot", "summarize_timeline"),
+        "profwin_memory.timeline": ("MAX_TIMELINE_BYTES", "TimelineError", "load_timeline"),
     },
     fallback=_options_name,
 )

@@ -9,6 +9,7 @@ from typing import Any
 from profwin.plugin import CliParser, print_json, run_cli
 from profwin_memory.provenance import UntrustedSnapshotError
 from profwin_memory.reader import summarize
+from profwin_memory.timeline import TimelineError
 
 __all__ = ["main"]
 
@@ -24,7 +25,8 @@ def _render(summary: dict[str, Any]) -> str:
         lines.append(
             f"  CPU timeline, steps {summary['steps']}: allocated {_mib(totals['alloc_bytes'])} in "
             f"{totals['alloc_count']} blocks, freed {_mib(totals['free_bytes'])}; peak live "
-            f"{_mib(totals['peak_live_bytes'])} at step {totals['peak_step']}, {_mib(totals['end_live_bytes'])} at the end"
+            f"{_mib(totals['peak_live_bytes'])} at step {totals['peak_step']}, {_mib(totals['end_live_bytes'])} at the end; "
+            f"{summary['events']:,} events"
         )
         lines.extend(f"    {op['alloc_bytes']:>14,d} B  {op['alloc_count']:>7,d}x  {op['op']}" for op in summary["top_ops"])
         return "\n".join(lines)
@@ -69,6 +71,8 @@ def _main(argv: Sequence[str] | None) -> int:
             error = f"refusing {path}: {exc}"
         except FileNotFoundError:
             error = f"cannot read {path}: no such file"
+        except TimelineError as exc:  # its reason names the place in the file
+            error = f"cannot read {path}: {' '.join(exc.reason.split())}"
         except (OSError, ValueError) as exc:
             error = f"cannot read {path}: {' '.join(str(exc).split())}"
         else:

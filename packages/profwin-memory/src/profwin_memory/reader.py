@@ -9,20 +9,17 @@ and numbers); only a trusted file that needs objects falls back to the standard 
 
 from __future__ import annotations
 
-import gzip
 import io
-import json
 import pickle
-import zlib
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import open_input, read_input
-from profwin_memory.cpu_timeline import TIMELINE_FORMAT
+from profwin.plugin import read_input
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.provenance import UntrustedSnapshotError, verify
+from profwin_memory.timeline import MAX_TIMELINE_BYTES, load_timeline
 
 __all__ = [
     "MAX_SNAPSHOT_BYTES",
@@ -34,8 +31,6 @@ __all__ = [
     "summarize_timeline",
 ]
 
-MAX_TIMELINE_BYTES = 256 << 20
-"""Largest CPU memory timeline read, decompressed (256 MiB; profwin writes a few MB per window)."""
 MAX_SNAPSHOT_BYTES = 4 << 30
 """Largest CUDA memory snapshot read (4 GiB: a long history on a large GPU is hundreds of MB)."""
 
@@ -154,141 +149,15 @@ def _snapshot_summary(path: str | Path, snapshot: dict[str, Any], top: int) -> d
     }
 
 
-def load_timeline(path: str | Path, *, events: bool = True) -> dict[str, Any]:
-    """A CPU memory timeline written by the memory profiler (plain JSON, safe to read).
-
-    Streamed: the top-level keys are decoded one at a time from the (decompressed) file. With
-    ``events=False`` the per-event arrays (``events``, ``ops``: most of a large file) are walked
-    one element at a time and replaced by their length, so memory stays a few MiB whatever the
-    file's size (what :func:`summarize_timeline` reads).
-    """
-    path = Path(path)
-    with open_input(path, what="memory timeline") as f:  # a FIFO or a device fails at once
-        gz = f.read(2) == b"\x1f\x8b"
-        f.seek(0)
-        binary: Any = gzip.GzipFile(fileobj=f) if gz else f
-        try:
-            data = _Stream(io.TextIOWrapper(binary, encoding="utf-8"), path, gz, () if events else _SKIPPED).document()
-        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            raise ValueError(f"{path} is a damaged gzip file ({exc})") from None
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{path} is not UTF-8 text ({exc.reason})") from None
-    if not isinstance(data, dict) or data.get("format") != TIMELINE_FORMAT:
-        raise ValueError(f"{path} is not a profwin memory timeline (format {TIMELINE_FORMAT!r})")
-    return data
-
-
-_SKIPPED = ("events", "ops")  # per-event arrays: counted, not kept
-_CHUNK = 1 << 20
-
-
-class _Stream:
-    """Decodes one JSON object's top-level values from text read in chunks (see load_timeline)."""
-
-    def __init__(self, text: Any, path: Path, gz: bool, skipped: tuple[str, ...]) -> None:
-        self._text = text
-        self._skipped = skipped
-        self._path = path
-        self._gz = gz
-        self._buf = ""
-        self._pos = 0
-        self._read = 0
-        self._eof = False
-        self._decoder = json.JSONDecoder(parse_constant=_no_constant)
-
-    def _fill(self) -> bool:
-        if self._eof:
-            return False
-        chunk = self._text.read(_CHUNK)
-        self._read += len(chunk)
-        if self._read > MAX_TIMELINE_BYTES:
-            raise ValueError(
-                f"{self._path} holds more than {MAX_TIMELINE_BYTES:,} bytes{' decompressed' if self._gz else ''}, "
-                "the limit for a memory timeline"
-            )
-        self._buf = self._buf[self._pos :] + chunk
-        self._pos = 0
-        self._eof = not chunk
-        return bool(chunk)
-
-    def _char(self) -> str:
-        """The next non-whitespace character (not consumed); "" at the end."""
-        while True:
-            while self._pos < len(self._buf) and self._buf[self._pos] in " \t\r\n":
-                self._pos += 1
-            if self._pos < len(self._buf) or not self._fill():
-                return self._buf[self._pos : self._pos + 1]
-
-    def _expect(self, chars: str) -> str:
-        char = self._char()
-        if not char or char not in chars:
-            raise ValueError(f"{self._path} is not a profwin memory timeline (invalid JSON: expected one of {chars!r})")
-        self._pos += 1
-        return char
-
-    def _value(self) -> Any:
-        self._char()
-        while True:
-            try:
-                value, end = self._decoder.raw_decode(self._buf, self._pos)
-            except json.JSONDecodeError as exc:
-                if self._fill() or (not self._eof and self._fill()):
-                    continue
-                raise ValueError(f"{self._path} is not valid JSON ({exc.msg})") from None
-            except RecursionError:
-                raise ValueError(f"{self._path} is nested too deeply to be a profwin memory timeline") from None
-            if end == len(self._buf) and not self._eof and self._fill():
-                continue  # a number may go on in the next chunk
-            self._pos = end
-            return value
-
-    def _count_array(self) -> int:
-        self._expect("[")
-        if self._char() == "]":
-            self._pos += 1
-            return 0
-        count = 0
-        while True:
-            self._value()
-            count += 1
-            if self._expect(",]") == "]":
-                return count
-
-    def document(self) -> Any:
-        if self._char() != "{":
-            return self._value()
-        self._pos += 1
-        data: dict[str, Any] = {}
-        if self._char() == "}":
-            return data
-        while True:
-            key = self._value()
-            if not isinstance(key, str):
-                raise ValueError(f"{self._path} is not valid JSON (a key that is not a string)")
-            self._expect(":")
-            data[key] = self._count_array() if key in self._skipped and self._char() == "[" else self._value()
-            if self._expect(",}") == "}":
-                break
-        if self._char():
-            raise ValueError(f"{self._path} is not valid JSON (text after the document)")
-        return data
-
-
-def _no_constant(name: str) -> Any:
-    # profwin writes no NaN or Infinity (standard JSON has neither): a file holding one is not its timeline.
-    raise ValueError(f"holds {name}, which is not a JSON number; profwin's memory timelines hold none")
-
-
 def summarize_timeline(path: str | Path) -> dict[str, Any]:
-    """Totals, top ops and the step with the highest live bytes of a CPU timeline."""
+    """Totals, top ops and the step with the highest live bytes of a CPU timeline, and how many
+    events it holds; read streaming and checked whole (:func:`load_timeline` with ``events=False``)."""
     data = load_timeline(path, events=False)
-    missing = [key for key in ("steps", "totals", "top_ops") if key not in data]
-    if missing or not isinstance(data["totals"], dict) or not isinstance(data["top_ops"], list):
-        raise ValueError(f"{path} is not a complete profwin memory timeline (missing or mistyped: steps, totals, top_ops)")
     return {
         "kind": "memory-timeline",
         "path": str(path),
         "steps": data["steps"],
+        "events": data.get("events", 0),
         "totals": data["totals"],
         "top_ops": data["top_ops"],
     }

@@ -21,22 +21,15 @@ import codecs
 import contextlib
 import functools
 import gc
-import gzip
-import importlib
-import io
 import itertools
-import json
 import os
-import re
 import sys
-import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any, cast
+from typing import Any
 
-from profwin.errors import ConfigError, ProfwinError
-from profwin.inputs import open_input
+from profwin.errors import ProfwinError
+from profwin.traces.stream import CHUNK_CHARS, MAX_VALUE_CHARS, JsonStream, Progress, fast_module, gzip_reader
 
 __all__ = [
     "CHUNK_CHARS",
@@ -57,19 +50,8 @@ Record = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any]
 """``(ph, cat, name, pid, tid, ts, dur, args.correlation, args.name)``
 of one event, as :meth:`TraceReader.records` yields it (absent fields are ``None``)."""
 
-Progress = Callable[[int, int], None]
-"""``progress(bytes_done, bytes_total)``: bytes of the file on disk (compressed, for gzip)."""
-
-CHUNK_CHARS = 1 << 20
-"""Characters decoded per read; the buffer holds one or two of these plus one partial event."""
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_EDGE = 32  # characters from the buffer's end within which a decode error may be a cut, not a fault
-MAX_VALUE_CHARS = 16 << 20
-"""One event or top-level value larger than this (JSON text) is refused: real ones are KiB."""
 MAX_HEADER_CHARS = 16 << 20
 """All top-level values other than ``traceEvents`` together, as JSON text."""
-_WHITESPACE = re.compile(r"[ \t\n\r]*")
 _EXPECTED = "a Chrome/Kineto trace: a JSON object with a 'traceEvents' array (or a JSON array of events)"
 
 
@@ -104,74 +86,22 @@ def trace_command(*, blas: bool = True) -> Iterator[None]:
             gc.enable()
 
 
-def fast_module(name: str) -> Any:
-    """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
-    is not ``0``, else ``None``."""
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
-        return None
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
-
-
 @functools.cache
 def numpy_or_none() -> Any:
     """The numpy module when importable and ``PROFWIN_TRACES_FAST`` is not ``0``, else ``None``."""
     return fast_module("numpy")
 
 
-class _CountingReader(io.RawIOBase):
-    """Counts the bytes read from the file on disk, which is what progress reports."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self._raw = raw
-        self.done = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        n = self._raw.readinto(buffer)  # type: ignore[attr-defined]
-        self.done += n or 0
-        return n or 0
-
-
-class TraceReader:
+class TraceReader(JsonStream):
     """One pass over one trace file. Use :func:`read_trace`; iterate :meth:`events` or
     :meth:`raw_events` once, then read :attr:`header` (complete only after the events)."""
 
     def __init__(
         self, path: str | Path, *, progress: Progress | None = None, chunk_chars: int = CHUNK_CHARS, fast: bool = True
     ) -> None:
-        self.path = Path(path)
-        try:
-            # core's one opener: a FIFO with no writer or a device fails at once instead of hanging.
-            self._file: IO[bytes] = open_input(self.path, what="trace")
-        except OSError as exc:
-            raise TraceError(self.path, f"cannot open: {exc.strerror or exc}") from None
-        except ConfigError as exc:
-            raise TraceError(self.path, f"cannot open: {exc}") from None
-        if not self._file.seekable():
-            self._file.close()
-            raise TraceError(self.path, "cannot open: it is a FIFO or pipe; a trace must be a regular file")
-        self.size = self.path.stat().st_size
-        self.compressed = self._file.read(2) == _GZIP_MAGIC
-        self._file.seek(0)
-        self._counter = _CountingReader(self._file)
-        binary: IO[bytes] = io.BufferedReader(self._counter, buffer_size=1 << 20)
-        if self.compressed:
-            binary = gzip_reader(fast)(fileobj=binary, mode="rb")
-        self._binary = binary
-        self._decoder = codecs.getincrementaldecoder("utf-8")()
-        self._chunk = chunk_chars
-        self._progress = progress
-        self._buf = ""
-        self._pos = 0
-        self._offset = 0  # characters dropped from the front of the buffer so far
-        self._eof = False
-        decoder: Any = json.JSONDecoder()  # scan_once is the C scanner behind raw_decode
-        self._scan = decoder.scan_once
+        super().__init__(
+            path, what="trace", expected=_EXPECTED, error=TraceError, progress=progress, chunk_chars=chunk_chars, fast=fast
+        )
         self.header: dict[str, Any] = {}
         """Top-level keys other than ``traceEvents``, in file order (those after the array
         appear once the events have been read)."""
@@ -183,124 +113,6 @@ class TraceReader:
         self._typed = fast_decoder() if fast else None
         self._plain_until = 0  # events before this offset are read one at a time
         self._arrays: Any = None  # numpy, when event spans are found with it
-
-    # -- context manager ---------------------------------------------------------------------
-
-    def __enter__(self) -> TraceReader:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self._binary.close()
-        self._file.close()
-
-    @property
-    def bytes_done(self) -> int:
-        """Bytes of the file on disk read so far."""
-        return self._counter.done
-
-    # -- buffer ------------------------------------------------------------------------------
-
-    def _read(self, into: memoryview | None = None) -> Any:
-        """The next block of the (decompressed) file, ``b""`` at its end; or, given ``into``,
-        as much as fits read into it, and how many bytes that was (0 at the end)."""
-        try:
-            if into is None:
-                data = self._binary.read(self._chunk)
-                n = len(data)
-            else:
-                data = n = self._binary.readinto(into)  # type: ignore[attr-defined]
-        except EOFError:
-            raise TraceError(self.path, "the gzip stream is truncated (the file ends before the end-of-stream marker)") from None
-        except _gzip_errors() as exc:
-            raise TraceError(self.path, f"corrupt gzip data ({exc})") from None
-        except OSError as exc:
-            raise TraceError(self.path, f"read failed: {exc}") from None
-        if not n:
-            self._eof = True
-        if self._progress is not None:
-            self._progress(self._counter.done, self.size)
-        return data
-
-    def _text(self, data: bytes) -> str:
-        try:
-            return self._decoder.decode(data, final=self._eof)
-        except UnicodeDecodeError as exc:
-            raise TraceError(self.path, f"not UTF-8 text near byte {exc.start}; expected {_EXPECTED}") from None
-
-    def _fill(self) -> bool:
-        """Append one chunk to the buffer, dropping what was consumed; False at end of file."""
-        if self._eof:
-            return False
-        data = self._read()
-        text = self._text(data)
-        if self._pos:
-            self._offset += self._pos
-            self._buf = self._buf[self._pos :]
-            self._pos = 0
-        self._buf += text
-        return bool(text) or not self._eof
-
-    def _skip_ws(self) -> str:
-        """Skip whitespace; return the next character ('' at end of file) without consuming it."""
-        while True:
-            self._pos = _WHITESPACE.match(self._buf, self._pos).end()  # type: ignore[union-attr]
-            if self._pos < len(self._buf):
-                return self._buf[self._pos]
-            if not self._fill():
-                return ""
-
-    def _expect(self, chars: str, what: str) -> str:
-        c = self._skip_ws()
-        if not c or c not in chars:
-            found = repr(c) if c else "the end of the file"
-            raise TraceError(self.path, f"expected {what} at character {self._offset + self._pos}, found {found}")
-        self._pos += 1
-        return c
-
-    def _value(self, what: str) -> tuple[Any, int, int]:
-        """Decode the JSON value at the cursor: ``(value, start, end)`` as buffer positions."""
-        self._skip_ws()
-        start = self._pos
-        while True:
-            try:
-                value, end = self._scan(self._buf, start)
-            except StopIteration as stop:
-                # The C scanner raises this, with the failing position, for a missing value.
-                if stop.value < len(self._buf) - _EDGE:
-                    raise TraceError(
-                        self.path, f"invalid JSON in {what}: expected a value at character {self._offset + stop.value}"
-                    ) from None
-            except json.JSONDecodeError as exc:
-                # Text cut by the chunk edge fails at the edge, or at the start of a string
-                # still open there; an error anywhere else is in the file itself.
-                if exc.pos < len(self._buf) - _EDGE and not exc.msg.startswith("Unterminated string"):
-                    raise TraceError(
-                        self.path, f"invalid JSON in {what} at character {self._offset + exc.pos}: {exc.msg}"
-                    ) from None
-            except ValueError as exc:  # not a JSONDecodeError: Python's int-string limit (4,300 digits)
-                raise TraceError(self.path, f"invalid number in {what} at character {self._offset + start}: {exc}") from None
-            except RecursionError:
-                raise TraceError(
-                    self.path,
-                    f"{what} at character {self._offset + start} is nested too deeply (about 1,000 levels, "
-                    "Python's recursion limit; real events nest 3 or 4)",
-                ) from None
-            else:
-                # A number can be cut by the chunk edge ("12" of "12.5") and still decode.
-                if end < len(self._buf) or self._eof:
-                    self._pos = end
-                    return value, start, end
-            if self._eof:
-                raise TraceError(self.path, f"the file ends inside {what}, at character {self._offset + start}; it is truncated")
-            if len(self._buf) - start > MAX_VALUE_CHARS:
-                raise TraceError(
-                    self.path, f"{what} at character {self._offset + start} is over {MAX_VALUE_CHARS >> 20} MiB or invalid JSON"
-                )
-            self._fill()
-            start = self._pos  # _fill moved the buffer's start to the cursor
 
     # -- the document ------------------------------------------------------------------------
 
@@ -354,30 +166,30 @@ class TraceReader:
         if self._started:
             raise RuntimeError("a TraceReader can be iterated once")
         self._started = True
-        first = self._expect("{[", "'{' or '[' starting " + _EXPECTED)
+        first = self.expect("{[", "'{' or '[' starting " + _EXPECTED)
         if first == "[":
             yield from self._array()
-            self._end()
+            self.end()
             return
         found = False
         header_chars = 0
-        if self._skip_ws() == "}":
+        if self.skip_ws() == "}":
             self._pos += 1
         else:
             while True:
-                key, _, _ = self._value("a top-level key")
+                key, _, _ = self.value("a top-level key")
                 if not isinstance(key, str):
                     raise TraceError(self.path, f"expected a string key at the top level, found {key!r}")
-                self._expect(":", f"':' after top-level key {key[:40]!r}")
+                self.expect(":", f"':' after top-level key {key[:40]!r}")
                 if key == "traceEvents":
-                    if self._skip_ws() != "[":
+                    if self.skip_ws() != "[":
                         raise TraceError(self.path, f"'traceEvents' must be an array; expected {_EXPECTED}")
                     self._pos += 1
                     found = True
                     self.keys_before_events = list(self.header)
                     yield from self._array()
                 else:
-                    self.header[key], start, end = self._value(f"top-level key {key[:40]!r}")
+                    self.header[key], start, end = self.value(f"top-level key {key[:40]!r}")
                     header_chars += end - start + len(key)
                     if header_chars > MAX_HEADER_CHARS:
                         raise TraceError(
@@ -385,20 +197,20 @@ class TraceReader:
                             f"the top-level values other than 'traceEvents' hold over {MAX_HEADER_CHARS >> 20} MiB "
                             "of JSON; a trace's header is a few KiB",
                         )
-                if self._expect(",}", "',' or '}' after a top-level value") == "}":
+                if self.expect(",}", "',' or '}' after a top-level value") == "}":
                     break
-        self._end()
+        self.end()
         if not found:
             keys = sorted(self.header)
             shown = keys if len(keys) <= 10 else [*keys[:10], f"... {len(keys) - 10} more"]
             raise TraceError(self.path, f"no 'traceEvents' key (top-level keys: {shown}); expected {_EXPECTED}")
 
     def _array(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
-        if self._skip_ws() == "]":
+        if self.skip_ws() == "]":
             self._pos += 1
             return
         while True:
-            event, start, end = self._value(f"event {self.events_read}")
+            event, start, end = self.value(f"event {self.events_read}")
             if not isinstance(event, dict):
                 raise TraceError(
                     self.path, f"event {self.events_read} is {type(event).__name__}, not an object; expected {_EXPECTED}"
@@ -406,11 +218,11 @@ class TraceReader:
             self.events_read += 1
             yield [event], [self._offset + start], [end - start]
             after = self._offset + end
-            if self._expect(",]", "',' or ']' after an event") == "]":
+            if self.expect(",]", "',' or ']' after an event") == "]":
                 return
             if (
                 self._batch is not None
-                and self._skip_ws() == "{"
+                and self.skip_ws() == "{"
                 and after >= self._offset
                 and self._offset + self._pos >= self._plain_until
             ):
@@ -475,12 +287,6 @@ class TraceReader:
             # Back to text, at the event that begins buf[1:end].
             self._offset, self._pos = at, 0
             self._buf = self._text(bytes(view[1:end])) if end > 1 else ""
-
-    def _end(self) -> None:
-        if self._skip_ws():
-            raise TraceError(self.path, f"unexpected data after the trace at character {self._offset + self._pos}")
-        if self._progress is not None:
-            self._progress(self.size, self.size)
 
     def events(self) -> Iterator[dict[str, Any]]:
         """Yield each event as a dict."""
@@ -550,25 +356,6 @@ def read_trace(path: str | Path, *, progress: Progress | None = None, fast: bool
 def _stringzilla() -> Any:
     """StringZilla (the ``fast`` extra) unless ``PROFWIN_TRACES_FAST`` is ``0``, else ``None``."""
     return fast_module("stringzilla")
-
-
-@functools.cache
-def _isal() -> Any:
-    """isal's ``igzip`` module (the ``fast`` extra) unless ``PROFWIN_TRACES_FAST`` is ``0``, else ``None``."""
-    return fast_module("isal.igzip")
-
-
-def gzip_reader(fast: bool = True) -> Callable[..., IO[bytes]]:
-    """The class reading a gzip stream: ISA-L's ``IGzipFile`` (same interface and errors as
-    :class:`gzip.GzipFile`, about 3x zlib's speed) with the ``fast`` extra, else the standard one."""
-    igzip = _isal() if fast else None
-    return cast("Callable[..., IO[bytes]]", gzip.GzipFile if igzip is None else igzip.IGzipFile)
-
-
-def _gzip_errors() -> tuple[type[Exception], ...]:
-    """What a gzip reader raises for corrupt data: isal's error (zlib.error's counterpart) too, where isal is in use."""
-    igzip = _isal()
-    return (gzip.BadGzipFile, zlib.error) + (() if igzip is None else (igzip.isal_zlib.error,))
 
 
 @functools.cache
