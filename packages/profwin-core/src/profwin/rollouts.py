@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.inputs import check_timeout
 from profwin.json_form import JsonForm
@@ -97,6 +98,7 @@ Engines = Any
 """Server URLs, engine objects or EngineTargets (one, or a list), or a function returning them."""
 
 
+@checked
 class RolloutProfiler:
     """Profiles the chosen rollouts of a trainer on its engines (see the module doc).
 

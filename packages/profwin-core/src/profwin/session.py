@@ -8,6 +8,7 @@ import sys
 import warnings
 from types import TracebackType
 
+from profwin.arguments import checked
 from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning, shown
 from profwin.protocols import Artifact, Driver, Profiler
@@ -22,6 +23,7 @@ _NEVER = math.inf
 _MAX_RANK = 2**31 - 1
 
 
+@checked
 def current_rank(explicit: int | None = None) -> int:
     """This process's rank: ``explicit``, else ``torch.distributed``'s if it is initialised,
     else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch.
@@ -49,6 +51,7 @@ def current_rank(explicit: int | None = None) -> int:
     return 0
 
 
+@checked
 class Session:
     """Profile steps ``[start, end)`` of a loop with an in-process profiler.
 

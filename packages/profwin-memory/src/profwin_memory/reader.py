@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import open_input, read_input
+from profwin.plugin import ConfigError, checked, open_input, read_input
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.provenance import UntrustedSnapshotError, verify
@@ -47,14 +47,21 @@ class _PlainDataUnpickler(pickle.Unpickler):
         )
 
 
+@checked
 def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     """The snapshot dict in ``path`` (as ``torch.cuda.memory._snapshot()`` returned it).
 
     Raises :class:`UntrustedSnapshotError` with the reason when profwin cannot show it wrote the
-    file, unless ``trust`` is true.
+    file, unless ``trust`` is true. A missing file is ``FileNotFoundError`` (so is one for the
+    readers built on this one: :func:`summarize_snapshot`, :func:`summarize`).
     """
     path = Path(path)
-    path.stat()  # a missing file is "no such file", not "no signature"
+    try:
+        path.stat()  # a missing file is "no such file", not "no signature"
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"cannot read memory snapshot {str(path)!r}: {exc.strerror or exc}", path="path") from None
     if not trust:
         verify(path)
     data = read_input(path, limit=MAX_SNAPSHOT_BYTES, what="memory snapshot")
@@ -127,6 +134,7 @@ def _summarize_trace(device: int, trace: list[Mapping[str, Any]], top: int) -> d
     }
 
 
+@checked
 def summarize_snapshot(path: str | Path, *, trust: bool = False, top: int = 10) -> dict[str, Any]:
     """Peak growth, bytes per step, top allocation sites and allocator state of a snapshot.
 
@@ -154,13 +162,15 @@ def _snapshot_summary(path: str | Path, snapshot: dict[str, Any], top: int) -> d
     }
 
 
+@checked
 def load_timeline(path: str | Path, *, events: bool = True) -> dict[str, Any]:
     """A CPU memory timeline written by the memory profiler (plain JSON, safe to read).
 
     Streamed: the top-level keys are decoded one at a time from the (decompressed) file. With
     ``events=False`` the per-event arrays (``events``, ``ops``: most of a large file) are walked
     one element at a time and replaced by their length, so memory stays a few MiB whatever the
-    file's size (what :func:`summarize_timeline` reads).
+    file's size (what :func:`summarize_timeline` reads). A missing file is ``FileNotFoundError``
+    (for :func:`summarize_timeline` too).
     """
     path = Path(path)
     with open_input(path, what="memory timeline") as f:  # a FIFO or a device fails at once
@@ -279,6 +289,7 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"holds {name}, which is not a JSON number; profwin's memory timelines hold none")
 
 
+@checked
 def summarize_timeline(path: str | Path) -> dict[str, Any]:
     """Totals, top ops and the step with the highest live bytes of a CPU timeline."""
     data = load_timeline(path, events=False)
@@ -294,6 +305,7 @@ def summarize_timeline(path: str | Path) -> dict[str, Any]:
     }
 
 
+@checked
 def summarize(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     """:func:`summarize_timeline` for ``*.json``/``*.json.gz``, else :func:`summarize_snapshot`."""
     name = Path(path).name
