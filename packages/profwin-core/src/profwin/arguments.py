@@ -14,20 +14,25 @@ the value and the type it must have, instead of a ``TypeError``, ``AttributeErro
 
 What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
 is a ``float``; a ``str`` is no ``Sequence[str]``); ``None``, unions, ``Literal``, ``type[X]``,
-``Callable`` and runtime-checkable protocols mean what they say; ``Any``, ``object``, type
-variables, other protocols and a name imported only for type checkers accept anything. Elements
+``Callable`` mean what they say; a protocol takes any object but plain data (``None``, a
+number, text, a built-in container), so a partial implementation or a test's fake that works
+keeps working; ``Any``, ``object`` and type variables accept anything. Elements
 of the built-in containers are checked as deep as the annotation goes (``Mapping[str, int]``: keys
 and values), never deeper, so a check costs no more than the annotation's own depth; other
 mappings and iterables (an OmegaConf node, a generator) are checked as a whole, never iterated.
-Annotations are resolved at the first call, once.
+Annotations are resolved at the first call, once. A name a module imports for type checkers only
+(``if TYPE_CHECKING:``, to keep its import cheap) is checked too, without importing its module
+unless the value is plain data (which only the named type can say it takes).
 
 This module sits in core's foundation layer beside :mod:`profwin.errors`: every other module may use it.
 """
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import functools
+import importlib
 import inspect
 import os
 import sys
@@ -48,22 +53,35 @@ T = TypeVar("T")
 
 _CONTAINERS = (dict, list, tuple, set, frozenset, types.MappingProxyType)
 _TEXT = (str, bytes, bytearray)
+_PLAIN_DATA = (type(None), bool, int, float, complex, *_TEXT, *_CONTAINERS)
 _UNIONS = (typing.Union, types.UnionType)
 
 
-def checked(target: T) -> T:
+@typing.overload
+def checked(target: T) -> T: ...
+@typing.overload
+def checked(*, own: tuple[str, ...]) -> Callable[[T], T]: ...
+
+
+def checked(target: Any = None, *, own: tuple[str, ...] = ()) -> Any:
     """``target`` (a function, or a class: its ``__init__``) with its arguments checked at each
-    call, as the module docstring says; otherwise unchanged (name, signature, docstring)."""
+    call, as the module docstring says; otherwise unchanged (name, signature, docstring).
+
+    ``@checked(own=("rank",))``: the callable checks the type of those parameters itself, with a
+    fuller rule than their annotation says (a range, a URL, the field a value was read from), so
+    their type is left to it; the nesting and path rules still hold for them."""
+    if target is None:
+        return functools.partial(checked, own=own)
     if inspect.isclass(target):
-        init = _wrap(target.__init__, sys.modules[target.__module__].__dict__)  # type: ignore[misc]
+        init = _wrap(target.__init__, sys.modules[target.__module__].__dict__, own)
         try:
-            target.__init__ = init  # type: ignore[method-assign,misc]
+            target.__init__ = init
         except TypeError:  # a built-in class
             raise ConfigError(f"must be a function or a class defined in Python (got {shown(target)})", path="target") from None
         return target
     if not callable(target):
         raise ConfigError(f"must be a function or a class (got {shown(target)})", path="target")
-    return typing.cast(T, _wrap(target, _globals(target)))
+    return _wrap(target, _globals(target), own)
 
 
 def check_arguments(function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
@@ -78,7 +96,7 @@ def _globals(function: Callable[..., Any]) -> dict[str, Any]:
     return namespace
 
 
-def _wrap(function: Callable[..., Any], namespace: dict[str, Any]) -> Callable[..., Any]:
+def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[str, ...] = ()) -> Callable[..., Any]:
     try:
         signature = inspect.signature(function)
     except (TypeError, ValueError):  # a built-in without a signature
@@ -88,7 +106,7 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any]) -> Callable[.
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         if not parameters:
-            parameters.append(_Parameters(signature, namespace))
+            parameters.append(_Parameters(signature, namespace, own))
         parameters[0].check(args, kwargs)
         return function(*args, **kwargs)
 
@@ -99,9 +117,10 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any]) -> Callable[.
 class _Parameters:
     """A callable's parameters with their resolved annotations."""
 
-    def __init__(self, signature: inspect.Signature, namespace: dict[str, Any]) -> None:
+    def __init__(self, signature: inspect.Signature, namespace: dict[str, Any], own: tuple[str, ...] = ()) -> None:
         self.signature = signature
         self.hints = {name: _resolve(p.annotation, namespace) for name, p in signature.parameters.items()}
+        self.own = own
 
     def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         try:
@@ -118,13 +137,14 @@ class _Parameters:
             else:
                 items = [(name, value)]
             for path, item in items:
-                _check_value(item, hint, path)
+                _check_value(item, hint, path, typed=name not in self.own)
 
 
-def _check_value(value: Any, hint: Any, path: str) -> None:
-    """The checks of one argument (see the module docstring); ``hint`` ``None``: its type is not checked."""
+def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True) -> None:
+    """The checks of one argument (see the module docstring); ``hint`` ``None``: nothing to check
+    its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``)."""
     if hint is not None:
-        problem = _problem(value, hint, path)
+        problem = _problem(value, hint, path) if typed else None
         if problem is not None:
             where, wanted, got = problem
             raise ConfigError(f"must be {wanted} (got {shown(got)})", path=where)
@@ -173,21 +193,78 @@ def check_path(path: str | os.PathLike[str], *, what: str) -> str:
 
 
 def _resolve(annotation: Any, namespace: dict[str, Any]) -> Any:
-    """The annotation as an object; ``None`` when it says nothing or names what is not there at
-    run time (a name imported for type checkers only). ``Name[...]`` that cannot be subscripted
-    at run time (``attrs.Attribute[Any]`` on older attrs) is ``Name``."""
+    """The annotation as an object; ``None`` when it says nothing or names what cannot be found.
+    A name imported under ``if TYPE_CHECKING:`` (to keep a module's import cheap) is imported
+    here, at the first call. ``Name[...]`` that cannot be subscripted at run time
+    (``attrs.Attribute[Any]`` on older attrs) is ``Name``."""
     if annotation is inspect.Parameter.empty:
         return None
     if isinstance(annotation, str):
         text = annotation
         try:
-            annotation = eval(text, namespace)  # the module's own annotation text, as typing.get_type_hints does
+            annotation = eval(text, namespace, _TypeCheckingNames(namespace))  # as typing.get_type_hints does
         except Exception:
             base, bracket, _ = text.partition("[")
             if not bracket or not text.endswith("]") or _closing_bracket(text, len(base)) != len(text) - 1:
                 return None
             return _resolve(base, namespace)
     return None if annotation in (Any, object) else annotation
+
+
+class _TypeCheckingNames(dict[str, Any]):
+    """The names a module imports under ``if TYPE_CHECKING:``, for its annotations: the object
+    when its module is imported, else a :class:`_Deferred` stand-in."""
+
+    def __init__(self, namespace: dict[str, Any]) -> None:
+        super().__init__()
+        self.imports = _type_checking_imports(namespace.get("__name__", ""))
+
+    def __missing__(self, name: str) -> Any:
+        module, attribute = self.imports[name]  # KeyError: not there at all (the annotation is not checked)
+        if module in sys.modules:
+            return _imported(module, attribute)
+        return type(name, (_Deferred,), {"home": (module, attribute)})
+
+
+class _Deferred:
+    """A name imported for type checkers only, whose module was not imported yet: checking does not
+    import it (a module imports it lazily to stay cheap) unless a value is plain data, which only
+    the named type itself can say it takes (a ``Literal`` alias takes text, a class does not)."""
+
+    home: tuple[str, str]
+
+    @classmethod
+    def resolve(cls, value: Any) -> Any:
+        """The named object, or ``None`` (anything goes): ``value`` is no plain data, so it may be an
+        implementation of a protocol of that module, or of a class of it, which would have imported it."""
+        module, attribute = cls.home
+        if module not in sys.modules and not isinstance(value, _PLAIN_DATA):
+            return None
+        return _imported(module, attribute)
+
+
+def _imported(module: str, attribute: str) -> Any:
+    found = importlib.import_module(module)
+    return getattr(found, attribute) if attribute else found
+
+
+@functools.cache
+def _type_checking_imports(module: str) -> dict[str, tuple[str, str]]:
+    """``name -> (module, attribute)`` (attribute ``""``: the module) for each import under a
+    top-level ``if TYPE_CHECKING:`` of ``module``'s source."""
+    try:
+        tree = ast.parse(inspect.getsource(sys.modules[module]))
+    except (KeyError, OSError, TypeError, SyntaxError):
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for statement in node.body:
+                if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
+                    found.update({a.asname or a.name: (statement.module, a.name) for a in statement.names})
+                elif isinstance(statement, ast.Import):
+                    found.update({a.asname or a.name: (a.name, "") for a in statement.names if a.asname or "." not in a.name})
+    return found
 
 
 def _closing_bracket(text: str, start: int) -> int:
@@ -202,6 +279,9 @@ def _closing_bracket(text: str, start: int) -> int:
 
 def _problem(value: Any, hint: Any, path: str) -> tuple[str, str, Any] | None:
     """Where ``value`` breaks ``hint``: (path, what it must be, the value there); ``None`` if it does not."""
+    if inspect.isclass(hint) and issubclass(hint, _Deferred):
+        named = hint.resolve(value)
+        return None if named is None else _problem(value, named, path)
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is None or hint is type(None):
         return None if value is None else (path, "None", value)
@@ -227,8 +307,10 @@ def _problem(value: Any, hint: Any, path: str) -> tuple[str, str, Any] | None:
 
 
 def _is_instance(value: Any, cls: type) -> bool:
-    if getattr(cls, "_is_protocol", False) and not getattr(cls, "_is_runtime_protocol", False):
-        return True  # a protocol isinstance cannot test
+    if getattr(cls, "_is_protocol", False):
+        # Duck types: a fake or a partial implementation that works must keep working, so only
+        # plain data (which implements no protocol of profwin's) is refused.
+        return not isinstance(value, _PLAIN_DATA)
     if cls is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if cls is float:

@@ -78,16 +78,19 @@ def check_timeout(timeout: object) -> float:
     return float(timeout)
 
 
-@checked
 def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:
-    """``path`` (see :func:`check_path`) with a leading ``~`` or ``~user`` expanded; a user with no
-    home directory is a :class:`ConfigError`. ``os.path.expanduser`` leaves such a path as it is,
-    so every ``~`` profwin expands goes through here."""
+    """``path`` (checked by :func:`~profwin.arguments.check_path`) with a leading ``~`` or
+    ``~user`` expanded; a user with no home directory is a :class:`ConfigError`.
+    ``os.path.expanduser`` leaves such a path as it is, so every ``~`` profwin expands goes through
+    here. Errors are located at ``what``, the field the caller read ``path`` from (not
+    :func:`~profwin.arguments.checked`, which would name this function's own parameter)."""
+    if not isinstance(what, str):
+        raise ConfigError(f"must be the name of the field the path is read from (got {shown(what)})", path="what")
     text = check_path(path, what=what)
     expanded = os.path.expanduser(text)
     if expanded.startswith("~"):
         user = text.split(os.sep, 1)[0]
-        raise ConfigError(f"starts with {shown(user)}, but there is no such user's home directory (got {shown(text)})", path=what)
+        raise ConfigError(f"{shown(text)} starts with {shown(user)}, but there is no such user's home directory", path=what)
     return Path(expanded)
 
 

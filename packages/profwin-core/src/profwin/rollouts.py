@@ -137,8 +137,6 @@ class RolloutProfiler:
     ) -> None:
         if (engines is None) == (router is None):
             raise ConfigError("give the engines or a router's URL (exactly one of them)", path="engines")
-        if router is not None and not isinstance(router, str):
-            raise ConfigError(f"must be a router's URL (got {shown(router)})", path="router")
         if on_active not in ("error", "restart"):
             raise ConfigError(f"must be 'error' or 'restart' (got {shown(on_active)})", path="on_active")
         self.engine = engine

@@ -21,7 +21,6 @@ from collections.abc import Iterable, Mapping
 
 from attrs import field, frozen
 
-from profwin.arguments import checked
 from profwin.errors import ConfigError, shown, unknown_key
 
 __all__ = ["MAX_ROLLOUT_ID", "Rollouts"]
@@ -51,7 +50,6 @@ def _checked(value: object, name: str, path: str, *, least: int) -> int:
     return value
 
 
-@checked
 @frozen(init=False)
 class Rollouts:
     """Which rollouts to profile: listed ``ids``, or ``count`` rollouts (``None``: no end), one

@@ -23,7 +23,7 @@ _NEVER = math.inf
 _MAX_RANK = 2**31 - 1
 
 
-@checked
+@checked(own=("explicit",))  # the rank rule below names the range, at the field "rank"
 def current_rank(explicit: int | None = None) -> int:
     """This process's rank: ``explicit``, else ``torch.distributed``'s if it is initialised,
     else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch.
@@ -51,7 +51,7 @@ def current_rank(explicit: int | None = None) -> int:
     return 0
 
 
-@checked
+@checked(own=("rank",))  # current_rank's rule
 class Session:
     """Profile steps ``[start, end)`` of a loop with an in-process profiler.
 
@@ -85,8 +85,6 @@ class Session:
             spec = ProfileSpec(window=Window.parse(spec) if spec else Window())
         elif isinstance(spec, Window):
             spec = ProfileSpec(window=spec)
-        elif not isinstance(spec, ProfileSpec):
-            raise ConfigError(f"spec must be a ProfileSpec, a Window or text like '20:80' (got {spec!r})")
         self.spec: ProfileSpec = spec
         self.rank: int = current_rank(rank)
         self.steps: int = 0
