@@ -56,6 +56,10 @@ DOCUMENTED: dict[str, tuple[type[BaseException], ...]] = {
         (FileNotFoundError,),
     ),
 }
+# Public functions that check their arguments by hand: the error family's own helpers, which sit
+# below profwin.arguments, ``checked`` itself, and expand_user, whose errors name the field its
+# caller read the path from.
+CHECK_THEMSELVES = ("profwin.plugin.shown", "profwin.plugin.unknown_key", "profwin.plugin.checked", "profwin.plugin.expand_user")
 DEPTH = 10_000
 EXAMPLES = 40
 
@@ -170,6 +174,13 @@ def _close(result: Any) -> None:
 @given(data=st.data())
 def test_bad_arguments_raise_profwins_errors_only(label: str, data: st.DataObject) -> None:
     call_badly(label, PUBLIC[label], data)
+
+
+def test_every_public_function_is_checked() -> None:
+    """The mechanism, not the driver's luck, is what holds: each function goes through ``checked``."""
+    functions = [label for label, call in PUBLIC.items() if inspect.isroutine(call) and label not in CHECK_THEMSELVES]
+    assert len(functions) >= 100
+    assert [label for label in functions if not getattr(PUBLIC[label], "__profwin_checked__", False)] == []
 
 
 def test_every_surface_is_driven() -> None:

@@ -13,7 +13,7 @@ the value and the type it must have, instead of a ``TypeError``, ``AttributeErro
   NUL byte (:func:`check_path`, which every ``~`` profwin expands passes too).
 
 What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
-is a ``float``; a ``str`` is no ``Sequence[str]``); ``None``, unions, ``Literal``, ``type[X]``,
+is a ``float``; a ``str`` is no ``Sequence[str]``; a ``list`` is taken for a ``tuple[X, ...]``); ``None``, unions, ``Literal``, ``type[X]``,
 ``Callable`` mean what they say; a protocol takes any object but plain data (``None``, a
 number, text, a built-in container), so a partial implementation or a test's fake that works
 keeps working; ``Any``, ``object`` and type variables accept anything. Elements
@@ -319,8 +319,11 @@ def _is_instance(value: Any, cls: type) -> bool:
 
 
 def _container_problem(value: Any, hint: Any, origin: Any, args: tuple[Any, ...], path: str) -> tuple[str, str, Any] | None:
-    if not inspect.isclass(origin) or not _is_instance(value, origin):
-        return None if not inspect.isclass(origin) else (path, _describe(hint), value)
+    if not inspect.isclass(origin):
+        return None
+    any_length = origin is tuple and len(args) == 2 and args[1] is Ellipsis
+    if not (_is_instance(value, origin) or (any_length and isinstance(value, list))):
+        return (path, _describe(hint), value)  # a list is taken for a tuple[X, ...]: both are "some Xs" to a caller
     if isinstance(value, _TEXT) and origin not in _TEXT:
         return (path, _describe(hint), value)  # text is a sequence of characters, never what a Sequence[str] means
     if not args or not isinstance(value, _CONTAINERS):
@@ -332,7 +335,7 @@ def _container_problem(value: Any, hint: Any, origin: Any, args: tuple[Any, ...]
             if problem is not None:
                 return problem
         return None
-    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+    if origin is tuple and not any_length:
         if args == ((),):
             args = ()
         if len(value) != len(args):

@@ -136,12 +136,17 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_MAX_INDENT = 16
+
+
 @checked
 def print_json(data: Any, *, indent: int | None = 2) -> None:
     """Print ``data`` as one JSON document on stdout: the one way profwin's commands print JSON.
     NaN and infinities, which standard JSON cannot hold, are printed as ``null``; data JSON
     cannot hold at all (a set, bytes, an int past 4,300 digits) is a :class:`ConfigError`, and
     nothing is printed."""
+    if indent is not None and not 0 <= indent <= _MAX_INDENT:  # json would build the indent string however long
+        raise ConfigError(f"must be None or 0 to {_MAX_INDENT} spaces (got {shown(indent)})", path="indent")
     try:
         text = json.dumps(_finite(data), indent=indent, allow_nan=False)
     except (TypeError, ValueError, OverflowError) as exc:

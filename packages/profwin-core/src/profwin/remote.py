@@ -648,7 +648,7 @@ def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]
     signature = inspect.signature(remote_session)
     session.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
     session.__doc__ = doc
-    return session
+    return checked(session)
 
 
 def resume_session(
