@@ -75,7 +75,7 @@ def checked(target: Any = None, *, own: tuple[str, ...] = ()) -> Any:
     if inspect.isclass(target):
         init = _wrap(target.__init__, sys.modules[target.__module__].__dict__, own)
         try:
-            target.__init__ = init
+            target.__init__ = init  # type: ignore[method-assign]
         except TypeError:  # a built-in class
             raise ConfigError(f"must be a function or a class defined in Python (got {shown(target)})", path="target") from None
         return target
