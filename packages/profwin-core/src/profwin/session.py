@@ -90,6 +90,8 @@ class Session:
         self.steps: int = 0
         """Index of the step in progress: the number of :meth:`step` calls so far."""
         self.artifacts: list[Artifact] = []
+        if not isinstance(profiler, (str, Profiler)):  # checked() takes any object for a protocol: this one is used whole
+            raise ConfigError(f"must be a profiler's name or a Profiler (got {shown(profiler)})", path="profiler")
         self._plugin: str | Profiler = profiler
         self._driver: Driver | None = None
         # Step 0 reaches _boundary, which refuses a step() before start().
