@@ -13,16 +13,17 @@ the value and the type it must have, instead of a ``TypeError``, ``AttributeErro
   NUL byte (:func:`check_path`, which every ``~`` profwin expands passes too).
 
 What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
-is a ``float``; a ``str`` is no ``Sequence[str]``; a ``list`` is taken for a ``tuple[X, ...]``); ``None``, unions, ``Literal``, ``type[X]``,
-``Callable`` mean what they say; a protocol takes any object but plain data (``None``, a
-number, text, a built-in container), so a partial implementation or a test's fake that works
-keeps working; ``Any``, ``object`` and type variables accept anything. Elements
-of the built-in containers are checked as deep as the annotation goes (``Mapping[str, int]``: keys
-and values), never deeper, so a check costs no more than the annotation's own depth; other
-mappings and iterables (an OmegaConf node, a generator) are checked as a whole, never iterated.
-Annotations are resolved at the first call, once. A name a module imports for type checkers only
-(``if TYPE_CHECKING:``, to keep its import cheap) is checked too, without importing its module
-unless the value is plain data (which only the named type can say it takes).
+is a ``float``, a ``str`` is no ``Sequence[str]``, a ``list`` is taken for a ``tuple[X, ...]``);
+``None``, unions, ``Literal``, ``type[X]`` and ``Callable`` mean what they say; a protocol takes
+any object but plain data (``None``, a number, text, a built-in container), so a partial
+implementation or a test's fake that works keeps working; ``Any``, ``object`` and type variables
+take anything. Elements of the built-in containers are checked as deep as the annotation goes
+(``Mapping[str, int]``: keys and values), never deeper, so a check costs no more than the
+annotation's own depth; other mappings and iterables (an OmegaConf node, a generator) are checked
+as a whole, never iterated. Annotations are resolved at the first call, once. A name a module
+imports for type checkers only (``if TYPE_CHECKING:``, to keep its import cheap) is checked too,
+without importing its module unless the value is plain data (which only the named type can say it
+takes). A call of the wrong shape (a missing or unknown argument) stays Python's own ``TypeError``.
 
 This module sits in core's foundation layer beside :mod:`profwin.errors`: every other module may use it.
 """
