@@ -20,7 +20,7 @@ import io
 import math
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import pytest
@@ -157,7 +157,9 @@ def _close(result: Any) -> None:
     """Nothing a call returned stays open: a file is closed, a context manager entered and left."""
     if isinstance(result, io.IOBase):
         result.close()
-    elif isinstance(result, contextlib.AbstractContextManager) and not inspect.isclass(result):
+    elif (
+        isinstance(result, contextlib.AbstractContextManager) and not isinstance(result, PurePath) and not inspect.isclass(result)
+    ):
         with result:
             pass
 
