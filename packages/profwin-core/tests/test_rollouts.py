@@ -381,7 +381,7 @@ def test_file_prefixes_stay_within_128_characters(toy_site: Path, toy_engines) -
     [
         ({}, "engines: give the engines or a router's URL (exactly one of them)"),
         ({"engines": ["http://a:1"], "router": "http://r:1"}, "engines: give the engines or a router's URL"),
-        ({"router": 5}, "router: must be a router's URL (got 5)"),
+        ({"router": 5}, "router: must be str | None (got 5)"),
         ({"engines": "http://a:1", "timeout": 0}, "timeout: must be a number of seconds greater than 0"),
         ({"engines": "http://a:1", "on_active": "later"}, "on_active: must be 'error' or 'restart' (got 'later')"),
     ],

@@ -135,7 +135,7 @@ def test_session_accepts_window_text_and_starts_once(tmp_path: Path, monkeypatch
     assert count_step_markers(session.artifacts[0].path) == [0]
     with pytest.raises(RuntimeError, match="started once"):
         session.start()
-    with pytest.raises(ConfigError, match="spec must be"):
+    with pytest.raises(ConfigError, match=r"^spec: must be ProfileSpec \| Window \| str \| None \(got 42\)$"):
         Session(42)  # type: ignore[arg-type]
 
 

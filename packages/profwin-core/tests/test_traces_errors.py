@@ -134,7 +134,7 @@ def test_bad_window_and_output(tmp_path: Path) -> None:
     path.write_text(trace_text())
     with pytest.raises(ConfigError, match="exactly one ':'"):
         summarize(path, window="20-80")
-    with pytest.raises(ConfigError, match="trim needs a window"):
+    with pytest.raises(ConfigError, match=r"^window: must be Window \| str \(got None\)$"):
         trim(path, None, tmp_path / "o.json")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="does not exist"):
         trim(path, "0:1", tmp_path / "missing" / "o.json")

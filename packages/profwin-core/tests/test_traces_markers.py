@@ -57,7 +57,7 @@ def test_preference_torch_over_vllm_over_sglang(tmp_path: Path) -> None:
     [
         ({"pattern": "step(", "numbering": "order"}, "step_marker.pattern: 'step(' is not a regular expression"),
         ({"pattern": "step#", "numbering": "number"}, "numbers steps but has no group for the number"),
-        ({"pattern": "s", "numbering": "count"}, "'numbering' must be in"),
+        ({"pattern": "s", "numbering": "count"}, "numbering: must be 'number' or 'order'"),
         ({"pattern": "s", "numbering": "order", "producer": ""}, "Length of 'producer' must be >= 1"),
     ],
 )

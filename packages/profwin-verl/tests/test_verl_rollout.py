@@ -38,6 +38,25 @@ def test_trace_dir_and_global_ranks() -> None:
     assert rollout_profiler_global_ranks(config("p", ranks=[8, 0, 8])) == {0, 8}
 
 
+@pytest.mark.parametrize("save_path", [None, "", "a\0b", 5])
+def test_a_save_path_that_is_no_path_is_a_config_error_in_every_builder(save_path: object, tmp_path: Path) -> None:
+    """verl's own builders raise TypeError from os.path.join for ``save_path: null``."""
+    from profwin_verl import build_sglang_profiler_args, build_vllm_profiler_args
+
+    block = {**config("x"), "save_path": save_path}
+    tool = {"contents": [], "profile_token_start": 1, "profile_token_end": 3}
+    for call in (
+        lambda: rollout_trace_dir(block, 0),
+        lambda: relocate_rollout_traces(block, 0),
+        lambda: build_vllm_profiler_args(block, tool, 0, legacy_env=False),
+        lambda: build_sglang_profiler_args(block, tool, 0),
+    ):
+        with pytest.raises(profwin.ConfigError, match=r"^profiler_config\.save_path: must be the folder verl saves profiles in"):
+            call()
+    with pytest.raises(profwin.ConfigError, match=r"^rank: must be int \(got '0'\)$"):
+        rollout_trace_dir(config(tmp_path), "0")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("name", "world", "local"),
     [

@@ -87,7 +87,7 @@ def test_session_on_unreachable_server_raises_with_results(tmp_path: Path) -> No
     [
         (object(), "0:3", {}, "expected a vllm.LLM, an AsyncLLM or server URL"),
         (["http://a", 3], "0:3", {}, "expected a vllm.LLM, an AsyncLLM or server URL"),
-        ("http://a", 42, {}, "spec: must be a ProfileSpec"),
+        ("http://a", 42, {}, r"spec: must be ProfileSpec \| Window \| str \(got 42\)"),
         ("http://a", "0:3", {"on_active": "kill"}, "on_active: must be 'error' or 'restart'"),
     ],
 )

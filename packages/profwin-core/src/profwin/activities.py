@@ -12,12 +12,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.spec import ProfileSpec
 
 __all__ = ["resolve_activities"]
 
 
+@checked
 def resolve_activities(
     spec: ProfileSpec,
     *,

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError
 
 __all__ = ["atomic_path", "check_output_path", "write_atomic"]
@@ -23,6 +24,7 @@ _KINDS = (
 )
 
 
+@checked
 def check_output_path(path: str | os.PathLike[str]) -> Path:
     """``path`` if profwin may write a file there: a new name in an existing directory, or an
     existing regular file (which is replaced). Anything else is a :class:`ConfigError`.
@@ -46,6 +48,7 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     raise ConfigError(f"cannot write {str(final)!r}: it is {kind}; profwin writes only a new file or over a regular file")
 
 
+@checked
 @contextmanager
 def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
     """Yield a hidden temporary file next to ``final`` (``.NAME.PID-TOKEN.partial`` +
@@ -76,6 +79,7 @@ def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
         raise
 
 
+@checked
 def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` through :func:`atomic_path` (a regular file or a new name only,
     never through a symbolic link; complete or not at all) and check every byte reached the

@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, ProfwinError, Terminated, shown
 
 __all__ = [
@@ -135,11 +136,22 @@ def _finite(value: Any) -> Any:
     return value
 
 
+_MAX_INDENT = 16
+
+
+@checked
 def print_json(data: Any, *, indent: int | None = 2) -> None:
     """Print ``data`` as one JSON document on stdout: the one way profwin's commands print JSON.
-    NaN and infinities, which standard JSON cannot hold, are printed as ``null``."""
-    json.dump(_finite(data), sys.stdout, indent=indent, allow_nan=False)
-    sys.stdout.write("\n")
+    NaN and infinities, which standard JSON cannot hold, are printed as ``null``; data JSON
+    cannot hold at all (a set, bytes, an int past 4,300 digits) is a :class:`ConfigError`, and
+    nothing is printed."""
+    if indent is not None and not 0 <= indent <= _MAX_INDENT:  # json would build the indent string however long
+        raise ConfigError(f"must be None or 0 to {_MAX_INDENT} spaces (got {shown(indent)})", path="indent")
+    try:
+        text = json.dumps(_finite(data), indent=indent, allow_nan=False)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise ConfigError(f"cannot be printed as JSON: {shown(str(exc))}", path="data") from None
+    sys.stdout.write(text + "\n")
 
 
 class _StdoutFailed(ProfwinError, OSError):
@@ -358,6 +370,7 @@ def _one_line_warnings(prog: str) -> Callable[..., None]:
     return show
 
 
+@checked
 def run_cli(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None = None, *, prog: str) -> int:
     """Run ``main(argv)`` and return its exit code, or the code for what escaped it (table above).
     Warnings print as one line each (``PROG: warning: ...``)."""

@@ -13,10 +13,11 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from profwin.arguments import checked
 from profwin.discovery import spec_formats
 from profwin.documents import join_path, plain, read_document, select
 from profwin.errors import ConfigError, unknown_key
-from profwin.inputs import parse_spec_text
+from profwin.inputs import expand_user, parse_spec_text
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.window import Window
 
@@ -65,6 +66,7 @@ def _string_list(value: Any, path: str, allowed: tuple[str, ...]) -> list[str]:
     return list(value)
 
 
+@checked
 def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
     """Build a spec from the dict form, e.g. ``{"window": "20:80", "record": ["shapes"]}``.
 
@@ -111,16 +113,18 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
 
 
 def _resolve_dir(out: Any, base_dir: str | os.PathLike[str] | None) -> Any:
-    if isinstance(out, str) and base_dir is not None and out and not os.path.isabs(os.path.expanduser(out)):
+    if isinstance(out, str) and base_dir is not None and out and not expand_user(out, what="output_dir").is_absolute():
         return os.path.join(base_dir, out)
     return out
 
 
+@checked
 def spec_from_yaml(text: str, *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
     """Build a spec from YAML (needs PyYAML: ``pip install 'profwin-core[yaml]'``) or JSON text."""
     return spec_from_mapping(parse_spec_text(text, source="<text>"), path=path, base_dir=base_dir)
 
 
+@checked
 def load_spec(source: Any, *, at: str | None = None) -> ProfileSpec:
     """Load a spec from a mapping, an OmegaConf config, a dataclass config, or a YAML/JSON file.
 

@@ -26,6 +26,7 @@ import attrs
 from attrs import frozen
 
 from profwin import protocols
+from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
@@ -164,6 +165,7 @@ def _cluster_info(ep: importlib.metadata.EntryPoint, obj: object, base: dict[str
     return PluginInfo(**base, status="ok", summary=summary)
 
 
+@checked
 def plugins(group: str | None = None) -> list[PluginInfo]:
     """Every installed plugin (of one group, if given), sorted by group and name."""
     groups = _GROUPS if group is None else (group,)
@@ -225,16 +227,19 @@ def _load(group: str, name: str) -> object:
     return instance
 
 
+@checked
 def backend(name: str) -> Backend:
     """Load the backend plugin ``name`` (``vllm``, ``sglang``); an unknown name lists the installed ones."""
     return cast("Backend", _load(protocols.BACKENDS_GROUP, name))
 
 
+@checked
 def profiler(name: str) -> Profiler:
     """Load the profiler plugin ``name`` (``torch``, ``npu``, ``memory``)."""
     return cast(Profiler, _load(protocols.PROFILERS_GROUP, name))
 
 
+@checked
 def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
     """Check ``spec`` with the plugins it names, without their engines.
 
@@ -275,6 +280,7 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
     return errors, notes
 
 
+@checked
 def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list[Mapping[str, Any]]:
     """What installed hardware plugins say an engine build does with ``spec``.
 
@@ -331,6 +337,7 @@ def spec_formats() -> tuple[SpecFormat, ...]:
     return tuple(found)
 
 
+@checked
 def cluster(name: str) -> Cluster:
     """The :class:`~profwin.protocols.Cluster` registered as ``name`` (``ray``: profwin-ray).
     Raises :class:`PluginError` with what to install when none is, or when it fails to load."""

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.inputs import read_spec_file
 
@@ -30,6 +31,7 @@ def join_path(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+@checked
 def read_document(source: Any) -> tuple[Any, Path | None]:
     """A whole document and the folder relative paths in it start from (``None``: the working
     directory): a file path is read and parsed, an OmegaConf config is kept (its interpolations
@@ -42,6 +44,7 @@ def read_document(source: Any) -> tuple[Any, Path | None]:
     return plain(source), None
 
 
+@checked
 def plain(data: Any, *, path: str = "") -> Any:
     """verl's dataclasses, OmegaConf nodes, mappings and sequences as plain dicts and lists, at any depth.
 
@@ -49,17 +52,22 @@ def plain(data: Any, *, path: str = "") -> Any:
     raises ``AttributeError`` for a missing key, so the Mapping protocol is never used on it.
     OmegaConf nodes are converted with their interpolations resolved.
     """
+    return _plain(data, path)
+
+
+def _plain(data: Any, path: str) -> Any:
     if dataclasses.is_dataclass(data) and not isinstance(data, type):
-        return {f.name: plain(getattr(data, f.name), path=join_path(path, f.name)) for f in dataclasses.fields(data)}
+        return {f.name: _plain(getattr(data, f.name), join_path(path, f.name)) for f in dataclasses.fields(data)}
     if _is_omegaconf(data):
-        return plain(_to_container(data, path), path=path)
+        return _plain(_to_container(data, path), path)
     if isinstance(data, Mapping):
-        return {key: plain(value, path=join_path(path, str(key))) for key, value in data.items()}
+        return {key: _plain(value, join_path(path, str(key))) for key, value in data.items()}
     if isinstance(data, (list, tuple)):
-        return [plain(value, path=f"{path}[{i}]") for i, value in enumerate(data)]
+        return [_plain(value, f"{path}[{i}]") for i, value in enumerate(data)]
     return data
 
 
+@checked
 def select(document: Any, at: str | None) -> Any:
     """The subtree of ``document`` at the dotted path ``at`` (all of it when ``None``), as plain
     data, with its ``${...}`` interpolations (``${oc.select:...}`` included) resolved against the

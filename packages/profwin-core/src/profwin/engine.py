@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_check
 
 from attrs import evolve, field, frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, ProfwinError
 from profwin.json_form import JsonForm
 from profwin.protocols import Artifact
@@ -51,6 +52,7 @@ def _optional_map(value: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     return None if value is None else MappingProxyType(dict(value))
 
 
+@checked
 @frozen(kw_only=True)
 class EnginePlan(JsonForm):
     """What one engine version is sent to record exactly a window, as data (JSON-ready).
@@ -115,6 +117,7 @@ class EngineBusy(TargetError):
     """The engine already has a profiling session (``on_active="restart"`` stops it and retries)."""
 
 
+@checked
 class TargetContext:
     """How a target waits for its engine: a timeout for every call, and the caller's event loop
     when the session runs under ``async with`` (an ``AsyncLLM``'s coroutines must run there).

@@ -70,19 +70,32 @@ def shown(value: object, *, limit: int = SHOWN_CHARS) -> str:
     """``repr(value)`` for an error message, cut to ``limit`` characters with its full length noted.
 
     Every message that quotes a user's value goes through this, so a 5,000-character window
-    bound or key comes back as one readable line.
+    bound or key comes back as one readable line, and a value ``repr`` cannot show (an int past
+    Python's 4,300-digit limit, a list nested past the stack) is described instead.
     """
-    text = repr(value)
-    if len(text) <= limit:
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ConfigError(f"must be an int (got {type(limit).__name__})", path="limit")
+    try:
+        text = repr(value)
+    except ValueError:  # an int past sys.get_int_max_str_digits()
+        text = f"<{type(value).__name__} of {value.bit_length() if isinstance(value, int) else '?'} bits>"
+    except RecursionError:
+        text = f"<{type(value).__name__} nested too deep to show>"
+    if len(text) <= max(limit, 2):
         return text
-    return f"{text[: limit - 1]}… ({len(text):,} characters)"
+    return f"{text[: max(limit, 2) - 1]}… ({len(text):,} characters)"
 
 
 def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = "") -> ConfigError:
     """The error for a key outside ``valid``, suggesting the closest valid one."""
-    close = difflib.get_close_matches(str(key)[:SHOWN_CHARS], list(valid), n=1, cutoff=0.5)
+    if not isinstance(path, str):
+        raise ConfigError(f"must be a str (got {type(path).__name__})", path="path")
+    if not isinstance(valid, (list, tuple)) or not all(isinstance(name, str) for name in valid):
+        raise ConfigError(f"must be a list of key names (got {shown(valid)})", path="valid")
+    names = list(valid)
+    close = difflib.get_close_matches(key[:SHOWN_CHARS] if isinstance(key, str) else shown(key), names, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(valid)}){hint}", path=path)
+    return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(names)}){hint}", path=path)
 
 
 class ProfilingDisabled(ConfigError):

@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from attrs import field, frozen
 
 from profwin.about import __version__
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 from profwin.inputs import MAX_TIMEOUT, check_timeout  # the deadline rule, here for the client's callers
 
@@ -109,6 +110,7 @@ class Reply:
         return f"{head} returned {self.status}" + (f": {detail}" if detail else "") + hint
 
 
+@checked
 def normalize_url(url: str) -> str:
     """Check a server URL and return it without a trailing ``/``, with ``http://`` if no scheme.
 
@@ -151,6 +153,7 @@ def normalize_url(url: str) -> str:
     return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
+@checked
 def request(
     url: str,
     path: str,
@@ -364,6 +367,12 @@ def _decode(raw: bytes, content_type: str, expect: str | None) -> tuple[Any, str
     return data, text, ""
 
 
+def _server_url(url: str) -> str:
+    """:func:`normalize_url` as a converter (mypy's attrs plugin takes no decorated function as one)."""
+    return normalize_url(url)
+
+
+@checked
 @frozen
 class ServerClient:
     """One engine server as a backend talks to it: the URL (normalized once), the bearer token and
@@ -372,7 +381,7 @@ class ServerClient:
     Backends' server targets hold one instead of carrying the three values to each request.
     """
 
-    url: str = field(converter=normalize_url)
+    url: str = field(converter=_server_url)
     api_key: str | None = field(default=None, repr=False)  # never in logs or reprs
     timeout: float = field(default=30.0, converter=check_timeout)
 

@@ -12,7 +12,8 @@ one line naming the file, where in it, and the bound:
 - size: at most :data:`MAX_SPEC_BYTES`; at most that many bytes plus one are read, so
   ``/dev/zero`` or a FIFO that never ends fails at once;
 - text: UTF-8 (a UTF-8 byte-order mark is allowed); UTF-16 or binary data is refused;
-- nesting: at most :data:`MAX_DEPTH` levels, counted with YAML aliases expanded;
+- nesting: at most :data:`MAX_DEPTH` levels (:data:`profwin.arguments.MAX_DEPTH`, the bound on
+  every argument too), counted with YAML aliases expanded;
 - size of the document with YAML aliases expanded: at most :data:`MAX_NODES` values, and at
   most :data:`MAX_ALIASES` aliases (a "billion laughs" bomb is a few hundred bytes);
 - duplicate keys (JSON or YAML) are refused rather than silently keeping the last one, and so
@@ -28,11 +29,11 @@ import os
 import select
 import stat
 import sys
-from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
+from profwin.arguments import MAX_DEPTH, check_nesting, check_path, checked
 from profwin.errors import ConfigError, shown
 
 __all__ = [
@@ -51,8 +52,6 @@ __all__ = [
 
 MAX_SPEC_BYTES = 1 << 20
 """Largest spec file read (1 MiB)."""
-MAX_DEPTH = 100
-"""Deepest nesting of mappings and lists in a spec document."""
 MAX_NODES = 100_000
 """Most values (mappings, lists and scalars) in a spec document, YAML aliases expanded."""
 MAX_ALIASES = 1_000
@@ -80,14 +79,19 @@ def check_timeout(timeout: object) -> float:
 
 
 def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:
-    """``path`` with a leading ``~`` or ``~user`` expanded; an unknown user is a :class:`ConfigError`."""
-    try:
-        return Path(path).expanduser()
-    except RuntimeError:  # pathlib's "Could not determine home directory"
-        user = str(path).split(os.sep, 1)[0]
-        raise ConfigError(
-            f"{what} {shown(str(path))} starts with {shown(user)}, but there is no such user's home directory"
-        ) from None
+    """``path`` (checked by :func:`~profwin.arguments.check_path`) with a leading ``~`` or
+    ``~user`` expanded; a user with no home directory is a :class:`ConfigError`.
+    ``os.path.expanduser`` leaves such a path as it is, so every ``~`` profwin expands goes through
+    here. Errors are located at ``what``, the field the caller read ``path`` from (not
+    :func:`~profwin.arguments.checked`, which would name this function's own parameter)."""
+    if not isinstance(what, str):
+        raise ConfigError(f"must be the name of the field the path is read from (got {shown(what)})", path="what")
+    text = check_path(path, what=what)
+    expanded = os.path.expanduser(text)
+    if expanded.startswith("~"):
+        user = text.split(os.sep, 1)[0]
+        raise ConfigError(f"{shown(text)} starts with {shown(user)}, but there is no such user's home directory", path=what)
+    return Path(expanded)
 
 
 _KINDS = (
@@ -137,6 +141,7 @@ class _Pipe(io.RawIOBase):
         super().close()
 
 
+@checked
 def open_input(path: str | os.PathLike[str], *, what: str, pipes: bool = True) -> BinaryIO:
     """``path`` opened for reading in binary, if it is a regular file, a FIFO or a pipe (a
     symbolic link to one is fine); else a :class:`ConfigError` naming ``what``, the file and
@@ -171,6 +176,7 @@ def open_input(path: str | os.PathLike[str], *, what: str, pipes: bool = True) -
         raise
 
 
+@checked
 def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bool = True) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`open_input`, and ``pipes`` there), at
     most ``limit`` of them: a larger file is a :class:`ConfigError` stating the limit (only
@@ -271,24 +277,9 @@ def _parse_json(text: str, source: str) -> Any:
     except ValueError as exc:
         raise ConfigError(f"{source}: {exc}") from None
     except RecursionError:
-        raise ConfigError(f"{source}: nested deeper than {MAX_DEPTH} levels, the limit for a spec") from None
-    _check_shape(data, source)
+        raise ConfigError(f"nested deeper than {MAX_DEPTH} levels, the limit for profwin's inputs", path=source) from None
+    check_nesting(data, source, max_nodes=MAX_NODES)
     return data
-
-
-def _check_shape(data: Any, source: str) -> None:
-    """Depth and size of a parsed JSON document, walked without recursion."""
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    nodes = 0
-    while stack:
-        value, depth = stack.pop()
-        nodes += 1
-        if depth > MAX_DEPTH:
-            raise ConfigError(f"{source}: nested deeper than {MAX_DEPTH} levels, the limit for a spec")
-        if nodes > MAX_NODES:
-            raise ConfigError(f"{source}: holds more than {MAX_NODES:,} values, the limit for a spec")
-        children = value.values() if isinstance(value, Mapping) else value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
 
 
 # -- YAML ---------------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ from typing import Any, TypeVar, cast
 
 import attrs
 
-from profwin.errors import ConfigError
+from profwin.arguments import checked
+from profwin.errors import ConfigError, shown
 from profwin.selection import Rollouts
 from profwin.window import Window
 
@@ -38,25 +39,33 @@ __all__ = ["JsonForm", "from_json", "json_ready", "to_json"]
 _M = TypeVar("_M")
 
 
+@checked
 def json_ready(value: Any) -> Any:
     """A JSON-ready copy of plain data: mappings (read-only views included) as dicts with string
     keys, tuples and lists as lists, windows and paths as their text."""
+    return _ready(value)
+
+
+def _ready(value: Any) -> Any:
     if isinstance(value, (Window, Rollouts, Path)):  # before the attrs check: attrs classes written as text
         return str(value)
     if attrs.has(type(value)):
         return to_json(value)
     if isinstance(value, Mapping):
-        return {str(k): json_ready(v) for k, v in value.items()}
+        return {str(k): _ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
+        return [_ready(v) for v in value]
     return value
 
 
+@checked
 def to_json(model: Any, *, only: Iterable[str] | None = None, exclude: Iterable[str] = ()) -> dict[str, Any]:
     """``model`` (an attrs instance) as JSON-ready data, field by field in declaration order.
 
     ``only`` keeps just those fields, ``exclude`` drops some (fields that are not part of the
     form, e.g. a compiled regex, are declared ``eq=False, repr=False`` and dropped by name)."""
+    if not attrs.has(type(model)):
+        raise ConfigError(f"must be an attrs instance, a model (got {shown(model)})", path="model")
     keep = None if only is None else frozenset(only)
     drop = frozenset(exclude)
 
@@ -64,7 +73,7 @@ def to_json(model: Any, *, only: Iterable[str] | None = None, exclude: Iterable[
         return attribute.name not in drop and (keep is None or attribute.name in keep)
 
     # recurse=False: nested models go through json_ready (and to_json) whole, without this filter.
-    return attrs.asdict(model, recurse=False, filter=wanted, value_serializer=lambda _, __, value: json_ready(value))
+    return attrs.asdict(model, recurse=False, filter=wanted, value_serializer=lambda _, __, value: _ready(value))
 
 
 def from_json(cls: type[_M], data: Mapping[str, Any], *, path: str = "") -> _M:

@@ -25,6 +25,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from profwin.arguments import checked
+
 __all__ = ["lazy_exports"]
 
 
@@ -41,6 +43,7 @@ class _KeepExports(types.ModuleType):
         super().__setattr__(name, value)
 
 
+@checked
 def lazy_exports(
     package: str, homes: Mapping[str, Iterable[str]], *, fallback: Callable[[str], Any] | None = None
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

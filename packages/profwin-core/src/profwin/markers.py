@@ -21,6 +21,8 @@ from typing import Literal
 
 from attrs import field, frozen, validators
 
+from profwin.arguments import checked
+
 __all__ = ["MARKER_ENV", "MAX_STEP_DIGITS", "TORCH_MARKER", "StepMarker"]
 
 MARKER_ENV = "PROFWIN_STEP_MARKER"
@@ -39,6 +41,7 @@ def _compiles(_: object, attribute: object, value: str) -> None:
         raise ValueError(f"step_marker.pattern: {value!r} is not a regular expression ({exc})") from None
 
 
+@checked
 @frozen(kw_only=True)
 class StepMarker:
     """How one producer marks its steps in a Chrome/Kineto trace.

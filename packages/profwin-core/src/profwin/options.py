@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import attrs
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown, unknown_key
 from profwin.spec import ProfileSpec
 
@@ -29,6 +30,7 @@ T = TypeVar("T")
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
+@checked
 def parse_options(cls: type[T], source: ProfileSpec | Mapping[str, Any], plugin: str) -> T:
     """``cls(**options)`` for ``source`` (a spec, or its ``options[plugin]`` mapping), with every
     error located under ``options.<plugin>``."""
@@ -46,12 +48,14 @@ def parse_options(cls: type[T], source: ProfileSpec | Mapping[str, Any], plugin:
         raise exc.at(where) from None
 
 
+@checked
 def flag(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Validator: a bool (``1`` or ``"yes"`` are refused: YAML typos should not turn things on)."""
     if not isinstance(value, bool):
         raise ConfigError(f"must be true or false (got {shown(value)})", path=attribute.name)
 
 
+@checked
 def at_least(minimum: int) -> Validator:
     """Validator: an int ``>= minimum`` (``True`` and ``1.5`` are refused)."""
 
@@ -62,6 +66,7 @@ def at_least(minimum: int) -> Validator:
     return check
 
 
+@checked
 def choice(*values: object) -> Validator:
     """Validator: one of ``values``."""
 
@@ -72,6 +77,7 @@ def choice(*values: object) -> Validator:
     return check
 
 
+@checked
 def names(*allowed: str, optional: bool = True) -> Validator:
     """Validator: a non-empty list drawn from ``allowed`` (``None`` passes when ``optional``)."""
 

@@ -24,8 +24,9 @@ Groups of names:
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
   :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
-  :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs)
-  and :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``);
+  :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs),
+  :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``)
+  and :func:`expand_user` (``~`` and ``~user`` expanded strictly: an unknown user is a :class:`ConfigError`);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
   :func:`plain`, and :func:`spec_from_mapping`;
@@ -46,6 +47,8 @@ Groups of names:
 - a step's token annotation (a token window's engine plugins write it, the trace tools read it):
   :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
   :func:`parse_step_tokens`;
+- a plugin's public functions and classes: :func:`checked` (their arguments checked against
+  their type hints where they enter, a bad one a :class:`ConfigError` naming it);
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -64,6 +67,7 @@ from profwin.protocols import *  # noqa: F403  (all of protocols.__all__, added 
 
 if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry point loads in a few ms
     from profwin.activities import resolve_activities
+    from profwin.arguments import checked
     from profwin.atomic import atomic_path, check_output_path, write_atomic
     from profwin.cli_runner import CliParser, print_json, run_cli
     from profwin.config import spec_from_mapping
@@ -72,7 +76,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
     from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
     from profwin.http import Reply, ServerClient, normalize_url, request
-    from profwin.inputs import open_input, read_input
+    from profwin.inputs import expand_user, open_input, read_input
     from profwin.json_form import JsonForm, json_ready, to_json
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
@@ -155,6 +159,7 @@ __all__ = [
     "atomic_path",
     "backend",
     "check_output_path",
+    "checked",
     "choice",
     "choose_session",
     "cluster",
@@ -163,6 +168,7 @@ __all__ = [
     "encode_tokens",
     "engine_flavours",
     "engine_plugin_missing",
+    "expand_user",
     "fast_module",
     "flag",
     "folder_listing",
@@ -220,6 +226,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "profwin.activities": ("resolve_activities",),
+        "profwin.arguments": ("checked",),
         "profwin.atomic": ("atomic_path", "check_output_path", "write_atomic"),
         "profwin.config": ("spec_from_mapping",),
         "profwin.discovery": ("backend", "cluster", "engine_flavours"),
@@ -243,7 +250,7 @@ __getattr__, __dir__ = lazy_exports(
             "unknown_key",
         ),
         "profwin.http": ("Reply", "ServerClient", "normalize_url", "request"),
-        "profwin.inputs": ("open_input", "read_input"),
+        "profwin.inputs": ("expand_user", "open_input", "read_input"),
         "profwin.json_form": ("JsonForm", "json_ready", "to_json"),
         "profwin.markers": ("TORCH_MARKER", "StepMarker"),
         "profwin.options": ("at_least", "choice", "flag", "names", "parse_options"),

@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
+from profwin.arguments import checked
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.spec import ProfileSpec
@@ -137,6 +138,7 @@ class RemoteResult(JsonForm):
     details: Mapping[str, Any] = field(factory=dict, hash=False)
 
 
+@checked
 def fan_out(
     call: Callable[[_T], _U], items: Sequence[_T], *, max_workers: int | None = None, thread_prefix: str = "profwin"
 ) -> list[_U]:

@@ -69,6 +69,8 @@ def new_session_id() -> str:
 def sidecar_path(trace: str | Path) -> Path:
     """``<trace>.profwin.json`` next to ``trace``."""
     trace = Path(trace)
+    if not trace.name:
+        raise ConfigError(f"must name a file (got {str(trace)!r})", path="path")
     return trace.with_name(trace.name + SIDECAR_SUFFIX)
 
 

@@ -45,6 +45,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
+from profwin.arguments import checked
 from profwin.atomic import check_output_path, write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
@@ -93,6 +94,7 @@ class SessionError(ProfwinError, RuntimeError):
         self.results = list(results)
 
 
+@checked
 def folder_listing(directory: Path) -> dict[str, tuple[int, int]]:
     """Regular files in ``directory`` (not profwin's hidden ones): ``name -> (mtime_ns, bytes)``.
     How a session finds what an engine wrote since its start, in its own process or (a target's
@@ -162,6 +164,7 @@ class _Part:
         return {"target": self.target.name, "plan": self.plan.to_dict(), "before": self.before, "session": self.session}
 
 
+@checked
 class RemoteSession:
     """A profiling session on one or several live engines of one backend (see the module doc).
 
@@ -426,6 +429,7 @@ def target_prefix(prefix: str, index: int) -> str:
     return f"{prefix[: 127 - len(str(index))]}-{index}"
 
 
+@checked
 def is_session_prefix(prefix: object, spec: ProfileSpec) -> bool:
     """Whether ``prefix`` is one a session of ``spec`` gives a target: ``spec.prefix`` itself,
     or ``PREFIX-N`` (:func:`target_prefix`) — for a backend's ``check_state``, since a target's
@@ -604,6 +608,7 @@ def engine_targets(engine: Backend, target: Any, *, api_key: str | None, timeout
     return [item if isinstance(item, EngineTarget) else engine.target(item, api_key=api_key, timeout=timeout) for item in items]
 
 
+@checked
 def remote_session(
     engine: str | Backend,
     target: Any,
@@ -632,6 +637,7 @@ def remote_session(
     return RemoteSession(backend, targets, as_spec(spec), version=version, timeout=timeout, on_active=on_active)
 
 
+@checked
 def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]:
     """A plugin's own ``session(target, spec, ...)``: :func:`remote_session` with ``backend`` and
     the same keyword arguments (and signature), documented by ``doc`` (``profwin_vllm.session``)."""
@@ -642,7 +648,7 @@ def session_function(backend: Backend, doc: str) -> Callable[..., RemoteSession]
     signature = inspect.signature(remote_session)
     session.__signature__ = signature.replace(parameters=list(signature.parameters.values())[1:])  # type: ignore[attr-defined]
     session.__doc__ = doc
-    return session
+    return checked(session)
 
 
 def resume_session(

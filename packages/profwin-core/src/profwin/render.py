@@ -8,6 +8,7 @@ import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 from profwin.json_form import json_ready
 
@@ -65,6 +66,7 @@ def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:
     return plan.request
 
 
+@checked
 def render_plan(plan: EnginePlan, form: str) -> str:
     """``plan`` as one of :data:`FORMS` (``llm``/``engine`` mean ``python``, ``http`` means ``json``)."""
     chosen = _ALIASES.get(form, form)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
 from profwin.inputs import check_timeout
 from profwin.json_form import JsonForm
@@ -97,6 +98,7 @@ Engines = Any
 """Server URLs, engine objects or EngineTargets (one, or a list), or a function returning them."""
 
 
+@checked
 class RolloutProfiler:
     """Profiles the chosen rollouts of a trainer on its engines (see the module doc).
 
@@ -135,8 +137,6 @@ class RolloutProfiler:
     ) -> None:
         if (engines is None) == (router is None):
             raise ConfigError("give the engines or a router's URL (exactly one of them)", path="engines")
-        if router is not None and not isinstance(router, str):
-            raise ConfigError(f"must be a router's URL (got {shown(router)})", path="router")
         if on_active not in ("error", "restart"):
             raise ConfigError(f"must be 'error' or 'restart' (got {shown(on_active)})", path="on_active")
         self.engine = engine

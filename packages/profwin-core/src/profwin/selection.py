@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 
 from attrs import field, frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown, unknown_key
 
 __all__ = ["MAX_ROLLOUT_ID", "Rollouts"]
@@ -50,6 +51,7 @@ def _checked(value: object, name: str, path: str, *, least: int) -> int:
     return value
 
 
+@checked(own=("ids", "first", "count", "every"))  # their rule names the config field (path) they came from
 @frozen(init=False)
 class Rollouts:
     """Which rollouts to profile: listed ``ids``, or ``count`` rollouts (``None``: no end), one

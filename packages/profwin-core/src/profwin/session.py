@@ -8,6 +8,7 @@ import sys
 import warnings
 from types import TracebackType
 
+from profwin.arguments import checked
 from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning, shown
 from profwin.protocols import Artifact, Driver, Profiler
@@ -22,6 +23,7 @@ _NEVER = math.inf
 _MAX_RANK = 2**31 - 1
 
 
+@checked(own=("explicit",))  # the rank rule below names the range, at the field "rank"
 def current_rank(explicit: int | None = None) -> int:
     """This process's rank: ``explicit``, else ``torch.distributed``'s if it is initialised,
     else ``RANK``, else ``LOCAL_RANK``, else 0. Never imports torch.
@@ -49,6 +51,7 @@ def current_rank(explicit: int | None = None) -> int:
     return 0
 
 
+@checked(own=("rank",))  # current_rank's rule
 class Session:
     """Profile steps ``[start, end)`` of a loop with an in-process profiler.
 
@@ -82,13 +85,13 @@ class Session:
             spec = ProfileSpec(window=Window.parse(spec) if spec else Window())
         elif isinstance(spec, Window):
             spec = ProfileSpec(window=spec)
-        elif not isinstance(spec, ProfileSpec):
-            raise ConfigError(f"spec must be a ProfileSpec, a Window or text like '20:80' (got {spec!r})")
         self.spec: ProfileSpec = spec
         self.rank: int = current_rank(rank)
         self.steps: int = 0
         """Index of the step in progress: the number of :meth:`step` calls so far."""
         self.artifacts: list[Artifact] = []
+        if not isinstance(profiler, (str, Profiler)):  # checked() takes any object for a protocol: this one is used whole
+            raise ConfigError(f"must be a profiler's name or a Profiler (got {shown(profiler)})", path="profiler")
         self._plugin: str | Profiler = profiler
         self._driver: Driver | None = None
         # Step 0 reaches _boundary, which refuses a step() before start().

@@ -35,7 +35,10 @@ def _to_activities(value: Any) -> Any:
         return value  # a bare string is rejected by the validator
     if not isinstance(value, Iterable):
         return value  # rejected by the validator with the value shown
-    return tuple(sorted(set(value), key=lambda a: ACTIVITIES.index(a) if a in ACTIVITIES else len(ACTIVITIES)))
+    items = tuple(value)
+    if not all(isinstance(item, str) for item in items):
+        return items  # rejected by the validator, naming the item
+    return tuple(sorted(set(items), key=lambda a: ACTIVITIES.index(a) if a in ACTIVITIES else len(ACTIVITIES)))
 
 
 def _check_activities(_: object, __: object, value: Any) -> None:
@@ -60,10 +63,7 @@ def _check_bool(instance: object, attribute: Any, value: object) -> None:
 def _to_path(value: str | os.PathLike[str]) -> Path:
     if not isinstance(value, (str, os.PathLike)) or not str(value):
         raise ConfigError(f"must be a non-empty path (got {shown(value)})", path="output_dir")
-    try:
-        return expand_user(value, what="path").absolute()
-    except ConfigError as exc:
-        raise exc.at("output_dir") from None
+    return expand_user(value, what="output_dir").absolute()
 
 
 def _check_prefix(_: object, __: object, value: object) -> None:

@@ -55,6 +55,7 @@ from typing import Literal
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 from profwin.window import Window
 
@@ -165,6 +166,7 @@ class StepTokens:
         return name if self.session_step is None else f"{name} session_step={self.session_step}"
 
 
+@checked
 def parse_step_tokens(name: str) -> StepTokens | None:
     """The annotation a span's name carries; ``None`` when the name is not a ``profwin.tokens``
     annotation. Raises :class:`~profwin.ConfigError`, naming the value and the rule, for one that
@@ -196,12 +198,14 @@ def max_steps(window: Window) -> int | None:
     return None if window.length is None else 2 * window.length
 
 
+@checked
 def encode(window: Window) -> tuple[int, int]:
     """``(start value, count)`` an engine plugin reads back with :func:`decode`: the start offset
     by :data:`TOKEN_BASE`, the count the window's length (0 when open-ended)."""
     return TOKEN_BASE + window.start, window.length or 0
 
 
+@checked
 def decode(start: object, count: object) -> Window | None:
     """The token window :func:`encode` made, or ``None`` for any other values."""
     if isinstance(start, bool) or not isinstance(start, int) or not TOKEN_BASE <= start < TOKEN_BASE + (1 << 31):
@@ -212,6 +216,7 @@ def decode(start: object, count: object) -> Window | None:
     return Window(first, first + count if count else None, unit="tokens")
 
 
+@checked
 class TokenRule:
     """The token-window rule for one session on one engine rank (module docstring).
 

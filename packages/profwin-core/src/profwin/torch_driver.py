@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from profwin.activities import resolve_activities as resolve_activities_for
+from profwin.arguments import checked
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.protocols import Artifact, PluginSpec
@@ -131,6 +132,7 @@ class TorchProfiler:
 _kineto_owner: WindowedProfile | None = None
 
 
+@checked
 class WindowedProfile:
     """A ``torch.profiler.profile`` recording exactly a window's steps, for drivers to build on.
 

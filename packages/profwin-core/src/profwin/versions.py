@@ -17,6 +17,7 @@ from importlib.metadata import version as dist_version
 from attrs import frozen
 from packaging.version import InvalidVersion, Version
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 
 __all__ = ["EngineVersion", "engine_plugin_missing", "installed_version"]
@@ -69,6 +70,7 @@ class EngineVersion:
         return str(self.key)
 
 
+@checked
 def installed_version(module: str, distributions: tuple[str, ...]) -> str | None:
     """The version of an engine importable here: the already-imported ``module``'s
     ``__version__``, else the first of ``distributions`` that is installed, else ``None``.
@@ -88,6 +90,7 @@ def installed_version(module: str, distributions: tuple[str, ...]) -> str | None
     return None
 
 
+@checked
 def engine_plugin_missing(distribution: str, group: str, allow_env: str, *, empty_allows_all: bool) -> str | None:
     """Why an engine started from this environment would not load ``distribution``'s entry point
     in the engine's own plugin ``group`` (``vllm.general_plugins``, ``sglang.srt.plugins``), or

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, write_atomic
+from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, checked, write_atomic
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 
@@ -112,6 +112,7 @@ def _walk(roots: Iterable[Any]) -> tuple[list[tuple[int, int, int]], list[tuple[
     return markers, allocations
 
 
+@checked
 def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOptions) -> dict[str, Any]:
     """The timeline JSON (without run metadata) for the allocator events of ``steps``.
 

@@ -15,7 +15,7 @@ import os
 import platform
 from typing import Any
 
-from profwin.plugin import Artifact, ProfileSpec, Window, atomic_path
+from profwin.plugin import Artifact, ProfileSpec, Window, atomic_path, checked
 from profwin_memory import provenance
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
@@ -27,6 +27,7 @@ STEP_METADATA = "profwin step "
 """Prefix of the allocation metadata that names the step an allocation was made in."""
 
 
+@checked
 def history_kwargs(record_history: Any, options: MemoryOptions, *, enabled: str | None) -> dict[str, Any]:
     """Arguments for ``_record_memory_history`` that the installed torch accepts.
 

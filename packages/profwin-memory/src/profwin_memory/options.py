@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from profwin.plugin import ProfileSpec, at_least, choice
+from profwin.plugin import ProfileSpec, at_least, checked, choice
 from profwin.plugin import parse_options as parse_plugin_options
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"]
@@ -41,6 +41,7 @@ class MemoryOptions:
     top_ops: int = field(default=10, validator=at_least(0))
 
 
+@checked
 def memory_options(source: ProfileSpec | Mapping[str, Any]) -> MemoryOptions:
     """``options.memory`` of a spec (or that mapping), validated by core's ``parse_options``;
     errors name ``options.memory.<key>``."""

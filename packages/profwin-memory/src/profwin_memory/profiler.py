@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window
+from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window, checked
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import memory_options
@@ -25,6 +25,7 @@ def _import_torch() -> Any:
     return torch
 
 
+@checked
 def resolve_device(spec: ProfileSpec, torch: Any) -> str:
     """``cuda`` (allocator snapshot) or ``cpu`` (timeline) for this spec on this machine.
 

@@ -21,7 +21,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfwinError, open_input, read_input, write_atomic
+from profwin.plugin import ConfigError, ProfwinError, checked, open_input, read_input, write_atomic
 
 __all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
@@ -89,8 +89,11 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+@checked
 def sidecar_path(snapshot: Path) -> Path:
     """``X.pickle`` -> ``X.pickle.sig.json``."""
+    if not snapshot.name:
+        raise ConfigError(f"must name a file (got {str(snapshot)!r})", path="snapshot")
     return snapshot.with_name(snapshot.name + SIDECAR_SUFFIX)
 
 
@@ -114,6 +117,7 @@ def sign(snapshot: Path, *, final_name: str, details: dict[str, Any]) -> Path:
     return write_atomic(sidecar_path(snapshot.with_name(final_name)), json.dumps(record, indent=1).encode())
 
 
+@checked
 def verify(snapshot: Path) -> dict[str, Any]:
     """Return the sidecar record if profwin on this machine wrote ``snapshot`` unchanged.
 

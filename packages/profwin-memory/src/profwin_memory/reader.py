@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import read_input
+from profwin.plugin import ConfigError, checked, read_input
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.provenance import UntrustedSnapshotError, verify
 from profwin_memory.timeline import MAX_TIMELINE_BYTES, load_timeline
@@ -42,14 +42,21 @@ class _PlainDataUnpickler(pickle.Unpickler):
         )
 
 
+@checked
 def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     """The snapshot dict in ``path`` (as ``torch.cuda.memory._snapshot()`` returned it).
 
     Raises :class:`UntrustedSnapshotError` with the reason when profwin cannot show it wrote the
-    file, unless ``trust`` is true.
+    file, unless ``trust`` is true. A missing file is ``FileNotFoundError`` (so is one for the
+    readers built on this one: :func:`summarize_snapshot`, :func:`summarize`).
     """
     path = Path(path)
-    path.stat()  # a missing file is "no such file", not "no signature"
+    try:
+        path.stat()  # a missing file is "no such file", not "no signature"
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise ConfigError(f"cannot read memory snapshot {str(path)!r}: {exc.strerror or exc}", path="path") from None
     if not trust:
         verify(path)
     data = read_input(path, limit=MAX_SNAPSHOT_BYTES, what="memory snapshot")
@@ -122,6 +129,7 @@ def _summarize_trace(device: int, trace: list[Mapping[str, Any]], top: int) -> d
     }
 
 
+@checked
 def summarize_snapshot(path: str | Path, *, trust: bool = False, top: int = 10) -> dict[str, Any]:
     """Peak growth, bytes per step, top allocation sites and allocator state of a snapshot.
 
@@ -149,6 +157,7 @@ def _snapshot_summary(path: str | Path, snapshot: dict[str, Any], top: int) -> d
     }
 
 
+@checked
 def summarize_timeline(path: str | Path) -> dict[str, Any]:
     """Totals, top ops and the step with the highest live bytes of a CPU timeline, and how many
     events it holds; read streaming and checked whole (:func:`load_timeline` with ``events=False``)."""
@@ -163,6 +172,7 @@ def summarize_timeline(path: str | Path) -> dict[str, Any]:
     }
 
 
+@checked
 def summarize(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     """:func:`summarize_timeline` for ``*.json``/``*.json.gz``, else :func:`summarize_snapshot`."""
     name = Path(path).name

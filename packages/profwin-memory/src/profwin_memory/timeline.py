@@ -27,7 +27,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, fast_module
+from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, checked, fast_module
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 
 __all__ = [
@@ -95,6 +95,7 @@ _TABLES = {"events": EVENT_COLUMNS, "per_step": PER_STEP_COLUMNS}
 _TOP_OP = {"alloc_bytes": Rule(), "alloc_count": Rule()}
 
 
+@checked
 def load_timeline(path: str | Path, *, events: bool = True) -> dict[str, Any]:
     """The timeline in ``path`` (plain or gzip JSON), every value checked (see the module docstring).
 
@@ -247,8 +248,8 @@ class _Reader:
         low, high, what = self.bounds(place, rule)
         decode = _typed_decoder(rule.integer, low, high)
         count = 0
-        for values, checked in self.stream.array_batches(place, decode):
-            if not checked:
+        for values, valid in self.stream.array_batches(place, decode):
+            if not valid:
                 _check(values, rule, low, high, place, count, self.fail, self.within(what))
             if what and high is None:  # its bound is not known yet: compare the extremes at the end
                 self.extremes(place, values, count)
@@ -300,8 +301,8 @@ class _Reader:
         """``ops``: a list of strings; the list, or (not kept) its length."""
         kept: list[str] = []
         count = 0
-        for values, checked in self.stream.array_batches(key, _typed_decoder(None, None, None)):
-            if not checked:
+        for values, valid in self.stream.array_batches(key, _typed_decoder(None, None, None)):
+            if not valid:
                 for i, value in enumerate(values):
                     if not isinstance(value, str):
                         raise self.fail(f"{key}[{count + i}] is {_json(value)}; it must be an op's name, a string")

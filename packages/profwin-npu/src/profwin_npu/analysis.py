@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from profwin.plugin import ConfigError, PluginError
+from profwin.plugin import ConfigError, PluginError, checked, expand_user
 from profwin_npu.driver import ASCEND_SUFFIX, import_torch_npu
 from profwin_npu.options import EXPORT_TYPES
 
@@ -16,6 +16,7 @@ PARSED_DIR = "ASCEND_PROFILER_OUTPUT"
 """What parsing adds to an ``*_ascend_pt`` folder: ``trace_view.json``, ``kernel_details.csv``..."""
 
 
+@checked
 def analyse(
     path: str | os.PathLike[str], *, export_type: str | Sequence[str] | None = None, processes: int | None = None
 ) -> list[Path]:
@@ -26,8 +27,11 @@ def analyse(
     torch_npu swallows parse errors, so success is judged by the ``ASCEND_PROFILER_OUTPUT``
     folders it leaves: a folder without one raises :class:`profwin.PluginError`.
     """
-    root = Path(path).expanduser().absolute()
-    targets = [root] if root.name.endswith(ASCEND_SUFFIX) else sorted(p for p in root.glob(f"*{ASCEND_SUFFIX}") if p.is_dir())
+    root = expand_user(path, what="path").absolute()
+    try:
+        targets = [root] if root.name.endswith(ASCEND_SUFFIX) else sorted(p for p in root.glob(f"*{ASCEND_SUFFIX}") if p.is_dir())
+    except OSError as exc:  # a name too long, a folder not readable
+        raise ConfigError(f"cannot be read: {exc.strerror or exc} (got {str(root)!r})", path="path") from None
     if not targets:
         raise ConfigError(f"has no *{ASCEND_SUFFIX} folder to parse (got {str(root)!r})", path="path")
     types = [export_type] if isinstance(export_type, str) else None if export_type is None else list(export_type)

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, PluginError, ProfileSpec, Window
+from profwin.plugin import Artifact, PluginError, ProfileSpec, Window, checked
 from profwin.plugin import resolve_activities as core_resolve_activities
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
@@ -115,6 +115,7 @@ def resolve_activities(spec: ProfileSpec, *, npu_available: bool) -> tuple[str, 
     return kept
 
 
+@checked
 def profile_kwargs(
     profiler: Any, spec: ProfileSpec, options: NpuOptions, *, window: Window, first_step: int, worker: str
 ) -> dict[str, Any]:
@@ -204,6 +205,7 @@ class NpuProfiler:
         return NpuDriver(spec, window=window, first_step=first_step, rank=rank)
 
 
+@checked
 class NpuDriver:
     """One ``torch_npu.profiler.profile`` over one window (see the module docstring)."""
 

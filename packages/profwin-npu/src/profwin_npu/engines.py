@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, EngineVersion, ProfileSpec
+from profwin.plugin import ConfigError, EngineVersion, ProfileSpec, checked
 from profwin_npu.options import npu_options
 
 __all__ = [
@@ -89,6 +89,7 @@ class NpuOptionIgnored(UserWarning):
     """An engine on Ascend silently ignores something the spec asks for."""
 
 
+@checked
 def engine_flavour(engine: str, version: str | None, spec: ProfileSpec, *, warn: bool = True) -> dict[str, Any]:
     """What ``engine`` (``vllm-ascend`` or ``sglang``, running on Ascend) does with ``spec``.
 
@@ -157,6 +158,7 @@ def engine_flavour(engine: str, version: str | None, spec: ProfileSpec, *, warn:
     }
 
 
+@checked
 def engine_notes(engine: str, version: str | None, spec: ProfileSpec) -> list[str]:
     """The sentences :func:`engine_flavour` warns with: what ``engine`` ignores in ``spec``."""
     notes: list[str] = engine_flavour(engine, version, spec)["notes"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, unknown_key
+from profwin.plugin import ConfigError, ProfileSpec, checked, unknown_key
 
 __all__ = [
     "AIC_METRICS",
@@ -135,6 +135,7 @@ class NpuOptions:
         )
 
 
+@checked
 def npu_options(spec: ProfileSpec) -> NpuOptions:
     """The Ascend options of ``spec`` (``spec.options["npu"]``), validated, defaults filled in."""
     return NpuOptions.from_mapping(spec.plugin_options("npu"))

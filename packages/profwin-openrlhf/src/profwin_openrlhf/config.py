@@ -29,7 +29,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, Rollouts, Window, shown, spec_from_mapping
+from profwin.plugin import ConfigError, ProfileSpec, Rollouts, Window, checked, shown, spec_from_mapping
 
 __all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "OpenRLHFProfiling", "split_argv"]
 
@@ -109,6 +109,7 @@ class OpenRLHFProfiling:
         return None if not text else cls.from_json(text)
 
 
+@checked
 def split_argv(argv: Sequence[str]) -> tuple[OpenRLHFProfiling | None, list[str]]:
     """profwin's flags taken out of OpenRLHF's command line: the settings (``None`` when neither
     flag is given) and the arguments left for OpenRLHF. Both flags take a value, as

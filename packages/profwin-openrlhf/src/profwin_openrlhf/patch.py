@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import EngineVersion, PluginError
+from profwin.plugin import EngineVersion, PluginError, checked
 from profwin_openrlhf.actor import original_class, profiled_actor_class
 from profwin_openrlhf.config import ENV, OpenRLHFProfiling
 from profwin_openrlhf.generator import GENERATOR_MODULE, install
@@ -42,6 +42,7 @@ SETUP_HOOK = "profwin_openrlhf.generator.setup"
 _state: dict[str, Any] = {}  # what enable() replaced: the original actor class and ray.init
 
 
+@checked
 def check_openrlhf(version: str | None = None) -> str:
     """The installed OpenRLHF's version when profwin-openrlhf supports it; else a
     :class:`~profwin.PluginError` saying why (another series, or a seam missing)."""
@@ -69,6 +70,7 @@ def check_openrlhf(version: str | None = None) -> str:
     return version
 
 
+@checked
 def runtime_env(settings: OpenRLHFProfiling, base: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """``base`` (a Ray ``runtime_env``) with profwin's setup hook and settings added, for a driver
     that starts Ray itself: ``ray.init(runtime_env=profwin_openrlhf.runtime_env(settings, ...))``.
@@ -83,6 +85,7 @@ def runtime_env(settings: OpenRLHFProfiling, base: Mapping[str, Any] | None = No
     return env
 
 
+@checked
 def enable(settings: OpenRLHFProfiling) -> list[str]:
     """Put profiling in place for OpenRLHF's ``train()`` in this process (see the module doc);
     returns what was replaced, ``[]`` with one warning when OpenRLHF is left alone."""

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profwin.plugin import ConfigError, lazy_exports
+from profwin.plugin import ConfigError, checked, lazy_exports
 
 if TYPE_CHECKING:
     from profwin_ray.actors import ActorEngine, actor_call
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["CLUSTER", "ActorEngine", "RayCluster", "actor_call", "collect", "deliver", "summarize"]
 
 
+@checked
 def collect(pattern: str, dest: str | Path, **options: Any) -> Collection:
     """See :func:`profwin_ray.cluster.collect`."""
     from profwin_ray.cluster import collect as run
@@ -37,6 +38,7 @@ def collect(pattern: str, dest: str | Path, **options: Any) -> Collection:
     return run(pattern, dest, **options)
 
 
+@checked
 def summarize(paths: Sequence[str], **options: Any) -> Any:
     """See :func:`profwin_ray.cluster.summarize`."""
     from profwin_ray.cluster import summarize as run
@@ -44,6 +46,7 @@ def summarize(paths: Sequence[str], **options: Any) -> Any:
     return run(paths, **options)
 
 
+@checked
 def deliver(paths: Sequence[str | Path], dest: str | Path, **options: Any) -> Any:
     """See :func:`profwin_ray.cluster.deliver`."""
     from profwin_ray.cluster import deliver as run

@@ -7,7 +7,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from profwin.plugin import ProfileSpec, choice, flag, names, parse_options
+from profwin.plugin import ProfileSpec, checked, choice, flag, names, parse_options
 
 __all__ = ["PROFILERS", "SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"]
 
@@ -52,6 +52,7 @@ class SglangOptions:
     profiler: str = field(default="auto", validator=choice(*PROFILERS))
 
 
+@checked
 def options_of(source: ProfileSpec | Mapping[str, Any]) -> SglangOptions:
     """``options.sglang`` of a spec (or that mapping), validated by core's ``parse_options``;
     errors name ``options.sglang.<key>``."""

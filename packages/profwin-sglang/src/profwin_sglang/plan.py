@@ -19,7 +19,16 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, get_args
 
-from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, engine_flavours, is_session_prefix, resolve_activities, shown
+from profwin.plugin import (
+    ConfigError,
+    EnginePlan,
+    ProfileSpec,
+    checked,
+    engine_flavours,
+    is_session_prefix,
+    resolve_activities,
+    shown,
+)
 from profwin_sglang.options import SglangOptions, options_of
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features, features
@@ -34,6 +43,7 @@ _ACTIVITY = {"cpu": "CPU", "cuda": "GPU", "npu": "GPU", "xpu": "XPU"}
 _ACCELERATOR = {"cuda": "cuda", "musa": "cuda", "rocm": "cuda", "hip": "cuda", "npu": "npu", "xpu": "xpu"}
 
 
+@checked
 def activities_for(spec: ProfileSpec, device: str | None, *, options: SglangOptions | None = None) -> tuple[list[str], list[str]]:
     """The SGLang activity names for ``spec`` on a server whose ``--device`` is ``device``.
 
@@ -169,6 +179,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             )
 
 
+@checked
 def profile_request(
     spec: ProfileSpec, plan: Plan, *, activities: list[str], profile_id: str, options: SglangOptions | None = None
 ) -> dict[str, Any]:
@@ -194,6 +205,7 @@ def profile_request(
     return body
 
 
+@checked
 def launch_env(spec: ProfileSpec) -> dict[str, str]:
     """Environment for launching an SGLang server that profwin will drive.
 
@@ -218,6 +230,7 @@ _PLUGIN = (
 )
 
 
+@checked
 def plan_for(
     spec: ProfileSpec,
     *,

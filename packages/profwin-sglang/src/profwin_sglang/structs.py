@@ -14,6 +14,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from profwin.plugin import checked
+
 __all__ = ["build_profile_req", "request_fields"]
 
 
@@ -27,6 +29,7 @@ def request_fields(struct: type) -> tuple[str, ...]:
     raise TypeError(f"{struct!r} is neither a msgspec struct nor a dataclass")
 
 
+@checked
 def build_profile_req(struct: type, kinds: Any, fields: Mapping[str, Any], *, start: bool = True) -> Any:
     """A ``ProfileReq`` (``struct``) of either shape: ``kinds`` is SGLang's ``ProfileReqType``;
     ``fields`` the request's fields by name, of which those the struct lacks are left out."""

@@ -27,6 +27,7 @@ from profwin.plugin import (
     ServerClient,
     TargetContext,
     TargetError,
+    checked,
 )
 from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
@@ -228,6 +229,7 @@ class _Sglang:
         return collect(plan, files, stopped=stopped, producer=f"sglang@{self.name}", ran=self.ran)
 
 
+@checked
 class SglangServer(_Sglang):
     """An SGLang HTTP server (``http://host:port``)."""
 
@@ -282,6 +284,7 @@ def is_engine(target: object) -> bool:
     return hasattr(target, "tokenizer_manager") and callable(getattr(target, "start_profile", None))
 
 
+@checked
 class SglangEngine(_Sglang):
     """An in-process ``sglang.Engine`` (its schedulers run in child processes on this machine).
 

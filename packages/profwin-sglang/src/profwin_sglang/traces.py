@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, count_steps, token_steps, trim
+from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, checked, count_steps, token_steps, trim
 from profwin_sglang._plugin import STEP_MARKER
 
 __all__ = ["collect", "trim_in_place"]
@@ -33,6 +33,7 @@ _MARKERS = (TORCH_MARKER, STEP_MARKER)
 _FILES_GRACE_S = 2.0
 
 
+@checked
 def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
     """Cut a trace down to its batches ``keep`` (numbered from 0 in trace order) with
     :func:`profwin.plugin.trim`, replacing the file; returns the number of batches kept (0: the

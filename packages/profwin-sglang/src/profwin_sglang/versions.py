@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from profwin.plugin import EngineVersion, installed_version
+from profwin.plugin import EngineVersion, checked, installed_version
 from profwin_sglang.server_plugin import FIRST_VERSION, HOOK_PACKAGE
 
 __all__ = ["VERIFIED_VERSION", "Features", "features", "plugin_inactive_reason", "sglang_version"]
@@ -48,6 +48,7 @@ def sglang_version() -> str | None:
     return installed_version("sglang", ("sglang",))
 
 
+@checked
 def features(version: str | EngineVersion | None) -> Features:
     """The profiler behaviour of ``version``; ``None`` means "not known", treated as the newest."""
     parsed = None if version is None else EngineVersion.parse(version)

@@ -35,7 +35,7 @@ from typing import Literal
 
 from attrs import evolve, frozen
 
-from profwin.plugin import ConfigError, Window, encode_tokens
+from profwin.plugin import ConfigError, Window, checked, encode_tokens
 from profwin_sglang.options import START_MODES
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features
@@ -75,6 +75,7 @@ class Plan:
         return self.mode == "trim"
 
 
+@checked
 def plan_window(
     window: Window,
     *,

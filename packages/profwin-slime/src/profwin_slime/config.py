@@ -31,7 +31,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, JsonForm, ProfileSpec, Rollouts, Window, shown, spec_from_mapping
+from profwin.plugin import ConfigError, JsonForm, ProfileSpec, Rollouts, Window, checked, shown, spec_from_mapping
 
 __all__ = [
     "DEFAULT_OUTPUT_DIR",
@@ -137,6 +137,7 @@ def rollout_function(args: Any) -> str:
     return path
 
 
+@checked
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add ``--profwin-rollouts``, ``--profwin-spec``, ``--profwin-eval`` and
     ``--profwin-rollout-function`` to slime's parser: for an entry point of your own,

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from profwin.plugin import ConfigError, RolloutProfiler, RolloutRecord, shown
+from profwin.plugin import ConfigError, RolloutProfiler, RolloutRecord, checked, shown
 from profwin_slime.config import SlimeProfiling, rollout_function
 
 __all__ = ["generate_rollout", "records"]
@@ -48,6 +48,7 @@ def _current(args: Any) -> _Setup:
         return _setup
 
 
+@checked
 def generate_rollout(args: Any, rollout_id: int, data_source: Any, evaluation: bool = False) -> Any:
     """slime's rollout function with profiling: the chosen rollouts (``args.profwin_rollouts``)
     are profiled on every worker of slime's router, evaluation rollouts only with

@@ -42,6 +42,7 @@ from profwin.plugin import (
     RolloutRecord,
     Window,
     backend,
+    checked,
     spec_from_mapping,
 )
 
@@ -71,6 +72,7 @@ def records() -> list[RolloutRecord]:
         return [record for profiler in _profilers for record in profiler.records]
 
 
+@checked
 def check_trl(version: str | None = None) -> str:
     """The installed TRL's version when profwin-trl supports it; else a
     :class:`~profwin.PluginError` saying why (another series, or its seam missing)."""
@@ -95,6 +97,7 @@ def check_trl(version: str | None = None) -> str:
     return version
 
 
+@checked
 def enable(
     spec: ProfileSpec | Window | str | Mapping[str, Any],
     rollouts: object,

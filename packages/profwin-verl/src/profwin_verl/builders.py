@@ -25,7 +25,7 @@ import os
 import warnings
 from typing import Any
 
-from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend
+from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend, checked
 from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
 
 __all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
@@ -33,6 +33,7 @@ __all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_pla
 _INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
 
 
+@checked
 def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, legacy_env: bool = True) -> dict[str, Any]:
     """``{"profiler_config": <JSON>}`` for vLLM's launch arguments (``--profiler-config``), as verl
     builds it, with ``delay_iterations``/``max_iterations`` from profwin's vLLM plan. With
@@ -75,6 +76,7 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     return {"profiler_config": json.dumps(config)}
 
 
+@checked
 def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int) -> dict[str, Any]:
     """Keyword arguments for SGLang's ``TokenizerManager.start_profile``, as verl builds them, with
     ``start_step``/``num_steps`` from profwin's SGLang plan (relative to this session with

@@ -28,6 +28,8 @@ from profwin.plugin import (
     ProfilingDisabled,
     Rollouts,
     Window,
+    checked,
+    expand_user,
     read_document,
     select,
     to_json,
@@ -181,6 +183,7 @@ def block_kind(data: Any) -> str | None:
     return None
 
 
+@checked
 def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) -> VerlProfiling:
     """Read a verl profiler config with verl's meaning.
 
@@ -210,6 +213,7 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
     return _read(data, kind=kind, path=path, tool=tool, enable_default=False, steps=steps, known_steps=known_steps)
 
 
+@checked
 def spec_from_verl(
     block: Any, *, tool: str | None = None, path: str = "", base_dir: str | os.PathLike[str] | None = None
 ) -> ProfileSpec:
@@ -244,7 +248,7 @@ def spec_format(document: Any, data: Any, at: str | None) -> ProfileSpec | None:
 def _spec_of(result: VerlProfiling, path: str, base_dir: str | os.PathLike[str] | None) -> ProfileSpec:
     if result.spec is None:
         raise ProfilingDisabled(f"verl profiles nothing with this config: {result.reason}", path=path)
-    if base_dir is not None and not os.path.isabs(os.path.expanduser(result.save_path)):
+    if base_dir is not None and not expand_user(result.save_path, what=f"{path}.save_path").is_absolute():
         return result.spec.replace(output_dir=os.path.join(base_dir, result.save_path))
     return result.spec
 

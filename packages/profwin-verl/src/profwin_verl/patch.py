@@ -10,7 +10,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from profwin.plugin import PluginError
+from profwin.plugin import PluginError, checked
 
 __all__ = ["NAMES", "SUPPORTED_VERL", "patch", "unpatch"]
 
@@ -31,6 +31,7 @@ NAMES: tuple[str, ...] = (
 _ORIGINALS: dict[str, Callable[..., Any]] = {}  # verl's own functions, kept from the first patch()
 
 
+@checked
 def patch(*, force: bool = False) -> list[str]:
     """Swap verl's functions for profwin's wherever verl holds them; returns ``module.name`` for
     each one swapped by this call (empty when all were already swapped).

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import TraceError, Window, WindowWarning, trim
+from profwin.plugin import ConfigError, TraceError, Window, WindowWarning, checked, shown, trim
 
 __all__ = [
     "expect_trim",
@@ -40,11 +40,21 @@ def read(config: Any, name: str, default: Any = None) -> Any:
     return getattr(config, name, default)
 
 
+@checked
 def rollout_trace_dir(profiler_config: Any, rank: int) -> str:
-    """The directory replica ``rank``'s engine writes to: ``save_path/agent_loop_rollout_replica_{rank}``."""
-    return os.path.join(read(profiler_config, "save_path"), f"agent_loop_rollout_replica_{rank}")
+    """The directory replica ``rank``'s engine writes to: ``save_path/agent_loop_rollout_replica_{rank}``.
+    A ``save_path`` that is not a path (``None``, empty, holding a NUL byte) is a
+    :class:`profwin.plugin.ConfigError` naming it, where verl's own raises ``TypeError``."""
+    save_path = read(profiler_config, "save_path")
+    if not isinstance(save_path, (str, os.PathLike)) or not os.fspath(save_path) or "\0" in os.fspath(save_path):
+        raise ConfigError(
+            f"must be the folder verl saves profiles in, a non-empty path (got {shown(save_path)})",
+            path="profiler_config.save_path",
+        )
+    return os.path.join(save_path, f"agent_loop_rollout_replica_{rank}")
 
 
+@checked
 def rollout_profiler_global_ranks(profiler_config: Any) -> set[int] | None:
     """The global GPU ranks whose rollout traces to surface, or ``None`` for all (no config,
     ``all_ranks``, or empty ``ranks``)."""
@@ -54,6 +64,7 @@ def rollout_profiler_global_ranks(profiler_config: Any) -> set[int] | None:
     return ranks or None
 
 
+@checked
 def rollout_trace_local_rank(name: str, world_size: int) -> int | None:
     """The GPU offset (``0..world_size-1``) in its replica that trace file ``name`` belongs to, or
     ``None`` when the name does not say it unambiguously (one GPU, other parallel dimensions, no
@@ -83,6 +94,7 @@ def expect_trim(trace_dir: str, keep: Window | None) -> None:
         _TRIMS[key] = (keep, set(_names(key)))
 
 
+@checked
 def relocate_rollout_traces(
     profiler_config: Any, rank: int, world_size: int = 1, keep_global_ranks: Iterable[int] | None = None
 ) -> list[str]:

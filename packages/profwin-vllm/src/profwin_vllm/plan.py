@@ -38,6 +38,7 @@ from profwin.plugin import (
     ProfileSpec,
     VersionSource,
     Window,
+    checked,
     decode_tokens,
     encode_tokens,
     engine_flavours,
@@ -69,11 +70,13 @@ _PLATFORM_ACTIVITIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
 _VLLM_ACTIVITY = MappingProxyType({"cpu": "CPU", "cuda": "CUDA", "xpu": "XPU"})
 
 
+@checked
 def delay_iterations(window: Window) -> int:
     """vLLM's ``delay_iterations`` that makes step ``window.start`` (0-based) the first one recorded."""
     return window.start + 1
 
 
+@checked
 def max_iterations(window: Window) -> int:
     """vLLM's ``max_iterations``: the window's length, or 0 (vLLM's "no limit") when it is open."""
     return 0 if window.length is None else window.length
@@ -355,6 +358,7 @@ def _token_plan(window: Window, version: EngineVersion, plugin: bool | None, ina
     return window, []
 
 
+@checked
 def plan_for(
     spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given", *, plugin: bool | None = None, inactive: str = ""
 ) -> EnginePlan:

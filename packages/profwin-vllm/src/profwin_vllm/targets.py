@@ -28,6 +28,7 @@ from profwin.plugin import (
     TargetContext,
     TargetError,
     VersionSource,
+    checked,
     render_plan,
 )
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
@@ -98,6 +99,7 @@ def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -
     return trimmed(artifacts, plan.window)
 
 
+@checked
 class VllmServer:
     """A ``vllm serve`` server, by URL."""
 
@@ -187,6 +189,7 @@ class VllmServer:
         return _collect(plan, files, f"vllm@{self.name}")
 
 
+@checked
 class VllmEngine:
     """An in-process ``vllm.LLM`` or ``AsyncLLM`` (whose calls are coroutines: ``async with``)."""
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, TraceError, Window, count_steps, token_steps, trim
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, TraceError, Window, checked, count_steps, token_steps, trim
 from profwin_vllm._plugin import STEP_MARKER
 
 __all__ = ["PROTON_FORMATS", "STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts", "trimmed"]
@@ -81,6 +81,7 @@ class TraceFile:
         return self.path.with_name(f"{self.worker}.profiler_out.txt")
 
 
+@checked
 def session_artifacts(
     paths: Iterable[Path],
     *,
@@ -124,6 +125,7 @@ def _artifact(path: Path, steps: Window | None, rank: int, kind: str, producer: 
     return Artifact(path=path.absolute(), steps=steps, bytes=path.stat().st_size, rank=rank, kind=kind, producer=producer)
 
 
+@checked
 def proton_artifacts(paths: Iterable[Path], *, prefix: str | None, ranks: RankSelection, producer: str) -> list[Artifact]:
     """Artifacts for the Proton files of one session (``prefix`` and ``ranks`` as in
     :func:`session_artifacts`); Proton's data holds no step markers profwin reads, so ``steps``

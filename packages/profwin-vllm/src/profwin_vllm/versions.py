@@ -36,7 +36,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from profwin.plugin import EngineVersion, VersionSource, installed_version
+from profwin.plugin import EngineVersion, VersionSource, checked, installed_version
 
 __all__ = [
     "BODY_FIELDS",
@@ -84,6 +84,7 @@ class Mechanism(enum.Enum):
     """≥ 0.32: ``profiler_config`` at launch, overridable on each ``start_profile``."""
 
 
+@checked
 def mechanism(version: EngineVersion) -> Mechanism:
     if version < "0.12":
         return Mechanism.NONE
@@ -105,6 +106,7 @@ def takes_prefix(version: EngineVersion) -> bool:
     return version >= "0.31"
 
 
+@checked
 def resolve_version(version: str | EngineVersion | None) -> tuple[EngineVersion, VersionSource]:
     """The version to plan for and where it came from (``given``, ``installed`` or ``assumed``).
 
@@ -174,21 +176,25 @@ def _since(table: Mapping[str, str], version: EngineVersion) -> frozenset[str]:
     return frozenset(name for name, first in table.items() if version >= first)
 
 
+@checked
 def config_fields(version: EngineVersion) -> frozenset[str]:
     """The ``ProfilerConfig`` fields vLLM ``version`` has (none before 0.13)."""
     return _since(CONFIG_FIELDS, version)
 
 
+@checked
 def profiler_kinds(version: EngineVersion) -> frozenset[str]:
     """The ``profiler`` values vLLM ``version`` accepts (none before 0.13, which has no config)."""
     return _since(PROFILER_KINDS, version)
 
 
+@checked
 def start_keywords(version: EngineVersion) -> frozenset[str]:
     """The keywords ``start_profile`` of vLLM ``version`` takes."""
     return _since(START_KEYWORDS, version)
 
 
+@checked
 def body_fields(version: EngineVersion) -> frozenset[str]:
     """The ``/start_profile`` body fields vLLM ``version`` reads."""
     return _since(BODY_FIELDS, version)

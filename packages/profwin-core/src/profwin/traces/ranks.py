@@ -20,6 +20,7 @@ from typing import Any
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
@@ -111,6 +112,7 @@ def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return provenance(trace, header), header
 
 
+@checked
 def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     """The trace files named by ``paths``: files as given, folders expanded to the ``.json`` and
     ``.json.gz`` files directly inside them (hidden ones skipped), in name order. A folder with
@@ -180,6 +182,7 @@ class TraceFacts:
     mtime_ns: int
 
 
+@checked
 def trace_facts(path: str | Path) -> TraceFacts:
     """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its events)."""
     origin, header = peek(path)
@@ -196,6 +199,7 @@ def trace_facts(path: str | Path) -> TraceFacts:
     )
 
 
+@checked
 def choose_session(facts: Sequence[TraceFacts], session: str | None = None) -> tuple[list[TraceFacts], list[str]]:
     """The traces of one profiling session among ``facts``, and a note when there was a choice.
 
@@ -277,6 +281,7 @@ def summarize_ranks(
     return merge_ranks(found, notes=notes)
 
 
+@checked
 def merge_ranks(found: Sequence[Summary], *, notes: Sequence[str] = ()) -> Ranks:
     """Compare per-file summaries (:func:`~profwin.traces.summarize`, one per rank) step by step:
     the merging half of :func:`summarize_ranks`, for callers that summarize the files themselves

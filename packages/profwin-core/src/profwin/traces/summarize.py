@@ -11,6 +11,7 @@ from typing import Any
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
@@ -179,6 +180,7 @@ def _first_step(index: TraceIndex, explicit: int | None) -> int:
     return 0 if first is None else first
 
 
+@checked
 def summarize(
     path: str | Path,
     *,
@@ -211,6 +213,7 @@ def summarize(
         index.close()
 
 
+@checked
 def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None) -> int:
     """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``;
     0 when it holds none or cannot be read as a trace. One streaming pass in bounded memory, as
@@ -228,6 +231,7 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
         index.close()
 
 
+@checked
 def token_steps(path: str | Path) -> Window | None:
     """The session steps a token window's trace holds, read from the ``session_step`` of its
     ``profwin.tokens`` annotations (:class:`profwin.tokens.StepTokens`): from the first to the

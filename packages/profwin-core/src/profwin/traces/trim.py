@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
@@ -61,6 +62,7 @@ class TrimResult(JsonForm):
     notes: tuple[str, ...]
 
 
+@checked
 def trim(
     path: str | Path,
     window: Window | str,

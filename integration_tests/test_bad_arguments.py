@@ -1,0 +1,190 @@
+"""Every public callable of profwin and its plugins, driven with bad arguments: what comes back is a
+result or an error of profwin's family (:class:`profwin.ProfwinError`, a ``ConfigError`` for bad
+input), never a ``TypeError``, ``AttributeError``, ``RecursionError`` or another exception from
+deep inside.
+
+The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__`` and each plugin
+root's ``__all__`` (profwin-ray's root is driven in its own environment, integration_tests/ray/).
+Each parameter is left at its default or given a bad value: a wrong type, ``None``, a huge or
+negative int, NaN, a string holding NUL or an unknown ``~user``, a 10,000-deep dict or list, a
+mapping with non-str keys. They run in a temporary folder, with stdout caught (``print_json``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import importlib
+import inspect
+import io
+import math
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path, PurePath
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import profwin
+
+SURFACES = (
+    "profwin",
+    "profwin.plugin",
+    "profwin_vllm",
+    "profwin_sglang",
+    "profwin_npu",
+    "profwin_memory",
+    "profwin_verl",
+    "profwin_slime",
+    "profwin_openrlhf",
+    "profwin_trl",
+)
+# Callables whose arguments are not profwin's to check: an Enum's lookup by value, argparse's
+# own constructor (CliParser only adds how errors are reported).
+NOT_DRIVEN = ("profwin_vllm.Mechanism", "profwin.plugin.CliParser")
+# Exceptions a callable documents besides profwin's family.
+DOCUMENTED: dict[str, tuple[type[BaseException], ...]] = {
+    "profwin.plugin.open_input": (FileNotFoundError,),  # "A missing file is FileNotFoundError"
+    "profwin.plugin.read_input": (FileNotFoundError,),
+    **dict.fromkeys(
+        (
+            f"profwin_memory.{name}"
+            for name in ("load_snapshot", "load_timeline", "summarize", "summarize_snapshot", "summarize_timeline")
+        ),
+        (FileNotFoundError,),
+    ),
+}
+# Public functions that check their arguments by hand: the error family's own helpers, which sit
+# below profwin.arguments, ``checked`` itself, and expand_user, whose errors name the field its
+# caller read the path from.
+CHECK_THEMSELVES = ("profwin.plugin.shown", "profwin.plugin.unknown_key", "profwin.plugin.checked", "profwin.plugin.expand_user")
+DEPTH = 10_000
+EXAMPLES = 40
+
+
+def _deep(kind: type) -> Any:
+    value: Any = kind()
+    for _ in range(DEPTH):
+        value = {"a": value} if kind is dict else [value]
+    return value
+
+
+def _public() -> dict[str, Callable[..., Any]]:
+    """Each public callable once, under the first surface that exports it."""
+    found: dict[str, Callable[..., Any]] = {}
+    seen: set[int] = set()
+    for surface in SURFACES:
+        module = importlib.import_module(surface)
+        for name in module.__all__:
+            value = getattr(module, name)
+            label = f"{surface}.{name}"
+            if id(value) in seen or label in NOT_DRIVEN or not _drivable(value):
+                continue
+            seen.add(id(value))
+            found[label] = value
+    return found
+
+
+def _drivable(value: object) -> bool:
+    """A function or a class one constructs: not a constant, an exception, a protocol, an enum or a
+    ``typing`` alias; and something to give bad values to (a parameter)."""
+    if inspect.isclass(value):
+        if issubclass(value, (BaseException, enum.Enum)) or getattr(value, "_is_protocol", False):
+            return False
+    elif not inspect.isroutine(value):
+        return False
+    return bool(_parameters(value))
+
+
+def _parameters(call: Callable[..., Any]) -> list[inspect.Parameter]:
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p for p in inspect.signature(call).parameters.values() if p.kind in kinds]
+
+
+PUBLIC = _public()
+
+# Made once: drawing from a list costs nothing, and a failure is reported without shrinking them.
+FIXED = [
+    None, True, False, -1, -(10**6), 2**31, 2**63, 10**5000, -(10**5000), math.nan, math.inf, -math.inf, 1e308,
+    "", "\0", "a\0b", "~profwin-no-such-user/x", "x" * 100_000, "\x1b[2J\r", "9" * 5000, "\ud800", "../" * 50,
+    b"\0", Path("a\0b"), Path("~profwin-no-such-user/x"), object(), float, print,
+    _deep(dict), _deep(list), {1: 2}, {None: "x"}, {(1,): {}}, [None], [math.nan, "x"], {1, 2}, (),
+]  # fmt: skip
+bad_values = st.one_of(
+    st.sampled_from(FIXED),
+    st.text(max_size=8),
+    st.integers(),
+    st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4), st.floats()), max_size=4),
+)
+
+
+@pytest.fixture(scope="module")
+def elsewhere(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Run in a folder of its own: a bad value may still be a usable file name."""
+    here = os.getcwd()
+    os.chdir(tmp_path_factory.mktemp("bad-arguments"))
+    try:
+        yield
+    finally:
+        os.chdir(here)
+
+
+def call_badly(label: str, call: Callable[..., Any], data: st.DataObject) -> None:
+    """One call of ``call``, each parameter at its default or a bad value; a result is closed again."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    positional = True  # positional-only parameters are given in order, up to the first left out
+    for parameter in _parameters(call):
+        only_positional = parameter.kind is inspect.Parameter.POSITIONAL_ONLY
+        if parameter.default is not inspect.Parameter.empty and data.draw(st.booleans(), label=f"{parameter.name}: default"):
+            positional = positional and not only_positional
+            continue
+        if only_positional and not positional:
+            continue
+        value = data.draw(bad_values, label=parameter.name)
+        if only_positional:
+            args.append(value)
+        else:
+            kwargs[parameter.name] = value
+    allowed = (profwin.ProfwinError, *DOCUMENTED.get(label, ()))
+    with contextlib.suppress(allowed), contextlib.redirect_stdout(io.StringIO()):
+        _close(call(*args, **kwargs))
+
+
+def _close(result: Any) -> None:
+    """Nothing a call returned stays open: a file is closed, a context manager entered and left."""
+    if isinstance(result, io.IOBase):
+        result.close()
+    elif (
+        isinstance(result, contextlib.AbstractContextManager) and not isinstance(result, PurePath) and not inspect.isclass(result)
+    ):
+        with result:
+            pass
+
+
+@pytest.mark.usefixtures("elsewhere")
+@pytest.mark.parametrize("label", sorted(PUBLIC))
+# No shrinking: the values are few and named, and shrinking 145 callables' failures takes minutes.
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_bad_arguments_raise_profwins_errors_only(label: str, data: st.DataObject) -> None:
+    call_badly(label, PUBLIC[label], data)
+
+
+def test_every_public_function_is_checked() -> None:
+    """The mechanism, not the driver's luck, is what holds: each function goes through ``checked``."""
+    functions = [label for label, call in PUBLIC.items() if inspect.isroutine(call) and label not in CHECK_THEMSELVES]
+    assert len(functions) >= 100
+    assert [label for label in functions if not getattr(PUBLIC[label], "__profwin_checked__", False)] == []
+
+
+def test_every_surface_is_driven() -> None:
+    assert len(PUBLIC) >= 140
+    assert {"profwin.load_spec", "profwin.plugin.plain", "profwin_verl.build_vllm_profiler_args"} <= set(PUBLIC)
