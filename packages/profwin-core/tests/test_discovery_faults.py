@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -90,3 +91,30 @@ def test_unknown_backend_names_the_package_to_install(hostile_site: dict[str, st
     assert done.stdout.strip() == (
         "unknown backend 'vllm'; installed backends: none; install it with: pip install profwin-vllm (or: pip install 'profwin[vllm]')"
     )
+
+
+def test_plugins_loading_in_two_threads_give_sys_stdout_back() -> None:
+    """Two threads load plugins at once (a fan-out's targets each look up markers): each load's
+    stdout capture must end before the other's begins, or the second restores the first's
+    ``StringIO`` as ``sys.stdout`` for good."""
+    import threading
+    import time
+
+    from profwin.discovery import _guarded
+
+    stdout = sys.stdout
+    inside = threading.Barrier(2, timeout=0.2)
+
+    def slow_load(seconds: float) -> object:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            inside.wait()  # unserialised, both loads are inside their captures here at once
+        time.sleep(seconds)  # the first to start ends first: the second then restores its capture
+        return object()
+
+    threads = [threading.Thread(target=_guarded, args=(f"module m{i}", lambda i=i: slow_load(0.02 * (i + 1)))) for i in range(2)]
+    threads[0].start()
+    time.sleep(0.01)
+    threads[1].start()
+    for thread in threads:
+        thread.join()
+    assert sys.stdout is stdout

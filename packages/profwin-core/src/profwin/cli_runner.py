@@ -365,7 +365,8 @@ def _one_line_warnings(prog: str) -> Callable[..., None]:
         text = " ".join(str(message).split())
         text = text.removeprefix(f"{prog}: ")
         with contextlib.suppress(OSError, ValueError):  # stderr closed: a warning is not worth failing for
-            print(f"{prog}: warning: {text}", file=sys.stderr)
+            # One write: print() writes the newline apart, and a fan-out's threads warn at once.
+            sys.stderr.write(f"{prog}: warning: {text}\n")
 
     return show
 

@@ -19,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import io
 import os
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -91,6 +92,12 @@ def _missing(requires: tuple[str, ...]) -> list[str]:
     return missing
 
 
+_loading = threading.RLock()
+"""Held while a plugin loads: ``redirect_stdout`` swaps the process's one ``sys.stdout``, so two
+threads loading at once (a fan-out's targets) could each restore the other's capture and leave
+``sys.stdout`` a ``StringIO`` (``profwin start --json`` then printed nothing)."""
+
+
 def _guarded(what: str, load: Callable[[], object]) -> object:
     """``load()`` with nothing it does escaping: any exception, ``sys.exit()`` and ``KeyboardInterrupt``
     raised by the plugin become a :class:`PluginError`; what it prints goes to the error, not stdout.
@@ -101,7 +108,7 @@ def _guarded(what: str, load: Callable[[], object]) -> object:
         raise PluginError(_noisy[what])
     printed = io.StringIO()
     try:
-        with contextlib.redirect_stdout(printed):
+        with _loading, contextlib.redirect_stdout(printed):
             obj = load()
     except Terminated:
         raise
