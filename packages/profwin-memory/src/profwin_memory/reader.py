@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, checked, read_input
+from profwin.plugin import checked, read_input
 from profwin_memory.cuda_snapshot import STEP_METADATA
+from profwin_memory.naming import stat_input
 from profwin_memory.provenance import UntrustedSnapshotError, verify
 from profwin_memory.timeline import MAX_TIMELINE_BYTES, load_timeline
 
@@ -51,12 +52,7 @@ def load_snapshot(path: str | Path, *, trust: bool = False) -> dict[str, Any]:
     readers built on this one: :func:`summarize_snapshot`, :func:`summarize`).
     """
     path = Path(path)
-    try:
-        path.stat()  # a missing file is "no such file", not "no signature"
-    except FileNotFoundError:
-        raise
-    except OSError as exc:
-        raise ConfigError(f"cannot read memory snapshot {str(path)!r}: {exc.strerror or exc}", path="path") from None
+    stat_input(path, "memory snapshot")  # a missing file is "no such file", not "no signature"
     if not trust:
         verify(path)
     data = read_input(path, limit=MAX_SNAPSHOT_BYTES, what="memory snapshot")

@@ -29,6 +29,7 @@ from attrs import frozen
 
 from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, checked, fast_module
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
+from profwin_memory.naming import stat_input
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -104,7 +105,7 @@ def load_timeline(path: str | Path, *, events: bool = True) -> dict[str, Any]:
     :class:`TimelineError`, and :class:`FileNotFoundError` for a missing file.
     """
     path = Path(path)
-    path.stat()  # a missing file is "no such file", as for every other file profwin-memory reads
+    stat_input(path, "memory timeline")
     with JsonStream(path, what="memory timeline", expected=_EXPECTED, error=TimelineError, limit=MAX_TIMELINE_BYTES) as stream:
         return _Reader(stream, events).document()
 

@@ -29,7 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar, cast
 
-from profwin.errors import ConfigError
+from profwin.arguments import checked
+from profwin.errors import ConfigError, shown
 from profwin.inputs import open_input
 
 __all__ = ["BATCH_CHARS", "CHUNK_CHARS", "MAX_VALUE_CHARS", "JsonStream", "Progress", "fast_module", "gzip_reader"]
@@ -67,6 +68,7 @@ class _CountingReader(io.RawIOBase):
         return n or 0
 
 
+@checked
 class JsonStream:
     """One pass over the JSON document in ``path`` (see the module docstring).
 
@@ -332,9 +334,12 @@ class JsonStream:
             self._progress(self.size, self.size)
 
 
+@checked
 def fast_module(name: str) -> Any:
     """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
     is not ``0``, else ``None``."""
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(f"must be a module name such as 'msgspec' (got {shown(name)})", path="name")
     if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
         return None
     try:
