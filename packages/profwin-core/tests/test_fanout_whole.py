@@ -261,7 +261,11 @@ def test_a_state_that_cannot_be_saved_after_the_start_rolls_back(toy_site: Path,
     engines start, then the state cannot be written; both are stopped and say why."""
     engines = toy_engines(2)
     out = engines[0].trace_dir
-    env = dict(os.environ, PROFWIN_TRACEBACK="1", PYTHONPATH=os.pathsep.join([str(toy_site / "site"), str(TOY), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        PROFWIN_TRACEBACK="1",
+        PYTHONPATH=os.pathsep.join([str(toy_site / "site"), str(TOY), os.environ.get("PYTHONPATH", "")]),
+    )
     script = "import resource, signal, sys; from profwin.cli import main\n"
     script += "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))\n"
     script += "sys.exit(main(sys.argv[1:]))"
