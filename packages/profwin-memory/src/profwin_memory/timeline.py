@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
 from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, fast_module
+from profwin_memory.column_text import ColumnCounter
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 
 __all__ = [
@@ -114,6 +115,7 @@ class _Reader:
     def __init__(self, stream: JsonStream, keep: bool) -> None:
         self.stream = stream
         self.keep = keep
+        self.counter = ColumnCounter()
         self.window: Window | None = None
         self.ops: int | None = None
         # Where a step or op index was read before the bound it is checked against:
@@ -245,7 +247,10 @@ class _Reader:
     def column(self, place: str, rule: Rule, kept: list[Any] | None) -> int:
         """Read and check one column; its length. ``kept``: where its values go, if anywhere."""
         low, high, what = self.bounds(place, rule)
-        decode = _typed_decoder(rule.integer, low, high)
+        decode: Callable[[str], Sequence[Any]] | None = _typed_decoder(rule.integer, low, high)
+        if kept is None and not (what and high is None):
+            # no value is kept or compared once a bound is read: none needs to be made (column_text)
+            decode = self.counter.decoder(rule.integer, low, high, decode)
         count = 0
         for values, checked in self.stream.array_batches(place, decode):
             if not checked:
@@ -277,7 +282,7 @@ class _Reader:
             return f"an index into ops, which holds {self.ops:,} names"
         return ""
 
-    def extremes(self, place: str, values: list[Any], first: int) -> None:
+    def extremes(self, place: str, values: Sequence[Any], first: int) -> None:
         low, high = min(values), max(values)
         old = self.unbounded.get(place)
         lowest = (low, first + values.index(low)) if old is None or low < old[0] else old[:2]
@@ -351,7 +356,7 @@ def _broken(value: Any, rule: Rule, low: int | None, high: int | None, within: s
 
 
 def _check(
-    values: list[Any],
+    values: Sequence[Any],
     rule: Rule,
     low: int | None,
     high: int | None,
