@@ -14,14 +14,13 @@ number is past a float's range). Any other text, valid or not, and any value out
 to the checking decoder, which names the element that breaks a rule. So this path never accepts
 what that decoder would refuse, and never refuses anything itself.
 
-numpy (the ``fast`` extra) takes about 0.1 s to import, more than msgspec takes for a few MB: a
-file's first :data:`NUMPY_AFTER_CHARS` of column text are decoded, unless numpy is imported
-already.
+numpy (the ``fast`` extra) takes 0.1-0.3 CPU s to import, longer than msgspec takes to decode a
+few MB: a file's first :data:`NUMPY_AFTER_CHARS` of column text are decoded, and numpy counts the
+rest. Without numpy every batch is decoded.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,7 +31,7 @@ __all__ = ["MAX_DIGITS", "NUMPY_AFTER_CHARS", "ColumnCounter"]
 MAX_DIGITS = 18
 """The longest run of digits the plain form holds (an int64 has 19; a float's range ends past 300)."""
 NUMPY_AFTER_CHARS = 8 << 20
-"""Column text of one file decoded before numpy is imported for the rest (where it is not imported yet)."""
+"""Column text of one file decoded before numpy is imported to count the rest (8 MiB)."""
 
 _COMMA, _MINUS, _DOT, _ZERO = b",-.0"
 _WIDTHS = (1, 2, 4, 8, 16)  # runs of digits are measured by doubling, to 16 (> MAX_DIGITS / 2)
@@ -45,13 +44,13 @@ class ColumnCounter:
     array per step is fresh pages, and their page faults took longer than the steps."""
 
     def __init__(self) -> None:
-        # None: not decided yet; False: not available (not installed, or PROFWIN_TRACES_FAST=0)
-        self._np: Any = (fast_module("numpy") or False) if "numpy" in sys.modules else None
+        # None: not imported yet; False: not available (not installed, or PROFWIN_TRACES_FAST=0)
+        self._np: Any = None
         self._chars = 0
         self._size = 0
 
     def decoder(
-        self, integer: bool, low: int | None, high: int | None, checked: Callable[[str], list[Any]] | None
+        self, integer: bool, low: int | None, high: int | None, checked: Callable[[str], Sequence[Any]] | None
     ) -> Callable[[str], Sequence[Any]] | None:
         """A decoder for :meth:`profwin.plugin.JsonStream.array_batches` of a column of integers
         (else numbers) within ``[low, high)`` (``None``: unbounded), whose values are not kept:
@@ -94,15 +93,16 @@ class ColumnCounter:
             raw = text.encode("ascii")
         except UnicodeEncodeError:
             return 0
+        if raw[:1] != b"[" or raw[-1:] != b"]":
+            return 0
         n = len(raw)
         if n > self._size:
             self._arrays(max(n, 2 * self._size))
         np = self._np
-        x, test = self._x[:n], self._test[:n]
+        x, test = np.frombuffer(raw, np.uint8), self._test[:n]
         comma, digit, allowed = self._comma[:n], self._digit[:n], self._allowed[:n]
-        np.copyto(x, np.frombuffer(raw, np.uint8))
-        x[0] = x[-1] = _COMMA  # "[" and "]" as commas: every element sits between two
         np.equal(x, _COMMA, out=comma)
+        comma[0] = comma[-1] = True  # "[" and "]" count as commas: every element sits between two
         np.less(np.subtract(x, _ZERO, out=self._byte[:n]), 10, out=digit)  # uint8 wraps: a byte below "0" is large
         np.bitwise_or(digit, comma, out=allowed)
         start = comma  # what a number's first digit follows
@@ -140,7 +140,7 @@ class ColumnCounter:
     def _arrays(self, size: int) -> None:
         np = self._np
         self._size = size
-        self._x, self._byte = np.empty(size, np.uint8), np.empty(size, np.uint8)
+        self._byte = np.empty(size, np.uint8)
         self._value, self._next = np.empty(size, np.uint32), np.empty(size, np.uint32)
         self._comma, self._digit, self._allowed, self._start, self._minus, self._dot, self._after, self._end, self._test = (
             np.empty(size, bool) for _ in range(9)
@@ -151,7 +151,7 @@ class ColumnCounter:
         """``runs[k][j]``: the ``_WIDTHS[k]`` bytes ending at ``j`` are digits."""
         runs = [self._digit[:n]] + [run[:n] for run in self._run_arrays]
         for width, shorter, run in zip(_WIDTHS, runs, runs[1:], strict=False):
-            run[:width] = shorter[:width]  # x[0] is a comma: no run reaches past it
+            run[:width] = shorter[:width]  # x[0] is "[": no run reaches past it
             self._np.bitwise_and(shorter[width:], shorter[:-width], out=run[width:])
         return runs
 

@@ -7,7 +7,9 @@ core's :class:`~profwin.plugin.JsonStream`, whose bounds are the reader's: at mo
 :data:`MAX_TIMELINE_BYTES` decompressed (a gzip bomb stops there), one value at most 16 MiB of
 JSON, whitespace dropped as it is read. A column is decoded a buffer at a time and checked as it
 is decoded (by msgspec, in the decode itself, where the ``fast`` extra is installed), and only
-kept when the caller asks for the columns; the other values, a few KiB, are checked whole.
+kept when the caller asks for the columns; where it is not kept, past the first 8 MiB its text is
+checked and counted by numpy without making a number of it (:mod:`profwin_memory.column_text`).
+The other values, a few KiB, are checked whole.
 
 Every number has a rule (:data:`EVENT_COLUMNS`, :data:`PER_STEP_COLUMNS`, :data:`TOTALS`): an
 integer or a finite number, at least 0 where a negative means nothing, a step within the
