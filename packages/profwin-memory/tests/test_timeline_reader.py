@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import profwin_memory.timeline as timeline_module
+from profwin_memory import column_text
 from profwin_memory.cli import main
 from profwin_memory.timeline import TimelineError, load_timeline
 
@@ -47,10 +48,15 @@ def timeline(events: int = 20) -> dict[str, Any]:
     }  # fmt: skip
 
 
-@pytest.fixture(params=["1", "0"], ids=["msgspec", "stdlib"])
+@pytest.fixture(params=["numpy", "msgspec", "stdlib"])
 def fast(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """Both ways a column is decoded: msgspec checking as it decodes, or the standard library and a check after."""
-    monkeypatch.setenv("PROFWIN_TRACES_FAST", request.param)
+    """Every way a column is read: counted from its text by numpy from the first byte (a column
+    not in the plain form, or a value out of bounds, then decoded by msgspec), msgspec checking as
+    it decodes (these files are under column_text.NUMPY_AFTER_CHARS), or the standard library and
+    a check after."""
+    monkeypatch.setenv("PROFWIN_TRACES_FAST", "0" if request.param == "stdlib" else "1")
+    if request.param == "numpy":
+        monkeypatch.setattr(column_text, "NUMPY_AFTER_CHARS", 0)
     timeline_module._typed_decoder.cache_clear()
     yield request.param
     timeline_module._typed_decoder.cache_clear()

@@ -7,7 +7,9 @@ core's :class:`~profwin.plugin.JsonStream`, whose bounds are the reader's: at mo
 :data:`MAX_TIMELINE_BYTES` decompressed (a gzip bomb stops there), one value at most 16 MiB of
 JSON, whitespace dropped as it is read. A column is decoded a buffer at a time and checked as it
 is decoded (by msgspec, in the decode itself, where the ``fast`` extra is installed), and only
-kept when the caller asks for the columns; the other values, a few KiB, are checked whole.
+kept when the caller asks for the columns; where it is not kept, past the first 8 MiB its text is
+checked and counted by numpy without making a number of it (:mod:`profwin_memory.column_text`).
+The other values, a few KiB, are checked whole.
 
 Every number has a rule (:data:`EVENT_COLUMNS`, :data:`PER_STEP_COLUMNS`, :data:`TOTALS`): an
 integer or a finite number, at least 0 where a negative means nothing, a step within the
@@ -21,13 +23,14 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from attrs import frozen
 
 from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, checked, fast_module
+from profwin_memory.column_text import ColumnCounter
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 from profwin_memory.naming import stat_input
 
@@ -116,6 +119,7 @@ class _Reader:
     def __init__(self, stream: JsonStream, keep: bool) -> None:
         self.stream = stream
         self.keep = keep
+        self.counter = ColumnCounter()
         self.window: Window | None = None
         self.ops: int | None = None
         # Where a step or op index was read before the bound it is checked against:
@@ -247,7 +251,10 @@ class _Reader:
     def column(self, place: str, rule: Rule, kept: list[Any] | None) -> int:
         """Read and check one column; its length. ``kept``: where its values go, if anywhere."""
         low, high, what = self.bounds(place, rule)
-        decode = _typed_decoder(rule.integer, low, high)
+        decode: Callable[[str], Sequence[Any]] | None = _typed_decoder(rule.integer, low, high)
+        if kept is None and not (what and high is None):
+            # no value is kept or compared once a bound is read: none needs to be made (column_text)
+            decode = self.counter.decoder(rule.integer, low, high, decode)
         count = 0
         for values, valid in self.stream.array_batches(place, decode):
             if not valid:
@@ -279,7 +286,7 @@ class _Reader:
             return f"an index into ops, which holds {self.ops:,} names"
         return ""
 
-    def extremes(self, place: str, values: list[Any], first: int) -> None:
+    def extremes(self, place: str, values: Sequence[Any], first: int) -> None:
         low, high = min(values), max(values)
         old = self.unbounded.get(place)
         lowest = (low, first + values.index(low)) if old is None or low < old[0] else old[:2]
@@ -353,7 +360,7 @@ def _broken(value: Any, rule: Rule, low: int | None, high: int | None, within: s
 
 
 def _check(
-    values: list[Any],
+    values: Sequence[Any],
     rule: Rule,
     low: int | None,
     high: int | None,

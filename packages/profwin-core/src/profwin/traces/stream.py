@@ -24,7 +24,7 @@ import json
 import os
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar, cast
@@ -260,12 +260,15 @@ class JsonStream:
             self._fill()
             start = self._pos  # _fill moved the buffer's start to the cursor
 
-    def array_batches(self, what: str, decode: Callable[[str], list[Any]] | None = None) -> Iterator[tuple[list[Any], bool]]:
+    def array_batches(
+        self, what: str, decode: Callable[[str], Sequence[Any]] | None = None
+    ) -> Iterator[tuple[Sequence[Any], bool]]:
         """The elements of the JSON array at the cursor, in order, as ``(elements, checked)``.
 
         Up to :data:`BATCH_CHARS` at a time (to the array's ``]`` or the last ``,`` within them) is
         decoded in one call: by ``decode`` (given the text ``[...]``; it checks the elements and
-        raises ``ValueError`` for any it refuses), then ``checked`` is true; else, or when
+        raises ``ValueError`` for any it refuses; it may answer any sequence as long, such as a
+        ``range`` for a caller that only counts), then ``checked`` is true; else, or when
         ``decode`` refuses, by the standard decoder, unchecked. Text that neither decodes (a
         ``,`` or ``]`` inside a string, an element that is not valid JSON, one that ``decode``
         refuses) is read one element at a time, so the caller's check, or this reader's error,
@@ -279,7 +282,7 @@ class JsonStream:
         while True:
             cut = self._cut()
             text = self._buf[self._pos : cut]
-            batch: list[Any] | None = None
+            batch: Sequence[Any] | None = None
             checked = decode is not None
             if decode is not None:
                 try:
