@@ -27,6 +27,17 @@ def header(path: Path) -> dict[str, Any]:
         return dict(json.load(f)[KEY])
 
 
+def loop(spec: ProfileSpec, steps: int, *, fail_at: int | None = None) -> Session:
+    """A real torch loop of ``steps`` steps; ``MemoryError`` inside step ``fail_at``."""
+    with Session(spec) as session:
+        for i in range(steps):
+            torch.ones(2).sum()
+            if i == fail_at:
+                raise MemoryError("no room")
+            session.step()
+    return session
+
+
 def all_markers(session: Session) -> list[int]:
     return [k for a in session.artifacts for k in count_step_markers(a.path)]
 
@@ -106,11 +117,8 @@ def count_events(path: Path) -> int:
 def test_early_close_and_exception_keep_every_part(run_loop, spec_in) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ValueError, match="boom at step 7"), pytest.warns(WindowWarning, match="the trace holds steps 0:8"):
         run_loop(spec_in("0:20", part_steps=3), 20, fail_at=7)
-    session = Session(spec_in("0:20", part_steps=3))
-    with pytest.warns(WindowWarning, match="holds steps 0:6"), session:
-        for _ in range(6):  # ends right after the boundary that opened the third part
-            torch.ones(2).sum()
-            session.step()
+    with pytest.warns(WindowWarning, match="holds steps 0:6"):
+        session = run_loop(spec_in("0:20", part_steps=3), 6)  # ends right after the boundary that opened part 3
     assert all_markers(session) == list(range(6))
     assert [a.steps for a in session.artifacts] == [Window(0, 3), Window(3, 6)]
 
@@ -131,31 +139,27 @@ def test_out_of_memory_while_writing_a_part_names_the_window_and_keeps_the_parts
 
     monkeypatch.setattr(driver, "_export_atomically", failing)
     spec = spec_in("0:20", part_steps=4)
-    with pytest.raises(PartsMemoryError) as caught, Session(spec) as session:
-        for _ in range(20):
-            torch.ones(2).sum()
-            session.step()
+    with pytest.raises(PartsMemoryError) as caught:
+        loop(spec, 20)
     message = str(caught.value)
     assert "ran out of memory recording window 0:20 at step 12" in message
     assert "the 2 part(s) already written are kept (steps 0:8)" in message
-    assert "profwin_rank0_w0-20_part0001_s0-4" in message and "part0002_s4-8" in message
+    assert "profwin_rank0_w0-20_part0001_s0-4" in message
+    assert "part0002_s4-8" in message
     assert [count_step_markers(a.path) for a in caught.value.written] == [list(range(4)), list(range(4, 8))]
     assert sorted(p.name.split(".")[0] for p in spec.output_dir.glob("*.json.gz")) == [
         "profwin_rank0_w0-20_part0001_s0-4",
         "profwin_rank0_w0-20_part0002_s4-8",
     ]
-    assert isinstance(caught.value, MemoryError) and isinstance(caught.value.__cause__, RuntimeError)
+    assert isinstance(caught.value, MemoryError)
+    assert isinstance(caught.value.__cause__, RuntimeError)
 
 
 def test_out_of_memory_inside_a_step_names_the_parts_written(spec_in) -> None:  # type: ignore[no-untyped-def]
     spec = spec_in("0:20", part_steps=4)
-    with pytest.raises(PartsMemoryError, match=r"window 0:20 at step 9 .*MemoryError.* 3 part\(s\) already written .*steps 0:10"):
-        with pytest.warns(WindowWarning, match="holds steps 0:10"), Session(spec) as session:
-            for i in range(20):
-                torch.ones(2).sum()
-                if i == 9:
-                    raise MemoryError("no room")
-                session.step()
+    expected = r"window 0:20 at step 9 .*MemoryError.* 3 part\(s\) already written .*steps 0:10"
+    with pytest.raises(PartsMemoryError, match=expected), pytest.warns(WindowWarning, match="holds steps 0:10"):
+        loop(spec, 20, fail_at=9)
     assert len(list(spec.output_dir.glob("*.json.gz"))) == 3  # the part open then is written too, with step 9
 
 
@@ -163,3 +167,84 @@ def test_out_of_memory_inside_a_step_names_the_parts_written(spec_in) -> None:  
 def test_part_bounds_are_validated(key: str, value: object) -> None:
     with pytest.raises(ConfigError, match=rf"^{key}: must be None \(no bound\) or an int in \[1, 2147483647\]"):
         ProfileSpec(**{key: value})  # type: ignore[arg-type]
+
+
+# -- the trace tools read a window's parts as one ----------------------------------------------
+
+
+@pytest.fixture
+def parts(run_loop, spec_in) -> list[Path]:  # type: ignore[no-untyped-def]
+    """Window 0:12 in parts of 5 steps: 0:5, 5:10, 10:12."""
+    session = run_loop(spec_in("0:12", part_steps=5), 12)
+    assert [a.steps for a in session.artifacts] == [Window(0, 5), Window(5, 10), Window(10, 12)]
+    return [a.path for a in session.artifacts]
+
+
+def test_summarize_reads_the_parts_as_one_trace(parts: list[Path]) -> None:
+    from profwin.traces import summarize, summarize_ranks, window_parts
+
+    assert window_parts([parts[0].parent]) == [tuple(parts)]
+    summary = summarize(parts)
+    assert [st.number for st in summary.steps] == list(range(12))
+    assert summary.trace.parts == tuple(str(p) for p in parts)
+    assert summary.trace.events == sum(count_events(p) for p in parts)
+    assert summarize(parts, window="3:8").selected == "3:8"  # across the boundary at 5
+    ranks = summarize_ranks([parts[0].parent])
+    (rank,) = ranks.ranks
+    assert rank.steps == 12
+
+
+def test_one_part_alone_says_it_is_one(parts: list[Path]) -> None:
+    from profwin.traces import summarize
+
+    summary = summarize(parts[1])
+    assert [st.number for st in summary.steps] == list(range(5, 10))
+    assert any("this is part 2 of window 0:12; give all its parts" in note for note in summary.notes)
+
+
+def test_trim_cuts_a_window_across_parts_into_one_trace(parts: list[Path], tmp_path: Path) -> None:
+    from profwin.traces import trim
+
+    out = tmp_path / "cut" / "steps3-8.json.gz"
+    out.parent.mkdir()
+    result = trim(parts[0].parent, "3:8", out)
+    assert result.steps == "3:8"
+    assert count_step_markers(out) == list(range(3, 8))
+    assert header(out)["source_parts"] == [p.name for p in parts]
+    assert "part" not in header(out)
+
+
+def test_diff_of_a_folder_of_parts(parts: list[Path]) -> None:
+    from profwin.traces import diff
+
+    result = diff(parts[0].parent, parts[0].parent)
+    assert result.a_steps == result.b_steps == 12
+    assert result.unchanged
+
+
+def test_cli_summarize_and_trim_take_the_parts(parts: list[Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from profwin.cli import main
+
+    assert main(["summarize", str(parts[0].parent)]) == 0
+    out = capsys.readouterr().out
+    assert "3 parts of one window" in out
+    assert "12 torch steps (0..11)" in out
+    cut = tmp_path / "cut.json"
+    assert main(["trim", *map(str, parts[1:]), "--window", "6:11", "-o", str(cut)]) == 0
+    assert count_step_markers(cut) == list(range(6, 11))
+
+
+def test_a_part_left_out_or_given_twice_is_an_error(parts: list[Path], tmp_path: Path) -> None:
+    from profwin.traces import TraceError, summarize, window_parts
+
+    with pytest.raises(TraceError, match=r"given as parts \[1, 3\]: part\(s\) \[2\] missing"):
+        window_parts([parts[0], parts[2]])
+    copy = tmp_path / ("copy-" + parts[1].name)
+    copy.write_bytes(parts[1].read_bytes())
+    with pytest.raises(TraceError, match=r"part 2 of window 0:12 .* is also"):
+        window_parts([tmp_path])
+    # Read in one pass without the check of names: the steps themselves are counted.
+    with pytest.raises(TraceError, match=r"step 5 is in two of the parts given \(5 step\(s\) twice\)"):
+        summarize([parts[0], parts[1], copy])
+    with pytest.raises(TraceError, match=r"hold steps 0..11 but not 5..9 \(5 step\(s\)\): a part left out"):
+        summarize([parts[0], parts[2]])

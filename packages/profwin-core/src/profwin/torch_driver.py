@@ -104,7 +104,9 @@ def trace_path(spec: ProfileSpec, *, rank: int, steps: Window, suffix: str, part
     The shape ``name.<digits>.pt.trace.json[.gz]`` is what TensorBoard and Perfetto expect; the
     timestamp keeps two sessions of one process apart.
     """
-    name = f"{spec.prefix}_rank{rank}_{steps.slug()}" if part is None else part_name(spec.prefix, rank=rank, part=part, steps=steps)
+    name = (
+        f"{spec.prefix}_rank{rank}_{steps.slug()}" if part is None else part_name(spec.prefix, rank=rank, part=part, steps=steps)
+    )
     return spec.output_dir / f"{name}.{time.time_ns()}{suffix}"
 
 

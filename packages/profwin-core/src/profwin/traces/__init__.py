@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
     from profwin.traces.device import DeviceStat
     from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
     from profwin.traces.merge import MergedTrace, MergeResult, merge
+    from profwin.traces.parts import join_parts, window_parts
     from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
     from profwin.traces.progress import tty_progress
     from profwin.traces.ranks import (
@@ -84,6 +85,7 @@ __all__ = [
     "choose_session",
     "count_steps",
     "diff",
+    "join_parts",
     "merge",
     "merge_ranks",
     "parse_step_tokens",
@@ -102,6 +104,7 @@ __all__ = [
     "trace_files",
     "trim",
     "tty_progress",
+    "window_parts",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -112,6 +115,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.device": ("DeviceStat",),
         "profwin.traces.diff": ("Diff", "OpChange", "StepChange", "diff", "render_diff"),
         "profwin.traces.merge": ("MergeResult", "MergedTrace", "merge"),
+        "profwin.traces.parts": ("join_parts", "window_parts"),
         "profwin.traces.plot": ("plot_diff", "plot_ranks", "plot_steps"),
         "profwin.traces.progress": ("tty_progress",),
         "profwin.traces.ranks": (

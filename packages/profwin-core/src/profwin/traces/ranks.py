@@ -23,6 +23,7 @@ from attrs import frozen
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
+from profwin.traces.parts import join_parts, window_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
@@ -178,12 +179,16 @@ class TraceFacts:
     rank: int | None
     session: str | None
     mtime_ns: int
+    window: str | None = None
+    """The window its provenance names."""
+    part: int | None = None
+    """Its number among its window's parts (:mod:`profwin.parts`); ``None``: a whole trace."""
 
 
 def trace_facts(path: str | Path) -> TraceFacts:
     """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its events)."""
     origin, header = peek(path)
-    session = origin.get("session")
+    session, window, part = origin.get("session"), origin.get("window"), origin.get("part")
     try:
         mtime_ns = os.stat(path).st_mtime_ns
     except OSError:  # not there (or not readable): summarizing it says so
@@ -193,6 +198,8 @@ def trace_facts(path: str | Path) -> TraceFacts:
         rank=rank_hint(Path(path), origin, header),
         session=session if isinstance(session, str) else None,
         mtime_ns=mtime_ns,
+        window=window if isinstance(window, str) else None,
+        part=part if type(part) is int and part > 0 else None,
     )
 
 
@@ -212,19 +219,22 @@ def choose_session(facts: Sequence[TraceFacts], session: str | None = None) -> t
             )
         chosen = [f for f in facts if f.session in matches]
         return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(facts)} traces"]
-    by_rank: dict[Any, list[TraceFacts]] = {}
-    for f in facts:
-        by_rank.setdefault(("path", f.path) if f.rank is None else f.rank, []).append(f)
+    # A window's parts are one trace here (they share a session, a rank and a window).
+    units = join_parts(facts)
+    by_rank: dict[Any, list[tuple[TraceFacts, ...]]] = {}
+    for unit in units:
+        f = unit[0]
+        by_rank.setdefault(("path", f.path) if f.rank is None else f.rank, []).append(unit)
     if all(len(group) == 1 for group in by_rank.values()):
         return list(facts), []
     for group in by_rank.values():
-        sessions = [f.session for f in group]
+        sessions = [u[0].session for u in group]
         if len(group) > 1 and (None in sessions or len(set(sessions)) < len(sessions)):
             # Not told apart by session (copies, or traces without provenance): summarizing
             # refuses the repeated rank, saying why, rather than guessing which to drop.
             return list(facts), []
-    newest = [max(group, key=lambda f: f.mtime_ns) for group in by_rank.values()]
-    chosen = [f for f in facts if any(f is n for n in newest)]
+    newest = [max(group, key=lambda u: max(f.mtime_ns for f in u)) for group in by_rank.values()]
+    chosen = [f for f in facts if any(f is n for unit in newest for n in unit)]
     repeated = max(len(group) for group in by_rank.values())
     chosen_ids = sorted({str(f.session) for f in chosen})
     note = (
@@ -251,7 +261,8 @@ def summarize_ranks(
     progress: Callable[[Path], Progress | None] | None = None,
     session: str | None = None,
 ) -> Ranks:
-    """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
+    """Summarize the traces in ``paths`` (files, or folders of them), one per rank; a long
+    window's part traces (:mod:`profwin.traces.parts`) are read as its rank's one trace.
 
     Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder):
     ``session`` picks one by its id or a prefix (:mod:`profwin.provenance`), else each
@@ -261,10 +272,11 @@ def summarize_ranks(
     """
     found: list[Summary] = []
     files, notes = pick_session(trace_files(paths), session)
-    for path in files:
+    for unit in window_parts(files):
+        path = unit[0]
         try:
             summary = summarize(
-                path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
+                unit, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
             )
         except TraceError as exc:
             if not exc.reason.startswith("no step markers"):
