@@ -19,7 +19,8 @@ Groups of names:
   engine writes on another machine lists them there with it, see :class:`EngineTarget`);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
   :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`, and for one that writes a
-  long window in parts (``writes_parts = True``) :class:`Part` and :class:`PartsMemoryError`;
+  long window in parts (``writes_parts = True``) :class:`Part`, :func:`part_name` and
+  :class:`PartsMemoryError`;
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
@@ -76,7 +77,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.json_form import JsonForm, json_ready, to_json
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
-    from profwin.parts import Part, PartsMemoryError
+    from profwin.parts import Part, PartsMemoryError, part_name
     from profwin.remote import (
         OnActive,
         RemoteSession,
@@ -178,6 +179,7 @@ __all__ = [
     "open_input",
     "parse_options",
     "parse_step_tokens",
+    "part_name",
     "plain",
     "print_json",
     "read_document",
@@ -258,7 +260,7 @@ __getattr__, __dir__ = lazy_exports(
             "remote_session",
             "session_function",
         ),
-        "profwin.parts": ("Part", "PartsMemoryError"),
+        "profwin.parts": ("Part", "PartsMemoryError", "part_name"),
         "profwin.render": ("render_plan",),
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
