@@ -222,6 +222,7 @@ class Session:
             driver, self._driver = self._driver, None
             self._wake = _NEVER  # until the next part is open
             self._close_driver(driver, Window(self._part_start, step), failed=False)
+            del driver  # the part's recording is freed before the next one starts
             self._open(step, step)
         else:
             self._driver.advance(step)
