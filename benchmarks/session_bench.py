@@ -62,6 +62,10 @@ def main() -> None:
     model = TinyDecoder()
     warm_up_profiler()
     model.generate(20)  # warm the allocator and caches
+    # A long window: one trace against parts, each in a child of its own (its own peak RSS),
+    # forked first, while this process is small (a child starts with its parent's pages).
+    one = in_child(lambda: long_window(model, n, out / "one", part_steps=None))
+    parts = in_child(lambda: long_window(model, n, out / "parts", part_steps=args.part_steps))
 
     def none() -> int:
         model.generate(n)
@@ -131,9 +135,6 @@ def main() -> None:
     per_step_base = base_t / n * 1e9
     print(f"  one decode step          {per_step_base:8.0f} ns   (Session.step() adds {step_ns / per_step_base:.2e} of it)")
 
-    # A long window: one trace against parts, each in a child of its own (its own peak RSS).
-    one = in_child(lambda: long_window(model, n, out / "one", part_steps=None))
-    parts = in_child(lambda: long_window(model, n, out / "parts", part_steps=args.part_steps))
     assert one["markers"] == parts["markers"] == list(range(n)), "every step once, in one trace and across the parts"
     boundaries = len(parts["files"]) - 1
     per_part = one["close_s"] / len(parts["files"])  # the one trace's close, per part of the same steps

@@ -230,6 +230,12 @@ class WindowedProfile:
         self._exit_marker()
         self._enter(step)
 
+    def release(self) -> None:
+        """Free what torch.profiler recorded, once it is written. torch.profiler's objects hold
+        reference cycles, so without this a part's recording lived on until Python's cyclic
+        collector ran: the demo's RSS grew by ~130 MB a 300-step part, for six parts in a row."""
+        self.prof.profiler = None
+
     def stop(self, steps: Window | None) -> bool:
         """Stop recording; true when ``steps`` (the part of the window that ran) is worth writing."""
         global _kineto_owner
@@ -296,7 +302,10 @@ class TorchDriver:
         # at the last boundary but none of the loop's work ran in it: drop it so the trace holds
         # exactly `steps`.
         drop_from = steps.end if self._window.step >= steps.end else None
-        size, self.recorded_events = _export_atomically(self._window.prof, final, drop_steps_from=drop_from)
+        try:
+            size, self.recorded_events = _export_atomically(self._window.prof, final, drop_steps_from=drop_from)
+        finally:
+            self._window.release()
         return [Artifact(path=final, steps=steps, bytes=size, rank=self._rank, kind="trace", producer="torch")]
 
 
