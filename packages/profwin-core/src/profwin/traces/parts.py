@@ -42,12 +42,12 @@ def join_parts(facts: Sequence[TraceFacts]) -> list[tuple[TraceFacts, ...]]:
         windows[key].append(f)
     for (session, rank, window), parts in windows.items():
         parts.sort(key=lambda f: f.part or 0)
-        numbers = [f.part for f in parts]
+        numbers = [f.part or 0 for f in parts]  # every one has a part number (see above)
         twice = sorted(n for n, k in Counter(numbers).items() if k > 1)
         if twice:
             paths = [f.path for f in parts if f.part == twice[0]]
             raise TraceError(paths[0], f"part {twice[0]} of window {window} (rank {rank}, session {session}) is also {paths[1]}")
-        missing = sorted(set(range(parts[0].part or 0, (parts[-1].part or 0) + 1)) - set(numbers))  # type: ignore[arg-type]
+        missing = sorted(set(range(numbers[0], numbers[-1] + 1)) - set(numbers))
         if missing:
             raise TraceError(
                 parts[0].path,
