@@ -327,7 +327,7 @@ def _one_trace(args: argparse.Namespace) -> str | list[str] | None:
         return None
     if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
         return str(args.trace[0])
-    from profwin.traces.parts import window_parts
+    from profwin.traces.ranks import window_parts
 
     units = window_parts(args.trace)
     if len(units) != 1:

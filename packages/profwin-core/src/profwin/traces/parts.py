@@ -2,7 +2,7 @@
 
 A part is recognised by its provenance: a ``part`` number beside the ``session``, ``rank`` and
 ``window`` it belongs to. :func:`join_parts` puts a window's parts together in part order (the
-order of their names too, up to part 9999); :func:`profwin.traces.summarize`,
+order of their names too, up to part 9999; :func:`profwin.traces.ranks.window_parts` for files); :func:`profwin.traces.summarize`,
 :func:`~profwin.traces.trim`, :func:`~profwin.traces.diff` and the per-rank and Ray summaries
 then read them as one trace (:func:`profwin.traces.indexing.scan` indexes them in one pass), and
 :func:`check_steps` proves the steps they hold are consecutive: a part given twice, one left
@@ -12,25 +12,42 @@ out, or a step in two parts is a :class:`TraceError` naming the steps.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from profwin.traces.reader import TraceError
 
 if TYPE_CHECKING:
-    from profwin.traces.ranks import TraceFacts
     from profwin.traces.scan import TraceIndex
 
-__all__ = ["check_numbers", "check_steps", "join_parts", "window_parts"]
+
+class PartFacts(Protocol):
+    """What :func:`join_parts` reads of a trace (:class:`profwin.traces.TraceFacts` has it)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def rank(self) -> int | None: ...
+    @property
+    def session(self) -> str | None: ...
+    @property
+    def window(self) -> str | None: ...
+    @property
+    def part(self) -> int | None: ...
 
 
-def join_parts(facts: Sequence[TraceFacts]) -> list[tuple[TraceFacts, ...]]:
+_F = TypeVar("_F", bound=PartFacts)
+
+__all__ = ["PartFacts", "check_numbers", "check_steps", "join_parts"]
+
+
+def join_parts(facts: Sequence[_F]) -> list[tuple[_F, ...]]:
     """``facts`` with each window's parts joined, in part order, where its first one was; every
     other trace alone. A part number given twice (copies), or missing between two given, is a
     :class:`TraceError`."""
-    units: list[list[TraceFacts]] = []
-    windows: dict[tuple[str, int | None, str], list[TraceFacts]] = {}
+    units: list[list[_F]] = []
+    windows: dict[tuple[str, int | None, str], list[_F]] = {}
     for f in facts:
         if f.part is None or f.session is None or f.window is None:
             units.append([f])
@@ -55,14 +72,6 @@ def join_parts(facts: Sequence[TraceFacts]) -> list[tuple[TraceFacts, ...]]:
                 "missing between them; give every part (or their folder)",
             )
     return [tuple(u) for u in units]
-
-
-def window_parts(paths: Iterable[str | Path]) -> list[tuple[Path, ...]]:
-    """The traces named by ``paths`` (files or folders, as :func:`~profwin.traces.trace_files`),
-    each window's parts joined (:func:`join_parts`)."""
-    from profwin.traces.ranks import trace_facts, trace_files  # ranks reads summaries, which read this
-
-    return [tuple(Path(f.path) for f in unit) for unit in join_parts([trace_facts(p) for p in trace_files(paths)])]
 
 
 def check_steps(index: TraceIndex) -> None:

@@ -23,7 +23,7 @@ from attrs import frozen
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
-from profwin.traces.parts import join_parts, window_parts
+from profwin.traces.parts import join_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
@@ -43,6 +43,7 @@ __all__ = [
     "summarize_ranks",
     "trace_facts",
     "trace_files",
+    "window_parts",
 ]
 
 _RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
@@ -142,6 +143,12 @@ def _is_trace(path: Path) -> bool:
 def _hidden(path: Path, root: Path) -> bool:
     """Whether a folder between ``root`` and ``path`` is hidden (the collector's own files)."""
     return any(part.startswith(".") for part in path.relative_to(root).parts[:-1])
+
+
+def window_parts(paths: Iterable[str | Path]) -> list[tuple[Path, ...]]:
+    """The traces named by ``paths`` (files or folders, as :func:`~profwin.traces.trace_files`),
+    each window's parts joined (:func:`join_parts`)."""
+    return [tuple(Path(f.path) for f in unit) for unit in join_parts([trace_facts(p) for p in trace_files(paths)])]
 
 
 def rank_of(summary: Summary) -> int | None:

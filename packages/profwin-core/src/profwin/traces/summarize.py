@@ -209,7 +209,7 @@ def summarize(
     non-trace files, traces without step markers, and windows holding none of the trace's steps.
 
     ``path`` may be the part traces of one long window, in order (what
-    :func:`~profwin.traces.parts.window_parts` gives): they are summarized as one trace, and must
+    :func:`~profwin.traces.window_parts` gives): they are summarized as one trace, and must
     hold consecutive steps (:func:`~profwin.traces.parts.check_steps`).
 
     ``markers`` replaces the registry's step markers (:func:`~profwin.traces.step_markers`):

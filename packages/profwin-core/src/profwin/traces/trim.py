@@ -28,7 +28,8 @@ from profwin.markers import StepMarker
 from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
 from profwin.traces.indexing import scan
-from profwin.traces.parts import check_numbers, window_parts
+from profwin.traces.parts import check_numbers
+from profwin.traces.ranks import window_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import as_window
