@@ -28,12 +28,14 @@ import time
 import timeit
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 import profwin
 from profwin.demo import TinyDecoder, count_step_markers, warm_up_profiler
+from profwin.window import MAX_STEP
 
 
 def timed(fn: Callable[[], int]) -> tuple[float, int]:
@@ -64,8 +66,12 @@ def main() -> None:
     model.generate(20)  # warm the allocator and caches
     # A long window: one trace against parts, each in a child of its own (its own peak RSS),
     # forked first, while this process is small (a child starts with its parent's pages).
-    one = in_child(lambda: long_window(model, n, out / "one", part_steps=None))
-    parts = in_child(lambda: long_window(model, n, out / "parts", part_steps=args.part_steps))
+    # --repeats runs of each, alternating (a busy machine slows both alike); the median of each.
+    runs: dict[str, list[dict[str, Any]]] = {"one": [], "parts": []}
+    for i in range(args.repeats):
+        runs["one"].append(in_child(lambda i=i: long_window(model, n, out / f"one{i}", part_steps=None)))
+        runs["parts"].append(in_child(lambda i=i: long_window(model, n, out / f"parts{i}", part_steps=args.part_steps)))
+    one, parts = (median_run(runs[key]) for key in ("one", "parts"))
 
     def none() -> int:
         model.generate(n)
@@ -105,7 +111,7 @@ def main() -> None:
 
     # Per-call cost outside the window.
     # A window that is never reached (the last step a window may start at: MAX_STEP bounds it).
-    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(profwin.MAX_STEP - 1), output_dir=out / "idle"))
+    idle = profwin.Session(profwin.ProfileSpec(window=profwin.Window(MAX_STEP - 1), output_dir=out / "idle"))
     idle.start()
 
     def noop() -> None:
@@ -155,7 +161,7 @@ def main() -> None:
     print(f"markers: {n} steps, {len(parts['markers'])} in the parts, each once")
 
 
-def long_window(model: TinyDecoder, n: int, out: Path, *, part_steps: int | None) -> dict[str, object]:
+def long_window(model: TinyDecoder, n: int, out: Path, *, part_steps: int | None) -> dict[str, Any]:
     """Record window 0:n in one trace or in parts: the time of each step() at a part boundary, and
     of the last one, which writes the window's last trace (``close_s``)."""
     spec = profwin.ProfileSpec(window=profwin.Window(0, n), output_dir=out, activities=["cpu"], part_steps=part_steps,
@@ -186,7 +192,16 @@ def long_window(model: TinyDecoder, n: int, out: Path, *, part_steps: int | None
     }
 
 
-def in_child(work: Callable[[], dict[str, object]]) -> dict[str, object]:
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median wall time, with the median of every timing and of the peak RSS."""
+    chosen = dict(sorted(runs, key=lambda r: r["wall_s"])[len(runs) // 2])
+    for key in ("wall_s", "close_s", "rss_mb"):
+        chosen[key] = statistics.median(r[key] for r in runs)
+    chosen["boundary_s"] = [statistics.median(b) for b in zip(*(r["boundary_s"] for r in runs), strict=True)]
+    return chosen
+
+
+def in_child(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``work()`` in a forked child; its result, and the child's peak RSS (``rss_mb``)."""
     read, write = os.pipe()
     pid = os.fork()
