@@ -50,6 +50,8 @@ def test_session_bench() -> None:
     out = run_smoke("session_bench.py")
     assert "profwin trace holds ProfilerStep#12..#16 (5 steps)" in out
     assert "profwin Session.step()" in out
+    assert "markers: 30 steps, 30 in the parts, each once" in out
+    assert "cost of a boundary beyond writing its steps" in out
 
 
 @pytest.mark.torch

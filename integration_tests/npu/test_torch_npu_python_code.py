@@ -94,6 +94,24 @@ def test_window_through_real_torch_npu_control_flow(torch_npu_src: Path, tmp_pat
     assert any("won't be using warmup" in line for line in at_zero["printed"])
 
 
+def test_a_long_window_in_parts_through_real_torch_npu_control_flow(torch_npu_src: Path, tmp_path: Path) -> None:
+    """Window 2:12 in parts of 4 steps (profwin.parts): three ``*_ascend_pt`` folders, one a part,
+    each holding its own steps; torch_npu restarted between two steps loses and doubles none."""
+    (parted,) = run(torch_npu_src, tmp_path, [{"window": "2:12", "steps": 14, "part_steps": 4}], [])["sessions"]
+    assert parted["error"] is None
+    assert [a["steps"] for a in parted["artifacts"]] == ["2:6", "6:10", "10:12"]
+    pid = parted["pid"]
+    names = [a["name"] for a in parted["artifacts"]]
+    for name, part in zip(names, ("part0001_s2-6", "part0002_s6-10", "part0003_s10-12"), strict=True):
+        assert re.fullmatch(rf"profwin_rank0_w2-12_{part}_{pid}_\d{{17}}_ascend_pt", name), name
+    assert names == sorted(names)
+    assert all("profiler_info.json" in a["files"] for a in parted["artifacts"])
+    # The markers torch_npu entered: the warm-up #1, then each part's steps followed by the marker
+    # its saving step() opens after recording stopped (#6, #10, #12, in no trace, as #6 of the
+    # clean window above): each step's marker is entered once while a part records.
+    assert parted["markers"] == [f"ProfilerStep#{k}" for k in [1, *range(2, 7), *range(6, 11), *range(10, 13)]]
+
+
 def test_every_option_combination_passes_torch_npu_checks_unchanged(torch_npu_src: Path, tmp_path: Path) -> None:
     levels = ["level_none", "level0", "level1", "level2"]
     metrics = ["PipeUtilization", "ArithmeticUtilization", "Memory", "MemoryL0", "MemoryUB", "ResourceConflictRatio",

@@ -151,6 +151,7 @@ def _session(scenario: dict[str, Any], markers: list[str]) -> dict[str, Any]:
         output_dir=out,
         activities=scenario.get("activities"),
         options={"npu": scenario.get("options", {})},
+        part_steps=scenario.get("part_steps", profwin.ProfileSpec().part_steps),
     )
     markers.clear()
     printed = io.StringIO()

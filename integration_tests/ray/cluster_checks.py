@@ -120,7 +120,12 @@ def cli(*argv: str) -> tuple[int, Any]:
 def normalized(data: Any) -> Any:
     """A summary with each file's path cut to its name (the node's path vs. the collected one)."""
     if isinstance(data, dict):
-        return {k: (Path(v).name if k == "path" and isinstance(v, str) else normalized(v)) for k, v in data.items()}
+        return {
+            k: Path(v).name if k == "path" and isinstance(v, str)
+            else [Path(p).name for p in v] if k == "parts" and isinstance(v, list)
+            else normalized(v)
+            for k, v in data.items()
+        }  # fmt: skip
     if isinstance(data, list):
         return [normalized(v) for v in data]
     return data
@@ -203,6 +208,22 @@ def main() -> None:
                 "in_place": normalized(in_place),
             }  # fmt: skip
         report["sessions"] = sessions
+
+        # 3d. a long window in parts (profwin.parts): every part comes back, and the parts of each
+        # rank read as one trace, in place and on the collected files alike
+        report["parts_written"] = {n: ray.get(engines[n].record.remote("0:10", 10, sub="parts", part_steps=4)) for n in names}
+        watching = True
+        collected_parts = profwin_ray.collect("$PROFWIN_NODE_DIR/parts/*", WORK / "parts")
+        code, in_place = cli("summarize", "--ray", cluster.address, "$PROFWIN_NODE_DIR/parts", "--json")
+        watching = False
+        local_code, local = cli("summarize", str(WORK / "parts"), "--json")
+        report["parts"] = {
+            "collected_ok": collected_parts.ok,
+            "identical": identical(WORK / "parts", by_label, "parts"),
+            "collected": sorted(p.name for p in (WORK / "parts").glob("*/*") if not p.name.startswith(".")),
+            "in_place_code": code, "local_code": local_code, "equal": normalized(in_place) == normalized(local),
+            "in_place": normalized(in_place),
+        }  # fmt: skip
 
         # 3b. a worker on n1 delivers its trace to the head node (where this driver runs)
         (n1_trace,) = report["traces"]["n1"]

@@ -29,15 +29,23 @@ class Engine:
         self.dir = Path(os.environ["PROFWIN_NODE_DIR"])
 
     def record(
-        self, window: str, steps: int, sub: str = "traces", width: int = 64, layers: int = 8, rank: int | None = None
+        self,
+        window: str,
+        steps: int,
+        sub: str = "traces",
+        width: int = 64,
+        layers: int = 8,
+        rank: int | None = None,
+        part_steps: int | None = 1000,
     ) -> list[str]:
         import torch
 
         import profwin
 
         spec = profwin.ProfileSpec(
-            window=profwin.Window.parse(window), output_dir=self.dir / sub, activities=("cpu",), ranks="all"
-        )
+            window=profwin.Window.parse(window), output_dir=self.dir / sub, activities=("cpu",), ranks="all",
+            part_steps=part_steps,
+        )  # fmt: skip
         with profwin.Session(spec, rank=rank) as session:
             for _ in range(steps):
                 x = torch.randn(width, width)

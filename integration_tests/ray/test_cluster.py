@@ -107,6 +107,21 @@ def test_summarize_in_place_chooses_the_session_as_summarize_does_locally(report
     assert (sessions["file_nope"]["in_place_code"], sessions["file_nope"]["local_code"]) == (2, 2)
 
 
+def test_a_long_windows_parts_come_back_together_and_read_as_one(report: dict[str, Any]) -> None:
+    """Window 0:10 in parts of 4 steps on each node: the three parts of every node arrive, and
+    ``summarize --ray`` reads each rank's parts as one trace of 10 steps, as on the collected files."""
+    parts = report["parts"]
+    written = report["parts_written"]
+    assert all(len(names) == 3 for names in written.values()), written
+    assert parts["collected_ok"]
+    assert all(parts["identical"].values()), parts["identical"]
+    assert parts["collected"] == sorted(name for names in written.values() for name in names)
+    assert (parts["in_place_code"], parts["local_code"]) == (0, 0)
+    assert parts["equal"]
+    assert [(r["rank"], r["steps"]) for r in parts["in_place"]["ranks"]] == [(0, 10), (1, 10), (2, 10)]
+    assert all(len(s["trace"]["parts"]) == 3 for s in parts["in_place"]["summaries"])
+
+
 def test_a_file_removed_mid_copy_fails_that_node_only(report: dict[str, Any]) -> None:
     removed = report["removed"]
     nodes = _by_node(removed)

@@ -98,11 +98,11 @@ trim = importlib.import_module("profwin.traces.trim")  # the module (profwin.tra
 _copy_events = trim._copy_events
 
 
-def held_copy(index, kept, out, progress):
+def held_copy(index, kept, out, progress, **kwargs):
     out.flush()  # the partial file holds the trace's header
     with open(os.environ["PROFWIN_TEST_HOLD"], "rb") as fifo:  # until the test opens it for writing
         fifo.read()  # until the test closes it
-    return _copy_events(index, kept, out, progress)
+    return _copy_events(index, kept, out, progress, **kwargs)
 
 
 trim._copy_events = held_copy

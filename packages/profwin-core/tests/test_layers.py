@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("spec", ("profwin.spec", "profwin.activities", "profwin.options", "profwin.documents")),
-    ("plugin protocols", ("profwin.protocols", "profwin.engine")),
+    ("plugin protocols", ("profwin.protocols", "profwin.engine", "profwin.parts")),
     ("discovery", ("profwin.discovery",)),
     (
         "loading and running",

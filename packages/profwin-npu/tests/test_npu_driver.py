@@ -134,7 +134,7 @@ def test_cpu_only_still_passes_the_experimental_config(torch_npu_standin: StandI
 
 
 def test_unbounded_window_uses_a_schedule_that_never_ends(torch_npu_standin: StandIn, tmp_path: Path) -> None:
-    session = run(spec_for(tmp_path, "3:"), 10)
+    session = run(spec_for(tmp_path, "3:", part_steps=None, part_events=None), 10)
     (sched,) = torch_npu_standin.called("schedule")
     assert (sched["skip_first"], sched["warmup"], sched["active"] >= 2**62) == (2, 1, True)
     (art,) = session.artifacts
@@ -333,3 +333,29 @@ def test_analyse_checks_its_arguments(tmp_path: Path) -> None:
         analyse(tmp_path, export_type="csv")
     with pytest.raises(ConfigError, match="positive int"):
         analyse(tmp_path, processes=0)
+
+
+# -- a long window in parts (profwin.parts) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("window", "steps", "parts", "names"),
+    [
+        ("2:12", 14, [(2, 6), (6, 10), (10, 12)], ["w2-12_part0001_s2-6", "w2-12_part0002_s6-10", "w2-12_part0003_s10-12"]),
+        ("0:", 9, [(0, 4), (4, 8), (8, 9)], ["w0-end_part0001_s0-4", "w0-end_part0002_s4-8", "w0-end_part0003_s8-12"]),
+    ],
+)
+def test_a_long_window_is_written_in_parts_each_step_once(
+    torch_npu_standin: StandIn, tmp_path: Path, window: str, steps: int, parts: list[tuple[int, int]], names: list[str]
+) -> None:
+    session = run(spec_for(tmp_path, window, part_steps=4), steps)
+    assert [a.steps for a in session.artifacts] == [Window(a, b) for a, b in parts]
+    held = [recorded_steps(a.path) for a in session.artifacts]
+    if window.endswith(":"):  # the loop ended inside the last part: its next step's empty marker, as without parts
+        assert held[-1][-1] == steps
+        held[-1] = held[-1][:-1]
+    assert held == [list(range(a, b)) for a, b in parts]
+    assert [a.path.name.split(f"_{os.getpid()}_")[0] for a in session.artifacts] == [f"profwin_rank0_{n}" for n in names]
+    # Parts after the first start recording at once: no warm-up step.
+    warmups = [c["warmup"] for c in torch_npu_standin.called("schedule")]
+    assert warmups == [1 if parts[0][0] else 0] + [0] * (len(parts) - 1)

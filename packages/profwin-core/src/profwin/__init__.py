@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): `import profwin` impo
     from profwin.discovery import PluginInfo, backend, plugins, profiler, validate_options
     from profwin.engine import EngineBusy, EnginePlan, TargetError
     from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning
+    from profwin.parts import PartsMemoryError  # noqa: F401  (reachable, not listed: profwin.parts documents it)
     from profwin.protocols import Artifact, RemoteResult
     from profwin.remote import RemoteSession, SessionError, remote_session
     from profwin.render import FORMS, render_plan
@@ -110,6 +111,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.discovery": ("PluginInfo", "backend", "plugins", "profiler", "validate_options"),
         "profwin.engine": ("EngineBusy", "EnginePlan", "TargetError"),
         "profwin.errors": ("ConfigError", "PluginError", "ProfilingDisabled", "ProfwinError", "WindowWarning"),
+        "profwin.parts": ("PartsMemoryError",),
         "profwin.protocols": ("Artifact", "RemoteResult"),
         "profwin.remote": ("RemoteSession", "SessionError", "remote_session"),
         "profwin.render": ("FORMS", "render_plan"),

@@ -317,22 +317,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _one_trace(args: argparse.Namespace) -> str | None:
-    """The trace file ``profwin summarize`` names when it names one: a file, or a folder holding
-    one trace (which then reads exactly as the file would); ``None`` for several, or on Ray."""
+def _one_trace(args: argparse.Namespace) -> str | list[str] | None:
+    """The trace ``profwin summarize`` names when it names one: a file, a folder holding one
+    trace (which then reads exactly as the file would), or the part traces of one long window
+    (files or their folder, read as one); ``None`` for several, or on Ray."""
     from pathlib import Path
 
-    if args.ray or len(args.trace) != 1:
+    if args.ray:
         return None
-    if not Path(args.trace[0]).is_dir():
+    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
         return str(args.trace[0])
-    from profwin.traces import trace_files
+    from profwin.traces.ranks import window_parts
 
-    found = trace_files(args.trace)
-    return str(found[0]) if len(found) == 1 else None
+    units = window_parts(args.trace)
+    if len(units) != 1:
+        return None
+    return str(units[0][0]) if len(units[0]) == 1 else [str(p) for p in units[0]]
 
 
-def _summary(args: argparse.Namespace, one: str | None) -> Any:
+def _summary(args: argparse.Namespace, one: str | list[str] | None) -> Any:
     """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace (``one``)
     or the :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
     from profwin.traces import tty_progress
@@ -347,8 +350,9 @@ def _summary(args: argparse.Namespace, one: str | None) -> Any:
         if args.session is not None:  # one trace: it must be of that session
             from profwin.traces import choose_session, trace_facts
 
-            choose_session([trace_facts(one)], args.session)
-        return summarize(one, **options, progress=tty_progress(f"reading {one}"))
+            choose_session([trace_facts(p) for p in ([one] if isinstance(one, str) else one)], args.session)
+        shown = one if isinstance(one, str) else f"{len(one)} parts of one window"
+        return summarize(one, **options, progress=tty_progress(f"reading {shown}"))
     from profwin.traces import summarize_ranks
 
     return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
@@ -381,7 +385,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
 
         print(render_summary(result))
         if one_trace is not None:  # paths on the nodes (--ray): nothing here to open
-            print("\n" + how_to_view([Path(one_trace)]))
+            print("\n" + how_to_view([Path(p) for p in ([one_trace] if isinstance(one_trace, str) else one_trace)]))
     else:
         from profwin.traces import render_ranks, trace_files
 
@@ -466,9 +470,10 @@ def _cmd_trim(args: argparse.Namespace) -> int:
     from profwin.traces.reader import trace_command
 
     check_output_path(args.output)
-    progress = tty_progress(f"trimming {args.trace}", passes=2)  # trim reads its input twice
-    with trace_command():
-        result = trim(args.trace, args.window, args.output, first_step=args.first_step, progress=progress)
+    source = args.trace[0] if len(args.trace) == 1 else args.trace
+    progress = tty_progress(f"trimming {args.trace[0] if len(args.trace) == 1 else f'{len(args.trace)} parts'}", passes=2)
+    with trace_command():  # trim reads its input twice
+        result = trim(source, args.window, args.output, first_step=args.first_step, progress=progress)
     if args.json:
         _print_json(result.to_dict())
     else:
@@ -681,7 +686,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_merge)
 
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
-    p.add_argument("trace", help="Chrome/Kineto trace (.json or .json.gz)")
+    p.add_argument(
+        "trace",
+        nargs="+",
+        help="Chrome/Kineto trace (.json or .json.gz), or the part traces of one long window (files or their folder)",
+    )
     p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json or .json.gz)")
     p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)

@@ -34,6 +34,8 @@ _SPEC_KEYS = (
     "ranks",
     "options",
     "on_unavailable",
+    "part_steps",
+    "part_events",
 )
 
 
@@ -74,7 +76,8 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
     ``profile_token_end``; ``activities``; ``record`` (a list of ``shapes``, ``stack``,
     ``memory``, ``flops``, ``modules``); ``output_dir`` (relative paths are resolved against
     ``base_dir``, default the working directory); ``prefix``; ``ranks`` (``all``, a rank or a
-    list); ``options`` (per-plugin mappings); ``on_unavailable`` (``error`` or ``drop``).
+    list); ``options`` (per-plugin mappings); ``on_unavailable`` (``error`` or ``drop``);
+    ``part_steps`` and ``part_events`` (the bounds of one part trace of a long window, or ``null``).
     """
     data = plain(data)
     if not isinstance(data, Mapping):
@@ -102,7 +105,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
         field_from("activities", lambda: _string_list(data["activities"], "activities", ACTIVITIES))
     if "output_dir" in data:
         field_from("output_dir", lambda: _resolve_dir(data["output_dir"], base_dir))
-    for key in ("prefix", "ranks", "on_unavailable"):
+    for key in ("prefix", "ranks", "on_unavailable", "part_steps", "part_events"):
         if key in data:
             field_from(key, lambda key=key: data[key])  # type: ignore[misc]
     if "options" in data:

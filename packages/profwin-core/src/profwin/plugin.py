@@ -18,7 +18,9 @@ Groups of names:
   :func:`folder_listing` (what a session lists to find an engine's new files: a target whose
   engine writes on another machine lists them there with it, see :class:`EngineTarget`);
 - in-process profilers: :class:`Profiler`, :class:`Driver`, :class:`WindowedProfile`,
-  :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`;
+  :data:`STEP_MARKER`, :func:`atomic_path`, :func:`write_atomic`, and for one that writes a
+  long window in parts (``writes_parts = True``) :class:`Part`, :func:`part_name` and
+  :class:`PartsMemoryError`;
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields),
@@ -43,7 +45,8 @@ Groups of names:
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
   :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
   the session choice split the same way: :func:`trace_facts` (where the trace lies) and
-  :func:`choose_session` (on the caller) over :class:`TraceFacts`;
+  :func:`choose_session` (on the caller) over :class:`TraceFacts`, and :func:`join_parts` (a long
+  window's part traces, read as one);
 - a step's token annotation (a token window's engine plugins write it, the trace tools read it):
   :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
   :func:`parse_step_tokens`;
@@ -80,6 +83,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.json_form import JsonForm, json_ready, to_json
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
+    from profwin.parts import Part, PartsMemoryError, part_name
     from profwin.remote import (
         OnActive,
         RemoteSession,
@@ -105,6 +109,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
         TraceFacts,
         choose_session,
         count_steps,
+        join_parts,
         merge_ranks,
         parse_step_tokens,
         summarize,
@@ -130,6 +135,8 @@ __all__ = [
     "JsonForm",
     "JsonStream",
     "OnActive",
+    "Part",
+    "PartsMemoryError",
     "PluginError",
     "ProfileSpec",
     "ProfilingDisabled",
@@ -174,6 +181,7 @@ __all__ = [
     "folder_listing",
     "installed_version",
     "is_session_prefix",
+    "join_parts",
     "json_ready",
     "lazy_exports",
     "merge_ranks",
@@ -182,6 +190,7 @@ __all__ = [
     "open_input",
     "parse_options",
     "parse_step_tokens",
+    "part_name",
     "plain",
     "print_json",
     "read_document",
@@ -263,6 +272,7 @@ __getattr__, __dir__ = lazy_exports(
             "remote_session",
             "session_function",
         ),
+        "profwin.parts": ("Part", "PartsMemoryError", "part_name"),
         "profwin.render": ("render_plan",),
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
@@ -277,6 +287,7 @@ __getattr__, __dir__ = lazy_exports(
             "TraceFacts",
             "choose_session",
             "count_steps",
+            "join_parts",
             "merge_ranks",
             "parse_step_tokens",
             "summarize",

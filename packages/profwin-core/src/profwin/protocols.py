@@ -203,7 +203,14 @@ class Profiler(Protocol):
         """
 
     def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> Driver:
-        """Open a driver at the start of step ``first_step`` (``window.start - lead_steps`` or 0)."""
+        """Open a driver at the start of step ``first_step`` (``window.start - lead_steps`` or 0).
+
+        A profiler that can write a long window as consecutive part traces sets the class
+        attribute ``writes_parts = True`` and takes a keyword ``part`` (a
+        :class:`profwin.parts.Part`: the whole window, the part's number, the session id); the
+        session then opens one driver per part, with ``window`` the part's own steps, and sizes
+        the next part from the driver's ``recorded_events`` after its close, when it sets one
+        (:mod:`profwin.parts`)."""
 
 
 class ClusterReport(Protocol):

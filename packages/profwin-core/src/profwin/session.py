@@ -11,7 +11,9 @@ from types import TracebackType
 from profwin.arguments import checked
 from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning, shown
+from profwin.parts import Part, PartPlan, PartsMemoryError, is_memory_error, uses_parts
 from profwin.protocols import Artifact, Driver, Profiler
+from profwin.provenance import new_session_id
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
@@ -69,10 +71,18 @@ class Session:
     session early (loop end, exception, ``KeyboardInterrupt``) writes the part of the window that
     ran; a loop that ends before the window starts writes nothing and warns.
 
+    A window longer than ``spec.part_steps`` is written as consecutive part traces by profilers
+    that can (:mod:`profwin.parts`): the driver is closed after one part's last step and a new
+    one opened before the next part's first. Memory running out is a
+    :class:`~profwin.parts.PartsMemoryError` naming the window and the parts already written.
+
     A rank that the spec does not select only counts steps.
     """
 
-    __slots__ = ("_driver", "_first", "_plugin", "_state", "_wake", "artifacts", "rank", "spec", "steps")
+    __slots__ = (
+        "_driver", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_wake", "artifacts", "rank",
+        "spec", "steps",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -98,6 +108,10 @@ class Session:
         self._wake: float = 0
         self._first = 0
         self._state = "new"
+        self._plan: PartPlan | None = None
+        self._part: Part | None = None
+        self._part_start = 0
+        self._part_end: int | None = None
 
     @property
     def active(self) -> bool:
@@ -118,6 +132,9 @@ class Session:
             self._plugin = load_profiler(self._plugin)
         self.spec = self._plugin.check(self.spec)
         self.spec.prepare_output_dir()
+        if uses_parts(self.spec, writes_parts=getattr(self._plugin, "writes_parts", False)):
+            self._plan = PartPlan(self.spec)
+            self._part = Part(window=self.spec.window, index=0, session=new_session_id())
         self._first = max(self.spec.window.start - self._plugin.lead_steps, 0)
         self._wake = self._first
         if self._first == 0:
@@ -146,7 +163,12 @@ class Session:
         ran = window.clip(self.steps + 1 if failed else self.steps)
         if self._driver is not None:
             driver, self._driver = self._driver, None
-            self.artifacts.extend(driver.close(ran, failed=failed))
+            ran_here = ran
+            if ran is not None and self._part is not None:
+                # The part open now holds the steps from its start; none when the loop ended
+                # right after the boundary that opened it.
+                ran_here = Window(max(ran.start, self._part_start), ran.end) if ran.end > self._part_start else None  # type: ignore[operator]
+            self._close_driver(driver, ran_here, failed=failed)
         if ran is None:
             warnings.warn(
                 f"profwin: window {window} was never reached: the session ran {self.steps} step(s) "
@@ -170,9 +192,19 @@ class Session:
             self.close()
             return
         try:
-            self.close(failed=True)
+            with warnings.catch_warnings():
+                if isinstance(exc, PartsMemoryError):
+                    # It names what was written; "the trace holds steps ..." would count a part lost.
+                    warnings.simplefilter("ignore", WindowWarning)
+                self.close(failed=True)
         except Exception as close_exc:  # never mask the user's exception with ours
-            warnings.warn(f"profwin: writing the trace failed after {exc_type.__name__}: {close_exc}", stacklevel=2)
+            if not (exc is not None and is_memory_error(exc) and isinstance(close_exc, PartsMemoryError)):
+                warnings.warn(f"profwin: writing the trace failed after {exc_type.__name__}: {close_exc}", stacklevel=2)
+        recording = self.active and self.steps >= self.spec.window.start
+        if exc is not None and recording and is_memory_error(exc) and not isinstance(exc, PartsMemoryError):
+            # Out of memory inside a step of the loop: most likely the recording's, and what the
+            # user needs is which parts survived. The original error is chained.
+            raise PartsMemoryError(self.spec.window, step=self.steps, written=self.artifacts, cause=exc) from exc
 
     # -- window edges -----------------------------------------------------------------------
 
@@ -182,13 +214,48 @@ class Session:
             raise RuntimeError("profwin.Session.step() was called before start(): enter the session (`with session:`) first")
         step, window = self.steps, self.spec.window
         if self._driver is None:
-            assert not isinstance(self._plugin, str)
-            self._driver = self._plugin.open(self.spec, window=window, first_step=step, rank=self.rank)
-            self._wake = step + 1
+            self._open(step, window.start)
         elif window.end is not None and step >= window.end:
             driver, self._driver = self._driver, None
             self._wake = _NEVER
-            self.artifacts.extend(driver.close(window, failed=False))
+            self._close_driver(driver, window if self._part is None else Window(self._part_start, window.end), failed=False)
+        elif self._part_end is not None and step >= self._part_end:
+            # A part boundary: step - 1 was the part's last. Closed and opened between two steps,
+            # so the cost is in neither, and each step is in exactly one part.
+            driver, self._driver = self._driver, None
+            self._wake = _NEVER  # until the next part is open
+            self._close_driver(driver, Window(self._part_start, step), failed=False)
+            del driver  # the part's recording is freed before the next one starts
+            self._open(step, step)
         else:
             self._driver.advance(step)
             self._wake = step + 1
+
+    def _open(self, step: int, start: int) -> None:
+        """Open the driver at ``step`` for the part (or window) whose first step is ``start``."""
+        assert not isinstance(self._plugin, str)
+        window = self.spec.window
+        if self._plan is None or self._part is None:
+            self._driver = self._plugin.open(self.spec, window=window, first_step=step, rank=self.rank)
+        else:
+            self._part = Part(window=window, index=self._part.index + 1, session=self._part.session)
+            self._part_start, self._part_end = start, self._plan.end(start)
+            steps = Window(start, self._part_end)
+            try:
+                self._driver = self._plugin.open(self.spec, window=steps, first_step=step, rank=self.rank, part=self._part)  # type: ignore[call-arg]
+            except Exception as exc:
+                if is_memory_error(exc):
+                    raise PartsMemoryError(window, step=step, written=self.artifacts, cause=exc) from exc
+                raise
+        self._wake = step + 1
+
+    def _close_driver(self, driver: Driver, steps: Window | None, *, failed: bool) -> None:
+        try:
+            written = driver.close(steps, failed=failed)
+        except Exception as exc:
+            if is_memory_error(exc):
+                raise PartsMemoryError(self.spec.window, step=self.steps, written=self.artifacts, cause=exc) from exc
+            raise
+        self.artifacts.extend(written)
+        if self._plan is not None:
+            self._plan.learn(getattr(driver, "recorded_events", None), steps)

@@ -14,15 +14,22 @@ from attrs import evolve, field, frozen
 
 from profwin.errors import ConfigError, shown
 from profwin.inputs import expand_user
-from profwin.window import Window
+from profwin.window import MAX_STEP, Window
 
-__all__ = ["ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec", "RankSelection", "as_spec"]
+__all__ = ["ACTIVITIES", "PART_EVENTS", "PART_STEPS", "RECORD_OPTIONS", "ProfileSpec", "RankSelection", "as_spec"]
 
 ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 """Activities a spec may ask for; ``None`` in a spec means "CPU plus the accelerator present"."""
 
 RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules")
 """What a spec may record besides timings, each a bool field of :class:`ProfileSpec`."""
+
+PART_STEPS = 1000
+"""Default :attr:`ProfileSpec.part_steps`: the most steps one part trace of a long window holds."""
+PART_EVENTS = 250_000
+"""Default :attr:`ProfileSpec.part_events`: about the events one part trace holds at most.
+torch.profiler holds ~150 bytes an event while recording and ~1-3 KB while it stops and exports
+(CPU torch 2.13, measured in docs/limits.md), so a part of this many events peaks under ~1 GB."""
 
 RankSelection = Literal["all"] | tuple[int, ...]
 
@@ -113,6 +120,13 @@ def _check_window(_: object, __: object, value: object) -> None:
         raise ConfigError(f"must be a profwin.Window (got {shown(value)}); use Window.parse('20:80')", path="window")
 
 
+def _check_part_bound(_: object, attribute: Any, value: object) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_STEP:
+        raise ConfigError(f"must be None (no bound) or an int in [1, {MAX_STEP}] (got {shown(value)})", path=attribute.name)
+
+
 def _check_unavailable(_: object, __: object, value: object) -> None:
     if value not in ("error", "drop"):
         raise ConfigError(f"must be 'error' or 'drop' (got {shown(value)})", path="on_unavailable")
@@ -134,6 +148,13 @@ class ProfileSpec:
         options: per-plugin options (``{"npu": {"level": "level1"}}``), validated by each plugin.
         on_unavailable: an activity the machine cannot record is an ``"error"`` (default) or is
             dropped with a warning (``"drop"``).
+        part_steps: a window longer than this is written as consecutive part traces of at most
+            this many steps each, by profilers that write parts (``torch``, ``npu``); ``None``:
+            no step bound. Default :data:`PART_STEPS`.
+        part_events: a part also closes early when the events it would hold pass this many,
+            judged from the events per step of the parts already written (torch.profiler cannot
+            count events while it records, so the first part is bounded by ``part_steps`` only);
+            ``None``: no event bound. Default :data:`PART_EVENTS`.
     """
 
     window: Window = field(factory=Window, validator=_check_window)
@@ -148,6 +169,8 @@ class ProfileSpec:
     ranks: RankSelection = field(default=(0,), converter=_to_ranks, validator=_check_ranks)
     options: Mapping[str, Mapping[str, Any]] = field(factory=dict, converter=_to_options, validator=_check_options, hash=False)
     on_unavailable: Literal["error", "drop"] = field(default="error", validator=_check_unavailable)
+    part_steps: int | None = field(default=PART_STEPS, validator=_check_part_bound)
+    part_events: int | None = field(default=PART_EVENTS, validator=_check_part_bound)
 
     def profiles_rank(self, rank: int) -> bool:
         """Whether the process with this rank records anything."""

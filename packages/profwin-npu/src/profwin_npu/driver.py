@@ -9,6 +9,10 @@ onto torch_npu, the same way core's torch driver maps it onto torch.profiler:
 * torch_npu names its step markers ``ProfilerStep#<its step counter>``; the driver starts that
   counter at the session's step, so the markers carry the window's own numbers (and are also
   emitted as mstx ranges, visible on the device timeline).
+* A long window is written in parts (``writes_parts``, :mod:`profwin.parts` in core): the
+  session opens one driver per part, each a ``*_ascend_pt`` folder named after the window, the
+  part number and its steps, so the folders of one window sort in order. torch_npu's events are
+  not counted here, so only ``part_steps`` bounds a part.
 * torch_npu never raises: it prints ``[ERROR]``/``[WARNING]`` lines and resets bad arguments.
   So every argument is passed by keyword, options are checked beforehand
   (:mod:`profwin_npu.options`), and on close the driver looks for the ``*_ascend_pt`` folder
@@ -25,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, PluginError, ProfileSpec, Window, checked
+from profwin.plugin import Artifact, Part, PluginError, ProfileSpec, Window, checked, part_name
 from profwin.plugin import resolve_activities as core_resolve_activities
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
@@ -72,13 +76,17 @@ def import_torch_npu() -> Any:
     return torch_npu
 
 
-def worker_name(spec: ProfileSpec, *, rank: int, window: Window) -> str:
-    """The name torch_npu puts first in the folder name: ``{prefix}_rank{rank}_w{start}-{end}``.
+def worker_name(spec: ProfileSpec, *, rank: int, window: Window, part: Part | None = None) -> str:
+    """The name torch_npu puts first in the folder name: ``{prefix}_rank{rank}_w{start}-{end}``,
+    or for a part of a long window ``{prefix}_rank{rank}_w{start}-{end}_part{k:04d}_s{first}-{end}``
+    (the whole window, then the part's planned steps).
 
     torch_npu appends ``_{pid}_{timestamp}_ascend_pt``. The folder is created when recording is
     set up, before anyone knows where the session will end, so it carries the planned window;
     :attr:`profwin.Artifact.steps` says which steps it really holds.
     """
+    if part is not None:
+        return part_name(spec.prefix, rank=rank, part=part, steps=window)
     return f"{spec.prefix}_rank{rank}_{window.slug()}"
 
 
@@ -182,6 +190,7 @@ class NpuProfiler:
 
     name = "npu"
     lead_steps = 1
+    writes_parts = True
     engine_flavour = staticmethod(engine_flavour)
     """:func:`profwin_npu.engine_flavour`, reachable through ``profwin.profiler("npu")``."""
 
@@ -201,22 +210,22 @@ class NpuProfiler:
                 )
         return spec.replace(activities=resolve_activities(spec, npu_available=bool(torch_npu.npu.is_available())))
 
-    def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> NpuDriver:
-        return NpuDriver(spec, window=window, first_step=first_step, rank=rank)
+    def open(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int, part: Part | None = None) -> NpuDriver:
+        return NpuDriver(spec, window=window, first_step=first_step, rank=rank, part=part)
 
 
 @checked
 class NpuDriver:
-    """One ``torch_npu.profiler.profile`` over one window (see the module docstring)."""
+    """One ``torch_npu.profiler.profile`` over one window, or one part of it (see the module docstring)."""
 
-    def __init__(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int) -> None:
+    def __init__(self, spec: ProfileSpec, *, window: Window, first_step: int, rank: int, part: Part | None = None) -> None:
         profiler = import_torch_npu().profiler
         self._spec = spec
         self._window = window
         self._rank = rank
         self._step = first_step
         self._options = npu_options(spec)
-        self._worker = _unique(spec.output_dir, worker_name(spec, rank=rank, window=window))
+        self._worker = _unique(spec.output_dir, worker_name(spec, rank=rank, window=window, part=part))
         self._existing = set(ascend_dirs(spec.output_dir, self._worker))
         kwargs = profile_kwargs(profiler, spec, self._options, window=window, first_step=first_step, worker=self._worker)
         self._prof = profiler.profile(**kwargs)

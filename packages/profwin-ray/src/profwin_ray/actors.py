@@ -69,6 +69,7 @@ def _spec_data(spec: ProfileSpec) -> dict[str, Any]:
         "window": spec.window, "activities": spec.activities, "shapes": spec.shapes, "stack": spec.stack,
         "memory": spec.memory, "flops": spec.flops, "modules": spec.modules, "output_dir": str(spec.output_dir),
         "prefix": spec.prefix, "ranks": spec.ranks, "on_unavailable": spec.on_unavailable,
+        "part_steps": spec.part_steps, "part_events": spec.part_events,
         "options": {name: dict(options) for name, options in spec.options.items()},
     }  # fmt: skip
 

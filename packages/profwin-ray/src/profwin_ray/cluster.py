@@ -43,6 +43,7 @@ from profwin.plugin import (
     TraceRanks,
     Window,
     choose_session,
+    join_parts,
     merge_ranks,
     shown,
     to_json,
@@ -452,7 +453,8 @@ def summarize(
 ) -> Summary | TraceRanks:
     """``profwin summarize PATHS`` run on the nodes that hold the traces, merged here.
 
-    ``paths`` are paths on the nodes (files, or folders of per-rank traces). One file in all gives
+    ``paths`` are paths on the nodes (files, or folders of per-rank traces); a long window's part
+    traces are summarized together on their node, as one trace. One file in all gives
     its :class:`Summary`, several give :class:`Ranks`, exactly as the same files on one disk
     would. A file found on several nodes with the same size and mtime (a shared disk) is read
     once. Traces of several profiling sessions are chosen among here as on one disk: ``session``
@@ -483,7 +485,25 @@ def summarize(
         found = [f for f in found if any(f[1] is c for c in chosen)]
     else:
         notes = []
-    refs = [_on(ray, node_id, node.summarize_one).remote(f.path, window, top, first_step) for _, f, _, node_id in found]
+    # A long window's parts are summarized together, as one trace, on the node that holds them.
+    where = {id(facts): (name, node_id) for _, facts, name, node_id in found}
+    units = join_parts([facts for _, facts, _, _ in found])
+    for unit in units:
+        nodes_of = {where[id(f)] for f in unit}
+        if len(nodes_of) > 1:
+            raise TraceError(
+                unit[0].path, f"the parts of window {unit[0].window} are on several nodes ({sorted(n for n, _ in nodes_of)}); "
+                "collect them into one folder first (profwin collect --ray)"
+            )  # fmt: skip
+    found = [(0, unit[0], *where[id(unit[0])]) for unit in units]
+    # The part files of one window, given one by one, are one trace, as on one disk.
+    one = one or (not in_folder and len(units) == 1 and len(units[0]) == len(paths) > 1)
+    refs = [
+        _on(ray, node_id, node.summarize_one).remote(
+            [f.path for f in unit] if len(unit) > 1 else unit[0].path, window, top, first_step
+        )
+        for unit, (_, _, _, node_id) in zip(units, found, strict=True)
+    ]
     answers = [
         _on_node_answer(ray, ref, f"{name}:{facts.path}", node_id, "could not summarize it")
         for ref, (_, facts, name, node_id) in zip(refs, found, strict=True)

@@ -241,8 +241,8 @@ def resolve_traces(paths: Sequence[str]) -> list[tuple[int, int, bool, TraceFact
     return found
 
 
-def summarize_one(path: str, window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any, float]:
-    """``profwin summarize`` of one trace, where it lies: ``("ok", Summary, cpu_s)``, ``("no steps",
+def summarize_one(path: str | list[str], window: Window | str | None, top: int, first_step: int | None) -> tuple[str, Any, float]:
+    """``profwin summarize`` of one trace (or of one window's part traces, in order), where it lies: ``("ok", Summary, cpu_s)``, ``("no steps",
     reason, cpu_s)`` (a trace without step markers) or ``("error", reason, cpu_s)``; ``cpu_s``: the
     CPU seconds the summary took on the node (this thread's). Errors travel as text:
     :class:`TraceError` does not pickle. Runs on the node."""

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
     from profwin.traces.device import DeviceStat
     from profwin.traces.diff import Diff, OpChange, StepChange, diff, render_diff
     from profwin.traces.merge import MergedTrace, MergeResult, merge
+    from profwin.traces.parts import join_parts
     from profwin.traces.plot import plot_diff, plot_ranks, plot_steps
     from profwin.traces.progress import tty_progress
     from profwin.traces.ranks import (
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
         summarize_ranks,
         trace_facts,
         trace_files,
+        window_parts,
     )
     from profwin.traces.reader import TraceError, TraceReader, read_trace
     from profwin.traces.steps import Step
@@ -84,6 +86,7 @@ __all__ = [
     "choose_session",
     "count_steps",
     "diff",
+    "join_parts",
     "merge",
     "merge_ranks",
     "parse_step_tokens",
@@ -102,6 +105,7 @@ __all__ = [
     "trace_files",
     "trim",
     "tty_progress",
+    "window_parts",
 ]
 
 __getattr__, __dir__ = lazy_exports(
@@ -112,11 +116,12 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.device": ("DeviceStat",),
         "profwin.traces.diff": ("Diff", "OpChange", "StepChange", "diff", "render_diff"),
         "profwin.traces.merge": ("MergeResult", "MergedTrace", "merge"),
+        "profwin.traces.parts": ("join_parts",),
         "profwin.traces.plot": ("plot_diff", "plot_ranks", "plot_steps"),
         "profwin.traces.progress": ("tty_progress",),
         "profwin.traces.ranks": (
             "RankRow", "Ranks", "RankStat", "StepSpread", "TraceFacts", "choose_session", "merge_ranks",
-            "render_ranks", "summarize_ranks", "trace_facts", "trace_files",
+            "render_ranks", "summarize_ranks", "trace_facts", "trace_files", "window_parts",
         ),
         "profwin.traces.reader": ("TraceError", "TraceReader", "read_trace"),
         "profwin.traces.steps": ("Step",),

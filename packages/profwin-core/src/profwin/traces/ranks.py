@@ -24,6 +24,7 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
+from profwin.traces.parts import join_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
 from profwin.window import Window
@@ -43,6 +44,7 @@ __all__ = [
     "summarize_ranks",
     "trace_facts",
     "trace_files",
+    "window_parts",
 ]
 
 _RANK_NAMES = (re.compile(r"(?:^|[^a-z])rank[_-]?(\d{1,9})(?!\d)", re.IGNORECASE), re.compile(r"-TP-(\d{1,9})(?!\d)"))
@@ -145,6 +147,12 @@ def _hidden(path: Path, root: Path) -> bool:
     return any(part.startswith(".") for part in path.relative_to(root).parts[:-1])
 
 
+def window_parts(paths: Iterable[str | Path]) -> list[tuple[Path, ...]]:
+    """The traces named by ``paths`` (files or folders, as :func:`~profwin.traces.trace_files`),
+    each window's parts joined (:func:`join_parts`)."""
+    return [tuple(Path(f.path) for f in unit) for unit in join_parts([trace_facts(p) for p in trace_files(paths)])]
+
+
 def rank_of(summary: Summary) -> int | None:
     """The trace's rank: ``distributedInfo``, else its file name, else ``None``."""
     if summary.trace.rank is not None:
@@ -180,13 +188,17 @@ class TraceFacts:
     rank: int | None
     session: str | None
     mtime_ns: int
+    window: str | None = None
+    """The window its provenance names."""
+    part: int | None = None
+    """Its number among its window's parts (:mod:`profwin.parts`); ``None``: a whole trace."""
 
 
 @checked
 def trace_facts(path: str | Path) -> TraceFacts:
     """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its events)."""
     origin, header = peek(path)
-    session = origin.get("session")
+    session, window, part = origin.get("session"), origin.get("window"), origin.get("part")
     try:
         mtime_ns = os.stat(path).st_mtime_ns
     except OSError:  # not there (or not readable): summarizing it says so
@@ -196,6 +208,8 @@ def trace_facts(path: str | Path) -> TraceFacts:
         rank=rank_hint(Path(path), origin, header),
         session=session if isinstance(session, str) else None,
         mtime_ns=mtime_ns,
+        window=window if isinstance(window, str) else None,
+        part=part if type(part) is int and part > 0 else None,
     )
 
 
@@ -216,19 +230,22 @@ def choose_session(facts: Sequence[TraceFacts], session: str | None = None) -> t
             )
         chosen = [f for f in facts if f.session in matches]
         return chosen, [f"session {', '.join(matches)}: {len(chosen)} of {len(facts)} traces"]
-    by_rank: dict[Any, list[TraceFacts]] = {}
-    for f in facts:
-        by_rank.setdefault(("path", f.path) if f.rank is None else f.rank, []).append(f)
+    # A window's parts are one trace here (they share a session, a rank and a window).
+    units = join_parts(facts)
+    by_rank: dict[Any, list[tuple[TraceFacts, ...]]] = {}
+    for unit in units:
+        f = unit[0]
+        by_rank.setdefault(("path", f.path) if f.rank is None else f.rank, []).append(unit)
     if all(len(group) == 1 for group in by_rank.values()):
         return list(facts), []
     for group in by_rank.values():
-        sessions = [f.session for f in group]
+        sessions = [u[0].session for u in group]
         if len(group) > 1 and (None in sessions or len(set(sessions)) < len(sessions)):
             # Not told apart by session (copies, or traces without provenance): summarizing
             # refuses the repeated rank, saying why, rather than guessing which to drop.
             return list(facts), []
-    newest = [max(group, key=lambda f: f.mtime_ns) for group in by_rank.values()]
-    chosen = [f for f in facts if any(f is n for n in newest)]
+    newest = [max(group, key=lambda u: max(f.mtime_ns for f in u)) for group in by_rank.values()]
+    chosen = [f for f in facts if any(f is n for unit in newest for n in unit)]
     repeated = max(len(group) for group in by_rank.values())
     chosen_ids = sorted({str(f.session) for f in chosen})
     note = (
@@ -255,7 +272,8 @@ def summarize_ranks(
     progress: Callable[[Path], Progress | None] | None = None,
     session: str | None = None,
 ) -> Ranks:
-    """Summarize the traces in ``paths`` (files, or folders of them), one per rank.
+    """Summarize the traces in ``paths`` (files, or folders of them), one per rank; a long
+    window's part traces (:mod:`profwin.traces.parts`) are read as its rank's one trace.
 
     Traces of several profiling sessions (``profwin start``/``stop`` twice into one folder):
     ``session`` picks one by its id or a prefix (:mod:`profwin.provenance`), else each
@@ -265,10 +283,11 @@ def summarize_ranks(
     """
     found: list[Summary] = []
     files, notes = pick_session(trace_files(paths), session)
-    for path in files:
+    for unit in window_parts(files):
+        path = unit[0]
         try:
             summary = summarize(
-                path, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
+                unit, window=window, top=top, first_step=first_step, progress=progress(path) if progress else None
             )
         except TraceError as exc:
             if not exc.reason.startswith("no step markers"):

@@ -192,6 +192,8 @@ class TraceIndex:
     """The step markers looked for."""
     names_capped: int = 0
     """The cap on distinct names when the trace went past it (0: it did not)."""
+    parts: tuple[Path, ...] = ()
+    """The part traces of one window indexed as one, in order (empty: one file, :attr:`path`)."""
 
     def close(self) -> None:
         for table in (self.placed, self.timed, self.device, self.launches):

@@ -19,6 +19,7 @@ from profwin.provenance import KEY, first_step_of, provenance
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.indexing import scan
+from profwin.traces.parts import check_steps
 from profwin.traces.reader import Progress, TraceError
 from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import Step, as_window, marker_spans, number_steps, select_steps
@@ -101,6 +102,9 @@ class TraceMeta:
     provenance: dict[str, Any] | None = None
     """What profwin recorded with the file (:mod:`profwin.provenance`): window, steps,
     engine, version, rank, session; ``None`` for traces profwin did not write or collect."""
+    parts: tuple[str, ...] = ()
+    """The part traces of a long window read as this one (:attr:`path` is the first); empty
+    for one file. ``file_bytes`` and ``events`` are theirs together."""
 
 
 @frozen
@@ -135,12 +139,20 @@ class Summary(JsonForm):
 
 
 def selection(
-    index: TraceIndex, window: Window | None, *, first_step: int | None = None
+    index: TraceIndex | Sequence[TraceIndex], window: Window | None, *, first_step: int | None = None
 ) -> tuple[str, list[Step], list[Step], float, float, list[str]]:
     """The producer, all steps, the window's steps, and the window's time range ``[t0, t1)``
-    (:func:`time_range`)."""
-    producer, steps, device = step_table(index, first_step)
-    chosen = select_steps(steps, window, path=index.path, producer=producer, searched=index.searched)
+    (:func:`time_range`). ``index`` may be the indexes of one window's parts, one each, in order."""
+    indexes = [index] if isinstance(index, TraceIndex) else list(index)
+    producer: str | None = None
+    steps: list[Step] = []
+    device: list[Step] = []
+    for one in indexes:
+        found, its_steps, its_device = step_table(one, first_step)
+        producer = producer or found
+        steps += its_steps
+        device += its_device
+    chosen = select_steps(steps, window, path=indexes[0].path, producer=producer, searched=indexes[0].searched)
     assert producer is not None  # select_steps raises on a trace without steps
     notes = []
     if window is not None and (window.start < chosen[0].number or (window.end or 0) > chosen[-1].number + 1):
@@ -182,7 +194,7 @@ def _first_step(index: TraceIndex, explicit: int | None) -> int:
 
 @checked
 def summarize(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     *,
     window: Window | str | None = None,
     top: int = 20,
@@ -198,6 +210,10 @@ def summarize(
     20..79 can be addressed by those numbers. Raises :class:`TraceError` for unreadable or
     non-trace files, traces without step markers, and windows holding none of the trace's steps.
 
+    ``path`` may be the part traces of one long window, in order (what
+    :func:`~profwin.traces.window_parts` gives): they are summarized as one trace, and must
+    hold consecutive steps (:func:`~profwin.traces.parts.check_steps`).
+
     ``markers`` replaces the registry's step markers (:func:`~profwin.traces.step_markers`):
     a backend checking its own traces passes its marker, so it works where its plugin's entry
     point is not installed (an engine process given the source tree on ``PYTHONPATH``).
@@ -208,6 +224,7 @@ def summarize(
     index = scan(path, progress=progress, markers=markers)
     try:
         require_events(index)
+        check_steps(index)
         return _summary(index, window, top, first_step)
     finally:
         index.close()
@@ -284,6 +301,11 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         )
         for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
     )
+    if not index.parts and type(known.get("part")) is int:
+        notes.append(
+            f"this is part {known['part']} of window {known.get('window')}; give all its parts (or their folder) "
+            "to read the window as one"
+        )
     if index.unordered:
         notes.append(
             f"{index.unordered} complete events were out of time order on their thread; self times near them are approximate"
@@ -320,6 +342,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             rank=_distributed(index, "rank", known),
             world_size=_distributed(index, "world_size", known),
             provenance=known or None,
+            parts=tuple(str(p) for p in index.parts),
         ),
         producer=producer,
         window=None if window is None else str(window),
@@ -510,7 +533,9 @@ def render_summary(summary: Summary, *, max_steps: int = 40) -> str:
     t, s = summary.trace, summary.step_us
     window = "all steps" if summary.window is None else f"window {summary.window}"
     lines = [
-        f"trace     {t.path}",
+        f"trace     {t.path}"
+        if not t.parts
+        else f"trace     {len(t.parts)} parts of one window: {t.parts[0]} .. {Path(t.parts[-1]).name}",
         f"size      {_size(t.file_bytes)}{' gzip' if t.compressed else ''}, {t.events:,} events, "
         f"{_size(t.event_bytes)} of event JSON",
     ]

@@ -29,6 +29,8 @@ from profwin.markers import StepMarker
 from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
 from profwin.traces.indexing import scan
+from profwin.traces.parts import check_numbers
+from profwin.traces.ranks import window_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.scan import TraceIndex, require_events
 from profwin.traces.steps import as_window
@@ -64,7 +66,7 @@ class TrimResult(JsonForm):
 
 @checked
 def trim(
-    path: str | Path,
+    path: str | Path | Sequence[str | Path],
     window: Window | str,
     out: str | Path,
     *,
@@ -77,6 +79,9 @@ def trim(
     ``first_step`` and ``markers`` work as in :func:`~profwin.traces.summarize`; the output
     records the number of its first step, so later summaries and trims keep the numbers.
 
+    ``path`` may be the part traces of one long window (files in order, or their folder,
+    :mod:`profwin.traces.parts`): the window is cut from them as from one trace, into one file.
+
     gzip is read by content and written when ``out`` ends in ``.gz``. ``progress(done, total)``
     counts the input's bytes over both passes (``total`` is twice its size). Raises
     :class:`TraceError` for a bad trace or a window holding none of its steps, and
@@ -85,32 +90,41 @@ def trim(
     chosen_window = as_window(window)
     if chosen_window is None:
         raise ConfigError("trim needs a window such as '20:80'", path="window")
-    source, target = Path(path), Path(out)
-    if target.exists() and target.resolve() == source.resolve():
-        raise ConfigError(f"the output must not be the input trace ({target})", path="out")
+    sources = _one_window(path)
+    source, target = sources[0], Path(out)
+    for given in sources:
+        if target.exists() and target.resolve() == given.resolve():
+            raise ConfigError(f"the output must not be the input trace ({target})", path="out")
     if not target.parent.is_dir():
         raise ConfigError(f"directory {target.parent} does not exist", path="out")
-    size = source.stat().st_size if source.exists() else 0
-    first_pass = None if progress is None else (lambda done, _total: progress(done, 2 * size))
-    index = scan(source, progress=first_pass, markers=markers)
+    size = sum(s.stat().st_size for s in sources if s.exists())
+    first_pass = None if progress is None else _passes(progress, sources, 0, size)
+    indexes: list[TraceIndex] = []
     try:
-        require_events(index)
-        producer, _, chosen, t0, t1, notes = selection(index, chosen_window, first_step=first_step)
+        for i, given in enumerate(sources):
+            indexes.append(scan(given, progress=first_pass(i) if first_pass else None, markers=markers))
+            require_events(indexes[-1])
+        if len(indexes) > 1:
+            check_numbers(source, indexes)
+        producer, _, chosen, t0, t1, notes = selection(indexes, chosen_window, first_step=first_step)
         meta: dict[str, Any] = {
-            **provenance(source, index.header),
+            **{k: v for k, v in provenance(source, indexes[0].header).items() if k != "part"},
             "first_step": chosen[0].number,
             "window": str(chosen_window),
             "steps": f"{chosen[0].number}:{chosen[-1].number + 1}",
             "producer": producer,
             "source": str(source),
         }
-        second_pass = None if progress is None else (lambda done, _total: progress(size + done, 2 * size))
-        events, written = _write(index, t0, t1, target, meta, second_pass)
+        if len(sources) > 1:
+            meta["source_parts"] = [s.name for s in sources]
+        second_pass = None if progress is None else _passes(progress, sources, size, size)
+        events, written = _write(indexes, t0, t1, target, meta, second_pass)
     finally:
-        index.close()
+        for index in indexes:
+            index.close()
     return TrimResult(
         path=str(target),
-        source=str(source),
+        source=str(source) if len(sources) == 1 else f"{source} .. {sources[-1].name} ({len(sources)} parts)",
         producer=producer,
         window=str(chosen_window),
         steps=meta["steps"],
@@ -121,6 +135,31 @@ def trim(
         end_us=t1,
         notes=tuple(notes),
     )
+
+
+def _one_window(path: str | Path | Sequence[str | Path]) -> list[Path]:
+    """The file to trim, or the parts of one window in order; anything else is a :class:`TraceError`."""
+    given = [path] if isinstance(path, (str, Path)) else list(path)
+    if len(given) == 1 and not Path(given[0]).is_dir():
+        return [Path(given[0])]  # one file: read as it is, whatever its provenance says
+    units = window_parts(given)
+    if len(units) != 1:
+        raise TraceError(
+            ", ".join(str(p) for p in given),
+            f"holds {len(units)} traces; trim takes one trace, or the parts of one window (their folder or their files)",
+        )
+    return list(units[0])
+
+
+def _passes(progress: Progress, sources: Sequence[Path], before: int, size: int) -> Any:
+    """``progress`` for the part ``i`` of one pass: the bytes of the parts before it, after ``before``."""
+    sizes = [s.stat().st_size if s.exists() else 0 for s in sources]
+
+    def of(i: int) -> Progress:
+        done = before + sum(sizes[:i])
+        return lambda part_done, _total: progress(done + part_done, 2 * size)
+
+    return of
 
 
 def _kept(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
@@ -136,8 +175,9 @@ def _kept(index: TraceIndex, t0: float, t1: float) -> Iterator[tuple[int, int]]:
 
 
 def _write(
-    index: TraceIndex, t0: float, t1: float, target: Path, meta: dict[str, Any], progress: Progress | None
+    indexes: Sequence[TraceIndex], t0: float, t1: float, target: Path, meta: dict[str, Any], progress: Any
 ) -> tuple[int, int]:
+    index = indexes[0]
     with atomic_path(target) as tmp, _open_out(tmp, gz=target.name.endswith(".gz")) as f:
         header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
         before = [k for k in index.keys_before_events if k != TRIM_KEY]
@@ -146,7 +186,9 @@ def _write(
         for key in before:
             f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
         f.write('  "traceEvents": [\n  ')
-        events = _copy_events(index, _kept(index, t0, t1), f, progress)
+        events = 0
+        for i, part in enumerate(indexes):
+            events = _copy_events(part, _kept(part, t0, t1), f, progress(i) if progress else None, copied=events)
         f.write("\n  ]")
         for key in [k for k in header if k not in before]:
             f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}")
@@ -163,10 +205,12 @@ def _open_out(path: Path, *, gz: bool) -> IO[str]:
         raise ConfigError(f"cannot write {path.parent}: {exc.strerror or exc}", path="out") from None
 
 
-def _copy_events(index: TraceIndex, kept: Iterator[tuple[int, int]], out: IO[str], progress: Progress | None) -> int:
-    """Copy the kept events' text from a second read of the input, joined by ``,``."""
+def _copy_events(
+    index: TraceIndex, kept: Iterator[tuple[int, int]], out: IO[str], progress: Progress | None, *, copied: int = 0
+) -> int:
+    """Copy the kept events' text from a second read of the input, joined by ``,``; returns
+    ``copied`` (the events already written to ``out``) plus those."""
     pending = next(kept, None)
-    copied = 0
     continuing = False  # the pending event began in an earlier chunk
     with read_trace(index.path, progress=progress) as reader:
         for base, text in reader.text_chunks():
