@@ -30,6 +30,7 @@ from pathlib import Path
 
 from attrs import frozen
 
+from profwin.arguments import checked
 from profwin.errors import ProfwinError
 from profwin.protocols import Artifact
 from profwin.spec import ProfileSpec
@@ -54,6 +55,7 @@ class Part:
     session: str
 
 
+@checked
 def part_name(prefix: str, *, rank: int, part: Part, steps: Window) -> str:
     """``{prefix}_rank{rank}_{window slug}_part{index:04d}_s{start}-{end}``: a window's parts
     share what comes before ``_part`` and sort in order by name (up to part 9999; the trace

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from profwin.errors import ConfigError
 from profwin.markers import StepMarker
 from profwin.traces.columnar import ColumnFiller, column_decoder
 from profwin.traces.reader import Progress, TraceReader, read_trace
@@ -34,8 +35,10 @@ def scan(
     ``markers``: the step markers to look for (default: the registry, :func:`step_markers`).
     """
     paths = [Path(path)] if isinstance(path, (str, Path)) else [Path(p) for p in path]
+    if not paths:
+        raise ConfigError("must be a trace file or a window's part files (got none)", path="path")
     decode = column_decoder() if fast else None
-    sizes = [p.stat().st_size if p.is_file() else 0 for p in paths]
+    sizes = [_size(p) for p in paths]
     with contextlib.ExitStack() as stack:
         first = stack.enter_context(
             read_trace(paths[0], progress=progress if len(paths) == 1 else _from(progress, 0, sum(sizes)), fast=fast)
@@ -72,3 +75,12 @@ def _from(progress: Progress | None, done: int, total: int) -> Progress | None:
     if progress is None:
         return None
     return lambda part_done, _part_total: progress(done + part_done, total)
+
+
+def _size(path: Path) -> int:
+    """The size of a regular file, else 0: reading it says what is wrong with it (a name too
+    long, a folder), naming it, where ``is_file`` would raise."""
+    try:
+        return path.stat().st_size if path.is_file() else 0
+    except OSError:
+        return 0

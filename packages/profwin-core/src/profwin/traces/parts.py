@@ -14,14 +14,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
+from profwin.arguments import checked
+from profwin.errors import ConfigError, shown
 from profwin.traces.reader import TraceError
 
 if TYPE_CHECKING:
     from profwin.traces.scan import TraceIndex
 
 
+@runtime_checkable
 class PartFacts(Protocol):
     """What :func:`join_parts` reads of a trace (:class:`profwin.traces.TraceFacts` has it)."""
 
@@ -42,10 +45,14 @@ _F = TypeVar("_F", bound=PartFacts)
 __all__ = ["PartFacts", "check_numbers", "check_steps", "join_parts"]
 
 
+@checked
 def join_parts(facts: Sequence[_F]) -> list[tuple[_F, ...]]:
     """``facts`` with each window's parts joined, in part order, where its first one was; every
     other trace alone. A part number given twice (copies), or missing between two given, is a
     :class:`TraceError`."""
+    for i, f in enumerate(facts):
+        if not isinstance(f, PartFacts):
+            raise ConfigError(f"must have a trace's path, rank, session, window and part (got {shown(f)})", path=f"facts[{i}]")
     units: list[list[_F]] = []
     windows: dict[tuple[str, int | None, str], list[_F]] = {}
     for f in facts:
