@@ -5,7 +5,7 @@ SGLang's ``start_step`` is an absolute value of each scheduler's ``forward_ct`` 
 launch, never reset, not exposed anywhere), so a client cannot say "the 20th batch from now",
 nor "the batches that produce tokens 20..80". SGLang >= 0.5.23 loads *general plugins* in every
 server process (entry-point group ``sglang.srt.plugins``); installing profwin-sglang beside SGLang
-registers :func:`register` there, which installs three hooks in each scheduler process:
+registers :func:`register` there, which installs two hooks in each scheduler process:
 
 * ``SchedulerProfilerManager._profile`` (every ``/start_profile`` and ``/stop_profile``):
 
@@ -29,8 +29,6 @@ registers :func:`register` there, which installs three hooks in each scheduler p
 * ``SchedulerInternalStateController.get_internal_state``: adds ``"profwin_sglang"`` (the
   protocol, the bases, token windows, which profiler runs, and the live ``forward_ct``) to each
   scheduler's entry of ``/server_info``'s ``internal_states``: how clients learn what works.
-* ``ProfileManager._do_stop`` (SGLang's v2 profiler): the finished profiler is collected at once
-  (:func:`_collect_after_v2_stop`), whoever asked for the capture.
 
 A server *without* this plugin reads an encoded ``start_step`` as an absolute step it never
 reaches and records nothing; clients send the encoding only to servers that report the plugin on
@@ -73,7 +71,6 @@ STATE_KEY = "profwin_sglang"
 
 _PROFILE = "sglang.srt.managers.scheduler_components.profiler_manager.SchedulerProfilerManager._profile"
 _INTERNAL_STATE = "sglang.srt.managers.scheduler_components.internal_state.SchedulerInternalStateController.get_internal_state"
-_V2_STOP = "sglang.srt.utils.profile_utils.ProfileManager._do_stop"
 _DISTRIBUTION = "profwin-sglang"
 _ENTRY_GROUP = "sglang.srt.plugins"
 FIRST_VERSION = "0.5.23"
@@ -293,7 +290,11 @@ class _Window:
         if self.recording:
             self.recording = False
             if self.v2:
-                self.manager._profile_manager._do_stop()  # collected there: _collect_after_v2_stop
+                self.manager._profile_manager._do_stop()
+                # v2 leaves the finished torch profiler to the collector, whose later run has
+                # killed the scheduler in kineto (a segfault, measured on 0.5.23 after a second
+                # capture); the classic manager collects right away, as here.
+                gc.collect()
             else:
                 self.manager._stop_profile()
         self.done = True
@@ -386,15 +387,6 @@ def _hooks_applied() -> bool:
     return _PROFILE in getattr(HookRegistry, "_patched", ())
 
 
-def _collect_after_v2_stop(result: Any, *args: Any, **kwargs: Any) -> Any:
-    """After every stop of SGLang's v2 profiler (profwin's windows, by-stage captures of any
-    client): collect the finished torch profiler now. v2 leaves it, a reference cycle, to a later
-    run of the collector, which has killed the scheduler in kineto (a segfault on 0.5.23, after a
-    by-stage request's two captures, at the next batch); the classic manager collects at once."""
-    gc.collect()
-    return result
-
-
 def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) -> Any:
     state = getattr(result, "internal_state", None)
     if isinstance(state, dict) and _hooks_applied():
@@ -446,7 +438,7 @@ def unavailable_here() -> str | None:
 
 
 def register() -> None:
-    """Entry point of group ``sglang.srt.plugins``: register the hooks, or none."""
+    """Entry point of group ``sglang.srt.plugins``: register both hooks, or none."""
     try:
         from sglang.srt.managers.scheduler_components.internal_state import SchedulerInternalStateController
         from sglang.srt.managers.scheduler_components.profiler_manager import SchedulerProfilerManager
@@ -462,5 +454,4 @@ def register() -> None:
         logger.warning("profwin: relative profiling windows unavailable: SGLang's profiler manager has changed")
         return
     HookRegistry.register(_INTERNAL_STATE, _report_capability, HookType.AFTER)
-    HookRegistry.register(_V2_STOP, _collect_after_v2_stop, HookType.AFTER)
     HookRegistry.register(_PROFILE, _handle, HookType.AROUND)
