@@ -36,6 +36,10 @@ ADMIN_KEY = "profwin-test-admin-key"
 KINETO_CRASHES = (
     ("Argument passed to at() was not in the map",),
     ("Fatal Python error: Segmentation fault", "in _stop_profile"),
+    # SGLang's v2 profiler after a by-stage request: freeing a finished capture's torch profiler
+    # (SGLang's own code path, the plugin passes the request through) segfaults in kineto at times,
+    # with or without the plugin (docs/backends/sglang.md, SGLANG_PROFILE_V2).
+    ("Fatal Python error: Segmentation fault", "Garbage-collecting", "Profiling starts for decode"),
 )
 STARTUP_TIMEOUT_S = 420.0
 T = TypeVar("T")
