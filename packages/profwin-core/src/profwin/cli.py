@@ -326,7 +326,7 @@ def _one_trace(args: argparse.Namespace) -> str | list[str] | None:
     if args.ray:
         return None
     if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
-        return str(args.trace[0])
+        return str(args.trace[0])  # trim's rule too; here before importing ranks (summarize FILE's start-up)
     from profwin.traces.ranks import window_parts
 
     units = window_parts(args.trace)

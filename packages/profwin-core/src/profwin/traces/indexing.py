@@ -17,7 +17,7 @@ from profwin.traces.columnar import ColumnFiller, column_decoder
 from profwin.traces.reader import Progress, TraceReader, read_trace
 from profwin.traces.scan import TraceIndex, _Filler
 
-__all__ = ["scan"]
+__all__ = ["file_size", "part_progress", "scan"]
 
 
 def scan(
@@ -38,10 +38,10 @@ def scan(
     if not paths:
         raise ConfigError("must be a trace file or a window's part files (got none)", path="path")
     decode = column_decoder() if fast else None
-    sizes = [_size(p) for p in paths]
+    sizes = [file_size(p) for p in paths]
     with contextlib.ExitStack() as stack:
         first = stack.enter_context(
-            read_trace(paths[0], progress=progress if len(paths) == 1 else _from(progress, 0, sum(sizes)), fast=fast)
+            read_trace(paths[0], progress=progress if len(paths) == 1 else part_progress(progress, 0, sum(sizes)), fast=fast)
         )
         index = TraceIndex(path=first.path, size=sum(sizes) if len(paths) > 1 else first.size, compressed=first.compressed)
         index.parts = tuple(paths) if len(paths) > 1 else ()
@@ -65,19 +65,20 @@ def _readers(
     """``first``, then a reader of each further part, opened when the one before is read."""
     yield first
     for i, part in enumerate(paths[1:], start=1):
-        reader = stack.enter_context(read_trace(part, progress=_from(progress, sum(sizes[:i]), sum(sizes)), fast=fast))
+        reader = stack.enter_context(read_trace(part, progress=part_progress(progress, sum(sizes[:i]), sum(sizes)), fast=fast))
         yield reader
         reader.close()
 
 
-def _from(progress: Progress | None, done: int, total: int) -> Progress | None:
-    """``progress`` of one part among several: bytes before it added, of the total of all."""
+def part_progress(progress: Progress | None, done: int, total: int) -> Progress | None:
+    """``progress`` of one file among several read as one: the ``done`` bytes before it added,
+    out of ``total``."""
     if progress is None:
         return None
     return lambda part_done, _part_total: progress(done + part_done, total)
 
 
-def _size(path: Path) -> int:
+def file_size(path: Path) -> int:
     """The size of a regular file, else 0: reading it says what is wrong with it (a name too
     long, a folder), naming it, where ``is_file`` would raise."""
     try:

@@ -28,7 +28,7 @@ from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
 from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
-from profwin.traces.indexing import scan
+from profwin.traces.indexing import file_size, part_progress, scan
 from profwin.traces.parts import check_numbers
 from profwin.traces.ranks import window_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
@@ -97,7 +97,7 @@ def trim(
             raise ConfigError(f"the output must not be the input trace ({target})", path="out")
     if not target.parent.is_dir():
         raise ConfigError(f"directory {target.parent} does not exist", path="out")
-    size = sum(s.stat().st_size for s in sources if s.exists())
+    size = sum(file_size(s) for s in sources)
     first_pass = None if progress is None else _passes(progress, sources, 0, size)
     indexes: list[TraceIndex] = []
     try:
@@ -153,11 +153,10 @@ def _one_window(path: str | Path | Sequence[str | Path]) -> list[Path]:
 
 def _passes(progress: Progress, sources: Sequence[Path], before: int, size: int) -> Any:
     """``progress`` for the part ``i`` of one pass: the bytes of the parts before it, after ``before``."""
-    sizes = [s.stat().st_size if s.exists() else 0 for s in sources]
+    sizes = [file_size(s) for s in sources]
 
-    def of(i: int) -> Progress:
-        done = before + sum(sizes[:i])
-        return lambda part_done, _total: progress(done + part_done, 2 * size)
+    def of(i: int) -> Progress | None:
+        return part_progress(progress, before + sum(sizes[:i]), 2 * size)
 
     return of
 
