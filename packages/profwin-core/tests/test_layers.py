@@ -35,6 +35,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "profwin.atomic",
             "profwin.versions",
             "profwin.http",
+            "profwin.processes",
             "profwin.markers",
             "profwin.json_form",
             "profwin.provenance",

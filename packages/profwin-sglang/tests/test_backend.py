@@ -21,31 +21,50 @@ def test_found_through_the_entry_point() -> None:
     assert isinstance(loaded, Backend)
 
 
-def test_plan_without_a_server_assumes_the_plugin() -> None:
+def test_plan_without_a_server_gives_the_stock_request_first() -> None:
+    """``profwin args``: what a stock server honours (SGLang's default profiler, no plugin) is the
+    request; the plugin's exact request comes as the alternative, with what it needs."""
     plan = SglangBackend().plan(ProfileSpec(window=Window(20, 80)))
     assert plan.request is not None
-    assert plan.request["start_step"] == RELATIVE_BASE + 20
-    assert plan.request["num_steps"] == 60
-    assert plan.server_requirement is not None
-    assert "server plugin" in plan.server_requirement
-    assert plan.fallback is not None
-    assert "records 0:80, then trims the trace to 20:80" in plan.fallback
+    assert "start_step" not in plan.request
+    assert plan.request["num_steps"] == 80
+    assert (plan.mechanism, plan.records, plan.window) == ("trim", Window(0, 80), Window(20, 80))
+    assert plan.server_requirement is None
+    assert any("profwin trim TRACE --window 20:80" in note for note in plan.notes)
+    assert plan.alternative is not None
+    assert "server plugin" in plan.alternative["needs"]
+    assert plan.alternative["request"]["start_step"] == RELATIVE_BASE + 20
+    assert plan.alternative["request"]["num_steps"] == 60
+    assert plan.alternative["records"] == "20:80"
     immediate = SglangBackend().plan(ProfileSpec(window=Window(0, 5)), version="0.5.23")
-    assert (immediate.mechanism, immediate.server_requirement) == ("immediate", None)
+    assert (immediate.mechanism, immediate.server_requirement, immediate.alternative) == ("immediate", None, None)
     assert immediate.request is not None
     assert "start_step" not in immediate.request
+
+
+def test_plan_without_a_server_declared_v2_gives_only_the_plugin_request() -> None:
+    """A stock request would take a v2 server down: only the plugin's, with its requirement."""
+    spec = ProfileSpec(window=Window(20, 80), options={"sglang": {"profiler": "v2"}})
+    plan = SglangBackend().plan(spec)
+    assert plan.request is not None
+    assert plan.request["start_step"] == RELATIVE_BASE + 20
+    assert plan.server_requirement is not None
+    assert plan.fallback is not None
+    assert "would take a server that runs the v2 profiler down" in plan.fallback
+    assert plan.alternative is None
 
 
 def test_render_json_and_curl(tmp_path: Path) -> None:
     spec = ProfileSpec(window=Window(20, 80), output_dir=tmp_path, activities=["cpu"])
     plan = SglangBackend().plan(spec)
     body = json.loads(render_plan(plan, "json"))
-    assert body["start_step"] == RELATIVE_BASE + 20
-    assert body["num_steps"] == 60
+    assert "start_step" not in body
+    assert body["num_steps"] == 80
     assert body["with_stack"] is False
     assert body["record_shapes"] is False
     *comments, command = render_plan(plan, "curl").splitlines()
-    assert any("server plugin" in line for line in comments)
+    (other,) = [line for line in comments if line.startswith("# with the profwin-sglang server plugin")]
+    assert f'"start_step":{RELATIVE_BASE + 20}' in other
     words = shlex.split(command)
     assert words[:4] == ["curl", "-sS", "-X", "POST"]
     assert json.loads(words[-1]) == body

@@ -149,5 +149,3 @@ def test_plan_for_reads_the_options_once_and_encodes_the_window_once(tmp_path: P
     assert plan.mechanism == "relative"
     assert plan.request is not None
     assert plan.request["merge_profiles"] is True
-    assert plan.fallback is not None
-    assert "records 0:8, then trims the trace to 3:8" in plan.fallback

@@ -48,8 +48,11 @@ def test_plan_here_never_sends_the_encoded_start_without_a_hookable_sglang(tmp_p
     assert "start_step" not in (plan.request or {})
     assert plan.details["plugin_inactive"] == "SGLang is not installed in this environment"
     assert any("SGLang is not installed in this environment" in note for note in plan.notes)
-    # The launch-time plan differs from profwin args' (which assumes a server with the plugin).
-    assert backend.plan(spec).mechanism == "relative"
+    # profwin args' plan gives the same stock request, and the plugin's as the alternative.
+    asked = backend.plan(spec)
+    assert asked.mechanism == "trim"
+    assert asked.alternative is not None
+    assert asked.alternative["request"]["start_step"] > 1 << 40
 
 
 def test_plan_here_sends_no_encoding_for_a_window_from_zero(tmp_path: Path) -> None:

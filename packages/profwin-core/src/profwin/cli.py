@@ -21,7 +21,7 @@ from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
-from profwin.render import FORMS, render_plan
+from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
 from profwin.traces.view import how_to_view
 from profwin.window import MAX_STEP, Window
@@ -211,6 +211,12 @@ def _cmd_window(args: argparse.Namespace) -> int:
         )
         if described["server_requirement"]:
             print(f"    needs {described['server_requirement']}; without it: {described['fallback']}")
+        if described["alternative"]:
+            other = described["alternative"]
+            print(
+                f"    with {other['needs']}: sends {json.dumps(other['request'], separators=(',', ':'))} "
+                f"(records {other['records']})"
+            )
     return 0
 
 
@@ -228,8 +234,11 @@ def _cmd_args(args: argparse.Namespace) -> int:
     plan = _planned(args.engine, lambda: engine.plan(spec, version=version))
     if args.json:
         _print_json(plan.to_dict())
-    else:
-        print(render_plan(plan, args.form or engine.default_form))
+        return 0
+    form = args.form or engine.default_form
+    print(render_plan(plan, form))
+    if form in ("json", "http"):  # a bare request: what it records and needs goes beside it, on stderr
+        print("\n".join(plan_comments(plan)), file=sys.stderr)
     return 0
 
 
@@ -253,12 +262,17 @@ def _remote(args: argparse.Namespace, action: str) -> int:
         _print_json([r.to_dict() for r in results])
     else:
         for r in results:
-            print(f"{r.target}: {'ok' if r.ok else 'FAILED'}{' - ' + r.message if r.message else ''}")
+            status = "ok" if r.ok else "FAILED"
+            if r.details.get("skipped"):  # its message begins "skipped: ", the why
+                print(f"{r.target}: {r.message}")
+            else:
+                print(f"{r.target}: {status}{' - ' + r.message if r.message else ''}")
             for a in r.artifacts:
                 print(f"  {a.path} ({a.bytes:,} bytes, steps {a.steps if a.steps is not None else '?'})")
         if traces:
             print(how_to_view([a.path for a in traces]))
-    if not all(r.ok for r in results):
+    skipped = [r for r in results if not r.ok and r.details.get("skipped")]
+    if len(skipped) == len(results) or not all(r.ok for r in results if r not in skipped):
         return 1
     if action == "stop" and not traces:
         # Nothing was recorded (the window was never reached, say): not a success to scripts.

@@ -37,6 +37,7 @@ __all__ = [
     "EngineTarget",
     "TargetContext",
     "TargetError",
+    "TargetSkipped",
     "VersionSource",
 ]
 
@@ -77,6 +78,10 @@ class EnginePlan(JsonForm):
         per_session: each session carries its own window (else the launch arguments fix it).
         server_requirement: what must be installed where the engine runs, or ``None``.
         fallback: what happens when ``server_requirement`` is missing, or ``None``.
+        alternative: a request that records more exactly on an engine that has something
+            installed, for a plan made without asking the engine (``profwin args``): ``{"needs":
+            what, "request": body, "records": steps}``; ``request`` is then what a stock engine
+            honours. ``None`` when there is none.
         notes: what the user must know about this plan.
         details: backend-specific facts a target needs again at stop time (JSON-ready).
     """
@@ -94,6 +99,7 @@ class EnginePlan(JsonForm):
     per_session: bool = True
     server_requirement: str | None = None
     fallback: str | None = None
+    alternative: Mapping[str, Any] | None = field(default=None, converter=_optional_map, hash=False)
     notes: tuple[str, ...] = ()
     details: Mapping[str, Any] = field(factory=dict, converter=_frozen_map, hash=False)
 
@@ -115,6 +121,13 @@ class TargetError(ProfwinError, RuntimeError):
 
 class EngineBusy(TargetError):
     """The engine already has a profiling session (``on_active="restart"`` stops it and retries)."""
+
+
+class TargetSkipped(TargetError):
+    """This engine is left out of the session, untouched (nothing was sent to it), for the reason
+    given; the session goes on with the others. For what is true of one engine only (an SGLang
+    server that runs a profiler profwin must not drive): a fan-out or a router never loses every
+    engine's window for one of them."""
 
 
 @checked

@@ -12,6 +12,8 @@ Groups of names:
 - backends (engines that take the window as arguments): :class:`Backend`,
   :class:`EnginePlan`, :class:`EngineTarget`, :class:`TargetContext`, :class:`TargetError`,
   :class:`EngineBusy`, :class:`EngineVersion`, :func:`installed_version`,
+  :class:`TargetSkipped` (one engine left out of a session, untouched, the others going on),
+  :func:`serving_processes` and :class:`LocalProcess` (who serves a URL on this machine, with its environment),
   :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side), the HTTP client
   (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl),
@@ -76,7 +78,16 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.config import spec_from_mapping
     from profwin.discovery import backend, cluster, engine_flavours
     from profwin.documents import plain, read_document, select
-    from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, VersionSource
+    from profwin.engine import (
+        Backend,
+        EngineBusy,
+        EnginePlan,
+        EngineTarget,
+        TargetContext,
+        TargetError,
+        TargetSkipped,
+        VersionSource,
+    )
     from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
     from profwin.http import Reply, ServerClient, normalize_url, request
     from profwin.inputs import expand_user, open_input, read_input
@@ -84,6 +95,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
     from profwin.parts import Part, PartsMemoryError, part_name
+    from profwin.processes import LocalProcess, serving_processes
     from profwin.remote import (
         OnActive,
         RemoteSession,
@@ -134,6 +146,7 @@ __all__ = [
     "EngineVersion",
     "JsonForm",
     "JsonStream",
+    "LocalProcess",
     "OnActive",
     "Part",
     "PartsMemoryError",
@@ -154,6 +167,7 @@ __all__ = [
     "Summary",
     "TargetContext",
     "TargetError",
+    "TargetSkipped",
     "TokenRule",
     "TraceError",
     "TraceFacts",
@@ -201,6 +215,7 @@ __all__ = [
     "resolve_activities",
     "run_cli",
     "select",
+    "serving_processes",
     "session_function",
     "shown",
     "spec_from_mapping",
@@ -247,6 +262,7 @@ __getattr__, __dir__ = lazy_exports(
             "EngineTarget",
             "TargetContext",
             "TargetError",
+            "TargetSkipped",
             "VersionSource",
         ),
         "profwin.errors": (
@@ -273,6 +289,7 @@ __getattr__, __dir__ = lazy_exports(
             "session_function",
         ),
         "profwin.parts": ("Part", "PartsMemoryError", "part_name"),
+        "profwin.processes": ("LocalProcess", "serving_processes"),
         "profwin.render": ("render_plan",),
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),

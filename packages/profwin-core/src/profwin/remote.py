@@ -48,7 +48,7 @@ from typing import Any, Literal, TypeVar
 from profwin.arguments import checked
 from profwin.atomic import check_output_path, write_atomic
 from profwin.discovery import backend as load_backend
-from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError
+from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, TargetSkipped
 from profwin.errors import ConfigError, ProfwinError, Terminated, WindowWarning, shown
 from profwin.http import check_timeout
 from profwin.inputs import parse_spec_text, read_input
@@ -228,6 +228,10 @@ class RemoteSession:
                 part.target.stop(part.plan, self._ctx)
                 part.mark()
                 part.target.start(part.plan, self._ctx)
+        except TargetSkipped as exc:
+            return RemoteResult(
+                target=name, ok=False, message=f"skipped: {exc}", details=part.details(**exc.details, skipped=True)
+            )
         except TargetError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
         except ConfigError as exc:
@@ -254,9 +258,10 @@ class RemoteSession:
                 self._stop_all()
             raise
         self.results = results
-        failed = [r for r in results if not r.ok]
+        failed = _failed(results)
         if failed and any(p.started for p in self._parts):
             # All or none: the engines that started are stopped again (their files are not kept).
+            # An engine skipped for a reason of its own does not count (TargetSkipped).
             self._roll_back(f"{len(failed)} of {len(results)} engine(s) failed to start, so none profiles")
         return self.results
 
@@ -288,7 +293,7 @@ class RemoteSession:
         started are stopped again and every result says what happened. With ``check`` that is a
         :class:`SessionError`; without, the results are returned."""
         results = self._start()
-        failed = [r for r in results if not r.ok]
+        failed = _failed(results) or (_skipped(results) if len(_skipped(results)) == len(results) else [])
         if check and failed:
             lines = "\n".join(f"  {r.target}: {r.message}" for r in failed)
             raise SessionError(
@@ -297,6 +302,8 @@ class RemoteSession:
         if not failed:
             with self._or_roll_back("reporting the start"):  # warnings may be errors (-W error)
                 _warn(results, "notes")
+                for r in _skipped(results):
+                    warnings.warn(f"profwin: {r.target}: {r.message}", WindowWarning, stacklevel=3)
         return results
 
     # -- stop -------------------------------------------------------------------------------
@@ -309,6 +316,8 @@ class RemoteSession:
         try:
             plan = part.target.plan(part.spec, self.version, self._ctx)
             part.target.stop(plan, self._ctx)
+        except TargetSkipped as exc:
+            return RemoteResult(target=name, ok=False, message=f"skipped: {exc}", details={**exc.details, "skipped": True})
         except Exception as exc:
             details = exc.details if isinstance(exc, TargetError) else {}
             message = str(exc) if isinstance(exc, (TargetError, ConfigError)) else _failure(exc)
@@ -522,6 +531,16 @@ def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:
     ):
         raise ConfigError("must map file names (no directories) to integer modification times", path="before")
     return plan, dict(before)
+
+
+def _skipped(results: Sequence[RemoteResult]) -> list[RemoteResult]:
+    """The engines left out of the session for a reason of their own (:class:`TargetSkipped`)."""
+    return [r for r in results if not r.ok and r.details.get("skipped")]
+
+
+def _failed(results: Sequence[RemoteResult]) -> list[RemoteResult]:
+    """The engines that failed to start (a skipped one did not fail: it was left alone)."""
+    return [r for r in results if not r.ok and not r.details.get("skipped")]
 
 
 def _cause(exc: BaseException) -> str:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # rendering reads a plan; the CLI's parser needs FORMS withou
     from profwin.engine import EnginePlan
     from profwin.window import Window
 
-__all__ = ["FORMS", "render_plan"]
+__all__ = ["FORMS", "plan_comments", "render_plan"]
 
 FORMS: tuple[str, ...] = ("serve", "python", "env", "json", "curl")
 """``serve``: launch flags; ``python``: launch keywords and the ``start_profile`` call; ``env``:
@@ -53,7 +53,21 @@ def _comments(plan: EnginePlan) -> list[str]:
         lines.append(f"# needs: {plan.server_requirement}")
     if plan.fallback:
         lines.append(f"# without it: {plan.fallback}")
-    return lines + [f"# note: {note}" for note in plan.notes]
+    lines += [f"# note: {note}" for note in plan.notes]
+    if plan.alternative:
+        lines.append(
+            f"# with {plan.alternative['needs']}: send {_compact(json_ready(plan.alternative['request']))} instead "
+            f"(records {plan.alternative['records']})"
+        )
+    return lines
+
+
+@checked
+def plan_comments(plan: EnginePlan) -> list[str]:
+    """What the user must know about ``plan`` beside its numbers, as ``#`` lines: what it records,
+    what it needs, its notes, and a more exact request with what that needs. The text forms carry
+    them inline; ``profwin args`` writes them to stderr beside the bare JSON form."""
+    return _comments(plan)
 
 
 def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:

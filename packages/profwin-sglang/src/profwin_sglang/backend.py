@@ -23,8 +23,9 @@ class SglangBackend:
     default_form = "json"
 
     def plan(self, spec: ProfileSpec, *, version: str | None = None) -> EnginePlan:
-        """The plan without a live server to ask: a window after step 0 assumes the server plugin
-        (the only exact way; ``fallback`` says what happens without it)."""
+        """The plan without a live server to ask (``profwin args``): the request a stock server
+        honours (SGLang's default profiler, no plugin), and as the plan's ``alternative`` the
+        exact request for a server with profwin-sglang's server plugin, with what it needs."""
         return plan_for(spec, version=version or sglang_version(), given=version is not None, plugin=None, device=None)
 
     def plan_here(self, spec: ProfileSpec) -> EnginePlan:

@@ -30,9 +30,8 @@ from profwin.plugin import (
     shown,
 )
 from profwin_sglang.options import SglangOptions, options_of
-from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features, features
-from profwin_sglang.window import Mode, Plan, plan_window, trim_records
+from profwin_sglang.window import ASSUMED_V1, Mode, Plan, plan_window
 
 __all__ = ["activities_for", "check_state", "launch_env", "new_profile_id", "plan_for", "profile_request"]
 
@@ -126,6 +125,7 @@ _DETAILS = (
     "client_profile_id",
     "prefix",
     "profiler",
+    "profiler_source",
     "forward_ct",
 )
 _MAX_SCHEDULERS = 65_536
@@ -172,6 +172,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         ("plugin_inactive", (str, type(None))),
         ("device", (str, type(None))),
         ("profiler", (str, type(None))),
+        ("profiler_source", (str, type(None))),
     ):
         if type(details[key]) not in allowed:
             raise ConfigError(
@@ -241,50 +242,60 @@ def plan_for(
     profile_id: str | None = None,
     inactive: str = "",
     profiler: str | None = "v1",
+    profiler_source: str | None = None,
     token_plugin: bool | None = None,
     forward_ct: Sequence[int] = (),
 ) -> EnginePlan:
-    """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``;
-    ``None``: not asked, as for ``profwin args``: then a window after 0 assumes the plugin, the
-    only exact way, and says what happens without it). ``inactive``: why the plugin is not
-    active on that server, for the warning of the trim fallback. ``profiler``: the profiler the
-    server runs (``v1``, ``v2``, ``None`` when it cannot say), unless ``options.sglang.profiler``
-    says it; ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``).
+    """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``).
+
+    ``plugin=None``: the server was not asked (``profwin args``, a launcher). The request is then
+    the one a stock server honours (SGLang's default profiler, no plugin: record from the session
+    start and trim), and the plan's ``alternative`` is the exact request for a server with the
+    plugin, with what it needs; a server declared to run the v2 profiler gets only the plugin's
+    request (a stock request would take it down), with the requirement.
+
+    ``inactive``: why the plugin is not active on that server, for the warning of the trim
+    fallback. ``profiler``: the profiler the server runs (``v1``, ``v2``; ``None`` when it cannot
+    say: planned as SGLang's default, v1, with :data:`~profwin_sglang.window.ASSUMED_V1` in the
+    notes), unless ``options.sglang.profiler`` says it; ``profiler_source``: who said it.
+    ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``).
     ``forward_ct``: each scheduler's batch counter as the plugin reported it before the start
     (kept in the plan's details: the stop compares the trace with how many batches ran since)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
-    assume = plugin is None and options.start != "trim" and spec.window.start > 0
-    running = profiler if options.profiler == "auto" else options.profiler
-    chosen = plan_window(
-        spec.window,
-        features=feats,
-        plugin=bool(plugin) or assume,
-        start=options.start,
-        by_stage=options.by_stage,
-        inactive=inactive,
-        profiler=running if running in ("v1", "v2") else None,  # type: ignore[arg-type]
-        token_plugin=bool(plugin if token_plugin is None else token_plugin) or (plugin is None and token_plugin is None),
-    )
+    running, source = (profiler, profiler_source) if options.profiler == "auto" else (options.profiler, "declared")
+    known = running if running in ("v1", "v2") else None
+    assumed = known is None and not plugin
+    planned = dict(features=feats, start=options.start, by_stage=options.by_stage, inactive=inactive)
+    alternative = None
+    if plugin is None and known != "v2" and options.start != "relative":
+        chosen = plan_window(spec.window, plugin=False, profiler="v1", token_plugin=False, **planned)  # type: ignore[arg-type]
+        exact = _with_plugin(spec, feats, options)
+        if exact is not None and (chosen.trims or exact.mode == "tokens"):
+            alternative = exact
+    else:
+        asked = bool(plugin) or plugin is None  # v2 declared, not asked: only the plugin's request is safe
+        chosen = plan_window(
+            spec.window,
+            plugin=asked,
+            profiler=known if plugin is not None else "v1",  # type: ignore[arg-type]
+            token_plugin=bool(plugin if token_plugin is None else token_plugin) or plugin is None,
+            **planned,  # type: ignore[arg-type]
+        )
     _check_capture_range(options, chosen)
     activities, dropped = activities_for(spec, device, options=options)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
     notes = [chosen.warning] if chosen.warning else []
+    if plugin is None and chosen.trims:
+        notes.append(
+            f"sent by hand, this request records steps {chosen.recorded} of the session: keep {chosen.window} with "
+            f"`profwin trim TRACE --window {chosen.window}` (profwin start/stop and remote sessions trim for you)"
+        )
+    if assumed and plugin is not None:
+        notes.append(ASSUMED_V1)
     if dropped:
         notes.append(f"dropped {', '.join(dropped)}")
-    relative = chosen.mode == "relative" and spec.window.start > 0
-    fallback = None
-    if relative:
-        fallback = (
-            f"start_step {RELATIVE_BASE}+{spec.window.start} is never reached: nothing is recorded; a session "
-            f"(profwin.remote_session) sees the plugin is missing and records {trim_records(spec.window)}, then trims "
-            f"the trace to {spec.window}"
-        )
-    elif chosen.mode == "tokens":
-        fallback = (
-            "a server without the plugin never reaches the encoded start_step: a session (profwin.remote_session) "
-            f"sees the plugin is missing and records steps {spec.window.in_steps()} instead, with a warning"
-        )
+    needs = plugin is None and chosen.mode in ("relative", "tokens")
     return EnginePlan(
         engine="sglang",
         version=None if feats.version is None else str(feats.version),
@@ -295,8 +306,17 @@ def plan_for(
         output_dir=spec.output_dir,
         env=launch_env(spec),
         request=body,
-        server_requirement=_PLUGIN if relative or chosen.mode == "tokens" else None,
-        fallback=fallback,
+        server_requirement=_PLUGIN if needs else None,
+        fallback=_V2_ONLY if needs else None,
+        alternative=None
+        if alternative is None
+        else {
+            "needs": _PLUGIN,
+            "request": profile_request(spec, alternative, activities=activities, profile_id=body["profile_id"], options=options),
+            "records": "the steps of the token window (decided in the server)"
+            if alternative.mode == "tokens"
+            else str(alternative.recorded),
+        },
         notes=tuple(notes),
         details={
             "mode": chosen.mode,
@@ -306,7 +326,24 @@ def plan_for(
             "profile_id": body["profile_id"],
             "client_profile_id": feats.client_profile_id,
             "prefix": spec.prefix,
-            "profiler": running if running in ("v1", "v2") else None,
+            "profiler": known or "v1",
+            "profiler_source": source if known else "assumed",
             "forward_ct": list(forward_ct),
         },
     )
+
+
+_V2_ONLY = (
+    "a server without the plugin never reaches the encoded start_step and records nothing; a stock request would take "
+    "a server that runs the v2 profiler down, so none is given"
+)
+
+
+def _with_plugin(spec: ProfileSpec, feats: Features, options: SglangOptions) -> Plan | None:
+    """The exact plan for a server that runs the plugin, or ``None`` where the options forbid it."""
+    try:
+        return plan_window(
+            spec.window, features=feats, plugin=True, start=options.start, by_stage=options.by_stage, token_plugin=True
+        )
+    except ConfigError:
+        return None

@@ -27,13 +27,18 @@ from profwin.plugin import (
     ServerClient,
     TargetContext,
     TargetError,
+    TargetSkipped,
     checked,
+    serving_processes,
+    shown,
 )
+from profwin_sglang.options import options_of
 from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
 from profwin_sglang.structs import build_profile_req
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
+from profwin_sglang.window import v2_refusal
 
 __all__ = ["DISARM_STEP", "ServerInfo", "SglangEngine", "SglangServer", "disarm_body", "is_engine"]
 
@@ -66,8 +71,15 @@ class ServerInfo:
             on every scheduler the server lists (one entry each in ``internal_states``): a relative
             start is honoured only if each one rewrites it.
         token_windows: the plugin decides token windows, on every scheduler.
-        profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the plugin or the server's own
-            environment (``SGLANG_EXPOSE_OWN_ENV_VARS=1``) reports it; ``None``: it cannot say.
+        profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the server told it; ``None``: it
+            cannot say.
+        profiler_source: who told it: ``plugin`` (profwin's, any protocol), ``env`` (the server's
+            own environment, exposed with ``SGLANG_EXPOSE_OWN_ENV_VARS=1``) or ``process`` (the
+            environment of the process serving it on this machine); ``None`` when nobody did.
+        foreign_plugin: why a plugin entry the server reports cannot be used (a protocol this
+            client does not speak), or ``""``.
+        errors: what the plugin reported going wrong inside the server (its own words, newest
+            last): an error in the engine reaches the user as itself.
         forward_ct: rank 0's batch counter (only with the plugin).
         forward_cts: every scheduler's batch counter, in ``internal_states`` order (only with the
             plugin on each): what the stop compares the trace with.
@@ -80,6 +92,9 @@ class ServerInfo:
     plugin: bool
     token_windows: bool = False
     profiler: str | None = None
+    profiler_source: str | None = None
+    foreign_plugin: str = ""
+    errors: tuple[str, ...] = ()
     forward_ct: int | None = None
     forward_cts: tuple[int, ...] = ()
     schedulers: int = 0
@@ -90,16 +105,31 @@ class ServerInfo:
         raw = data.get("internal_states")
         states = list(raw) if isinstance(raw, list) else []
         ours = [s.get(STATE_KEY) if isinstance(s, Mapping) else None for s in states]
-        reporting = [o for o in ours if _speaks(o)]
+        entries = [o for o in ours if isinstance(o, Mapping)]
+        reporting = [o for o in entries if _speaks(o)]
         plugin = bool(states) and len(reporting) == len(states)
         token_windows = plugin and all(o.get("token_windows") == TOKEN_WINDOWS for o in reporting)
-        kinds = {o.get("profiler") for o in reporting} if plugin else set()
-        if not kinds - {"v1", "v2"} and kinds:
-            profiler: str | None = "v2" if "v2" in kinds else "v1"
+        # Which profiler runs is told by any plugin entry, of any protocol (the key is the same).
+        kinds = {o.get("profiler") for o in entries}
+        source: str | None = None
+        profiler: str | None = None
+        if kinds and not kinds - {"v1", "v2"} and len(entries) == len(states):
+            profiler, source = ("v2" if "v2" in kinds else "v1"), "plugin"
         else:
             env = [s.get("env_vars") if isinstance(s, Mapping) else None for s in states]
             told = {profiler_from_env(e.get(V2_ENV, "0")) for e in env if isinstance(e, Mapping)} if env else set()
-            profiler = ("v2" if "v2" in told else "v1") if told and all(isinstance(e, Mapping) for e in env) else None
+            if told and all(isinstance(e, Mapping) for e in env):
+                profiler, source = ("v2" if "v2" in told else "v1"), "env"
+        foreign = ""
+        if entries and not reporting:
+            protocols = sorted({shown(o.get("protocol")) for o in entries})
+            foreign = (
+                f"the server's profwin-sglang plugin speaks protocol {', '.join(protocols)} and this client speaks "
+                f"{PROTOCOL}: install the same profwin-sglang on both sides"
+            )
+        errors = tuple(
+            dict.fromkeys(str(e)[:_MAX_ERROR] for o in entries for e in _listed(o.get("errors")) if isinstance(e, str))
+        )[-_MAX_ERRORS:]
         counters = tuple(c for c in (o.get("forward_ct") for o in reporting) if type(c) is int and c >= 0)
         forward_cts = counters if plugin and len(counters) == len(states) else ()
         device = data.get("device")
@@ -112,6 +142,9 @@ class ServerInfo:
             plugin=plugin,
             token_windows=token_windows,
             profiler=profiler,
+            profiler_source=source,
+            foreign_plugin=foreign,
+            errors=errors,
             forward_ct=forward_ct if isinstance(forward_ct, int) else None,
             forward_cts=forward_cts,
             schedulers=len(states),
@@ -126,7 +159,33 @@ class ServerInfo:
                 f"only {self.reporting} of the server's {self.schedulers} schedulers report the profwin-sglang server "
                 "plugin, and each must apply profwin's windows (a relative start, a token window)"
             )
-        return ""
+        return self.foreign_plugin
+
+
+_MAX_ERROR = 2000  # characters of one error the plugin reports
+_MAX_ERRORS = 8
+
+
+def _listed(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+_SCHEDULER_TITLE = "sglang::scheduler"  # SGLang retitles each scheduler process (setproctitle)
+
+
+def local_profiler(url: str) -> str | None:
+    """``v2`` or ``v1`` for an SGLang server that runs on this machine, read from the environment
+    of the process that serves ``url`` (SGLang's launcher; its schedulers inherit it); ``None``
+    when no SGLang server serves ``url`` here or its environment cannot be read (another user's
+    process, a proxy in front of the server, another machine)."""
+    processes = serving_processes(url)
+    if not processes or not any(p.title[:1] and p.title[0].startswith(_SCHEDULER_TITLE) for p in processes):
+        return None
+    # A retitled process's /proc environ may hold its title: the first one that was not retitled.
+    launcher = next((p for p in processes if not (p.title[:1] and p.title[0].startswith("sglang::"))), None)
+    if launcher is None or launcher.environ is None:
+        return None
+    return profiler_from_env(launcher.environ.get(V2_ENV, "0"))
 
 
 def _speaks(ours: object) -> TypeGuard[Mapping[str, Any]]:
@@ -179,6 +238,11 @@ class _Sglang:
         info = self.info(ctx)
         running = version or info.version
         inactive = "" if info.plugin else info.partial_plugin or self.inactive_reason(running)
+        declared = options_of(spec).profiler
+        profiler, source = (info.profiler, info.profiler_source) if declared == "auto" else (declared, "declared")
+        if profiler == "v2" and not info.plugin:
+            # Per server: the others of a fan-out or a router keep their windows.
+            raise TargetSkipped(v2_refusal(source), profiler="v2", profiler_source=source)
         return plan_for(
             spec,
             version=running,
@@ -186,7 +250,8 @@ class _Sglang:
             plugin=info.plugin,
             device=info.device,
             inactive=inactive,
-            profiler=info.profiler,
+            profiler=profiler,
+            profiler_source=source,
             token_plugin=info.token_windows,
             forward_ct=info.forward_cts,
         )
@@ -246,7 +311,12 @@ class SglangServer(_Sglang):
             reply = self._call("/get_server_info", method="GET")
         if not reply.ok or not isinstance(reply.data, Mapping):
             raise TargetError(reply.describe() if not reply.ok else f"{reply.describe()}, not a JSON object", status=reply.status)
-        return ServerInfo.parse(reply.data)
+        info = ServerInfo.parse(reply.data)
+        if info.profiler is None:
+            local = local_profiler(self.client.url)
+            if local is not None:
+                info = evolve(info, profiler=local, profiler_source="process")
+        return info
 
     def send_start(self, body: Mapping[str, Any], ctx: TargetContext) -> None:
         reply = self._call("/start_profile", body=body)
@@ -311,6 +381,7 @@ class SglangEngine(_Sglang):
             device=info.device or getattr(args, "device", None),
             # The Engine's schedulers were started from this process, with its environment.
             profiler=info.profiler or profiler_from_env(os.environ.get(V2_ENV, "0")),
+            profiler_source=info.profiler_source or "process",
         )
 
     def inactive_reason(self, version: str | None) -> str:

@@ -23,10 +23,11 @@ that absolute count. profwin's window counts from the session start. Three exact
     TOKEN_BASE + start`` and ``num_steps = end - start`` (:func:`profwin.plugin.encode_tokens`);
     the plugin records the steps profwin's token rule chooses. Without the plugin a token window
     is planned as the same numbers in steps, with a warning.
-No plugin on a server that runs SGLang's v2 profiler (``SGLANG_PROFILE_V2=1``), or that cannot
-say which profiler it runs: refused before anything is sent (:func:`v2_refusal`). The v2 profiler
-asserts ``start_step is None`` and ``profile_by_stage`` and raises on a manual stop, each taking
-the scheduler down, and no harmless request tells it apart from the classic one.
+No plugin on a server known to run SGLang's v2 profiler (``SGLANG_PROFILE_V2=1``): refused
+before anything is sent (:func:`v2_refusal`). The v2 profiler asserts ``start_step is None`` and
+``profile_by_stage`` and raises on a manual stop, each taking the scheduler down, and no harmless
+request tells it apart from the classic one; so a server that cannot say which profiler it runs
+is planned for SGLang's default (v1), and the user is told so (:data:`ASSUMED_V1`).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from profwin_sglang.options import START_MODES
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features
 
-__all__ = ["Plan", "plan_window", "trim_records", "v2_refusal"]
+__all__ = ["ASSUMED_V1", "Plan", "plan_window", "trim_records", "v2_refusal"]
 
 Mode = Literal["relative", "immediate", "trim", "by_stage", "tokens"]
 Profiler = Literal["v1", "v2"]
@@ -91,7 +92,8 @@ def plan_window(
     plugin answered on every scheduler; ``token_plugin``: it decides token windows there).
     ``start`` is the user's choice among :data:`START_MODES`; ``inactive``, when known, is why the
     plugin is not active there (it goes into the trim warning); ``profiler`` is the profiler the
-    server runs (``v2``: ``SGLANG_PROFILE_V2=1``; ``None``: the server cannot say)."""
+    server runs (``v2``: ``SGLANG_PROFILE_V2=1``, which takes nothing but the plugin's windows;
+    ``None``: not known, planned as SGLang's default, v1)."""
     if start not in START_MODES:
         raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
     fallback = ""
@@ -137,31 +139,45 @@ def _plan_steps(
             window=window,
             recorded=window,
         )
-    if profiler != "v1":
-        raise ConfigError(v2_refusal(profiler), path="window")
+    if profiler == "v2":
+        raise ConfigError(v2_refusal(), path="window")
     if window.start == 0 and features.exact_immediate and start != "trim":
         return Plan(mode="immediate", start_step=None, num_steps=window.length, window=window, recorded=window)
     return _trim(window, features, forced=start == "trim", inactive="" if plugin else inactive)
 
 
-def v2_refusal(profiler: Profiler | None) -> str:
-    """Why a server without the profwin-sglang plugin is sent nothing: it runs SGLang's v2 profiler
-    (``SGLANG_PROFILE_V2=1``), or cannot say whether it does. Measured on SGLang 0.5.23: the v2
-    profiler asserts ``start_step is None`` and ``profile_by_stage``, raises on a manual stop,
-    and its scheduler died of a segfault in the garbage collector after a second by-stage capture;
-    every profile request the two profilers both take answers alike, so none tells them apart."""
-    which = (
-        f"this SGLang server runs the v2 profiler ({V2_ENV}=1)"
-        if profiler == "v2"
-        else f"this SGLang server cannot say whether it runs the v2 profiler ({V2_ENV}=1)"
-    )
+_TOLD_BY = {
+    "plugin": "its profwin-sglang plugin says so",
+    "env": "its own environment says so (SGLANG_EXPOSE_OWN_ENV_VARS=1)",
+    "process": "the environment of the process serving it on this machine says so",
+    "declared": "options.sglang.profiler says so",
+}
+
+
+def v2_refusal(source: str | None = None) -> str:
+    """Why a server without the profwin-sglang plugin is sent nothing: it runs SGLang's v2
+    profiler (``SGLANG_PROFILE_V2=1``), as ``source`` told (a key of :data:`_TOLD_BY`).
+    Measured on SGLang 0.5.23: the v2 profiler asserts ``start_step is None`` and
+    ``profile_by_stage`` and raises on a manual stop, each taking the scheduler down. (A server
+    that cannot say which profiler it runs is planned for SGLang's default, v1:
+    :data:`ASSUMED_V1`.)"""
+    told = f" ({_TOLD_BY[source]})" if source in _TOLD_BY else ""
     return (
-        f"{which}, which takes its scheduler down on a start_step, an immediate start or a stop, so profwin sends it "
+        f"this SGLang server runs the v2 profiler ({V2_ENV}=1){told}, which takes its scheduler down on a start_step, "
+        "an immediate start or a stop, so profwin sends it "
         "nothing. Install profwin-sglang in the server's environment (its server plugin records exact windows with "
-        f"either profiler), restart the server without {V2_ENV}, or, for a server you know runs the classic profiler, "
-        "set options.sglang.profiler: v1 (servers started with SGLANG_EXPOSE_OWN_ENV_VARS=1, as profwin's launch "
-        "environment does, tell it themselves)"
+        f"either profiler), or restart the server without {V2_ENV}"
     )
+
+
+ASSUMED_V1 = (
+    "profwin assumed this SGLang server runs SGLang's default profiler (v1; SGLANG_PROFILE_V2 is off by default in "
+    "every release): it reports neither profwin-sglang's server plugin nor its environment, and no SGLang process "
+    "serving it on this machine could be read. A server started with SGLANG_PROFILE_V2=1 would be taken down by this "
+    "request: for such a server set options.sglang.profiler: v2 (profwin then sends it nothing) or install "
+    "profwin-sglang in its environment"
+)
+"""What profwin says, once per server, when it assumed the default profiler (docs/backends/sglang.md)."""
 
 
 def _by_stage(window: Window) -> Plan:
