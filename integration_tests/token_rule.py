@@ -29,8 +29,10 @@ def produced_by_step(counts: Iterable[Mapping[str, int]]) -> list[list[int]]:
 
 
 def expected_steps(window: str, produced: list[list[int]]) -> range | None:
-    """Open at the first step with a token in [start, end), stay while every step has one, at
-    most 2 * (end - start) steps; ``None`` when no step has one."""
+    """Open at the first step with a token in [start, end); stay while every step has one or
+    decodes nothing (each of its tokens is a token 0, or it has none: a prefill-only step); at
+    most 2 * (end - start) steps with a token of the window and at most as many prefill-only
+    steps; ``None`` when no step has one."""
     start, end = parse(window)
 
     def inside(indices: list[int]) -> bool:
@@ -39,8 +41,17 @@ def expected_steps(window: str, produced: list[list[int]]) -> range | None:
     opened = next((s for s, indices in enumerate(produced) if inside(indices)), None)
     if opened is None:
         return None
-    last = opened
-    while last + 1 < len(produced) and inside(produced[last + 1]) and (end is None or last + 1 - opened < 2 * (end - start)):
+    cap = None if end is None else 2 * (end - start)
+    with_tokens, held, last = 1, 0, opened
+    for indices in produced[opened + 1 :]:
+        if inside(indices):
+            if cap is not None and with_tokens >= cap:
+                break
+            with_tokens += 1
+        elif all(k == 0 for k in indices) and (cap is None or held < cap):
+            held += 1
+        else:
+            break
         last += 1
     return range(opened, last + 1)
 

@@ -29,6 +29,7 @@ def server() -> Iterator[tuple[subprocess.Popen[str], int, int]]:
     proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
     assert proc.stdout is not None
     port, child = map(int, proc.stdout.readline().split())
+    proc.stdout.close()
     try:
         yield proc, port, child
     finally:

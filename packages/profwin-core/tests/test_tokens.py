@@ -11,23 +11,26 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profwin import ConfigError, ProfileSpec, Session, Window
 from profwin.cli import main
-from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, decode, encode, max_steps, parse_step_tokens
+from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, decode, encode, max_steps, parse_step_tokens, prefill_only
 from profwin.traces import summarize
+from profwin.window import MAX_STEP
 
 
 def simulate(first_tokens: list[int], lengths: list[int]) -> list[list[tuple[int, int]]]:
     """Per step, the (request, token index) pairs produced: request ``r`` produces its token 0
-    at step ``first_tokens[r]`` and one more token per step until it has ``lengths[r]``."""
+    at step ``first_tokens[r]`` and one more token per step until it has ``lengths[r]`` (an
+    engine with every request prefilled in one step alongside the decodes; no idle step)."""
     last = max(f + n for f, n in zip(first_tokens, lengths, strict=True))
-    return [
+    steps = [
         [(r, step - f) for r, (f, n) in enumerate(zip(first_tokens, lengths, strict=True)) if 0 <= step - f < n]
-        for step in range(last + 2)
+        for step in range(last)
     ]
+    return [produced for produced in steps if produced]
 
 
 def run(window: Window, steps: list[list[tuple[int, int]]]) -> list[int]:
@@ -57,10 +60,37 @@ def test_the_cap_bounds_late_requests() -> None:
     assert run(Window(0, 10, unit="tokens"), steps) == list(range(20))
 
 
-def test_a_gap_closes_the_window_for_good() -> None:
-    """Nothing in the window at step 3: it closes there and never reopens for the late request."""
-    steps = simulate([0, 6], [3, 3])
+def test_a_step_that_decodes_outside_the_window_closes_it_for_good() -> None:
+    """Step 3 decodes token 3, outside 0:3: the window closes there and never reopens for the
+    request admitted later."""
+    steps = [[(0, 0)], [(0, 1)], [(0, 2)], [(0, 3)], [(1, 0)], [(1, 1)]]
     assert run(Window(0, 3, unit="tokens"), steps) == [0, 1, 2]
+
+
+def test_prefill_only_steps_keep_the_window_open() -> None:
+    """The field case: window 12:20; the requests that opened it decode at steps 0..6, a request
+    admitted mid-window prefills at steps 7 and 8 (a chunk, then its token 0), and token 19 comes
+    at step 9. The window stays open across the admission, so tokens 12..19 are all recorded."""
+    steps = (
+        [[(0, 12 + s), (1, 12 + s)] for s in range(7)] + [[], [(2, 0)]] + [[(0, 19), (1, 19), (2, 1)], [(0, 20), (1, 20), (2, 2)]]
+    )
+    recorded = run(Window(12, 20, unit="tokens"), steps)
+    assert recorded == list(range(10))
+    rule = TokenRule(Window(12, 20, unit="tokens"))
+    decisions = [rule.step([k for _, k in produced]) for produced in steps]
+    assert decisions == ["open", *["record"] * 9, "close"]
+    assert (rule.recorded, rule.held) == (10, 2)
+
+
+def test_prefill_only_steps_are_bounded_apart() -> None:
+    """At most max_steps(window) prefill-only steps are held: the trace stays bounded however
+    many requests are admitted while the window is open."""
+    rule = TokenRule(Window(5, 7, unit="tokens"))
+    assert rule.step([5]) == "open"
+    assert [rule.step([0]) for _ in range(5)] == ["record"] * 4 + ["close"]
+    assert prefill_only([])
+    assert prefill_only([0, 0])
+    assert not prefill_only([0, 1])
 
 
 def test_an_open_window_records_while_tokens_come() -> None:
@@ -99,13 +129,6 @@ def test_the_annotation_names_what_the_step_held() -> None:
 
 # -- properties: the rule's promises (docs/window.md) ------------------------------------------------
 
-batches = st.integers(min_value=1, max_value=12).flatmap(
-    lambda n: st.tuples(
-        st.lists(st.integers(min_value=0, max_value=60), min_size=n, max_size=n),
-        st.lists(st.integers(min_value=1, max_value=80), min_size=n, max_size=n),
-    )
-)
-
 
 @st.composite
 def token_windows(draw: st.DrawFn) -> Window:
@@ -114,10 +137,49 @@ def token_windows(draw: st.DrawFn) -> Window:
     return Window(start, end, unit="tokens")
 
 
-@given(token_windows(), batches)
-def test_the_rule_keeps_its_promises(window: Window, batch: tuple[list[int], list[int]]) -> None:
-    first_tokens, lengths = batch
-    steps = simulate(first_tokens, lengths)
+Request = tuple[int, int, int]  # (arrival step, prefill chunks, response tokens)
+requests = st.lists(st.tuples(st.integers(0, 40), st.integers(1, 3), st.integers(1, 60)), min_size=1, max_size=10)
+
+
+def engine(batch: list[Request], *, mixed: bool, running: int) -> list[list[tuple[int, int]]]:
+    """An engine's steps as SGLang schedules them, the (request, token index) pairs each produces.
+
+    Requests wait from their arrival until one of ``running`` slots is free; an admitted request
+    prefills chunk by chunk, and its last chunk produces its token 0. A step prefills whatever
+    has chunks left (together, one chunk each) and, with ``mixed`` (``--enable-mixed-chunk``),
+    also decodes the requests already past their prefill; without it, a step that prefills
+    decodes nothing (prefill first, as SGLang does). Nothing runs while nothing is admitted."""
+    arrival = {r: a for r, (a, _, _) in enumerate(batch)}
+    chunks = {r: c for r, (_, c, _) in enumerate(batch)}
+    made = dict.fromkeys(arrival, 0)
+    admitted: list[int] = []
+    clock, steps = 0, []
+    while any(made[r] < batch[r][2] for r in made):
+        for r in sorted(arrival, key=lambda r: (arrival[r], r)):
+            if r not in admitted and arrival[r] <= clock and len([q for q in admitted if made[q] < batch[q][2]]) < running:
+                admitted.append(r)
+        active = [r for r in admitted if made[r] < batch[r][2]]
+        if not active:
+            clock = min(arrival[r] for r in arrival if r not in admitted)
+            continue
+        prefilling = [r for r in active if chunks[r] > 0]
+        decoding = [r for r in active if chunks[r] == 0] if mixed or not prefilling else []
+        produced = [(r, made[r]) for r in decoding]
+        for r in prefilling:
+            chunks[r] -= 1
+            if chunks[r] == 0:
+                produced.append((r, 0))
+        for r, _ in produced:
+            made[r] += 1
+        steps.append(produced)
+        clock += 1
+    return steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(token_windows(), requests, st.booleans(), st.integers(1, 4))
+def test_the_rule_keeps_its_promises(window: Window, batch: list[Request], mixed: bool, running: int) -> None:
+    steps = engine(batch, mixed=mixed, running=running)
     recorded = run(window, steps)
     inside = [s for s, produced in enumerate(steps) if any(window.contains(k) for _, k in produced)]
     if not inside:
@@ -126,19 +188,31 @@ def test_the_rule_keeps_its_promises(window: Window, batch: tuple[list[int], lis
     # It opens at the first step with a token in the window, and the steps are contiguous.
     assert recorded[0] == inside[0]
     assert recorded == list(range(recorded[0], recorded[-1] + 1))
-    # Every recorded step produces a token in the window for at least one request.
-    assert all(any(window.contains(k) for _, k in steps[s]) for s in recorded)
-    # Bounded: the window's length plus an allowance of the same length.
-    if window.end is not None:
-        assert len(recorded) <= 2 * (window.end - window.start)
-    # One request (the one that opened it) has all its tokens start..end-1 recorded, or as many
-    # as it produced.
+    # Every recorded step produces a token in the window, or decodes nothing (prefill-only).
+    with_tokens = [s for s in recorded if s in inside]
+    held = [s for s in recorded if s not in inside]
+    assert all(prefill_only([k for _, k in steps[s]]) for s in held)
+    # It closes at a step that decodes with no token of the window (or at a cap, or at the end).
+    after = recorded[-1] + 1
+    cap = max_steps(window)
+    if after < len(steps) and (cap is None or (len(with_tokens) < cap and len(held) < cap)):
+        assert after not in inside
+        assert not prefill_only([k for _, k in steps[after]])
+    # Bounded: the window's length plus an allowance of the same length, prefill-only steps apart.
+    if cap is not None:
+        assert len(with_tokens) <= cap
+        assert len(held) <= cap
+    # One request (one that opened it) has all its tokens start..end-1 recorded, or as many as it
+    # produced, unless more than max_steps prefill-only steps came between them.
     openers = [r for r, k in steps[recorded[0]] if window.contains(k)]
+    lengths = [n for _, _, n in batch]
     wanted = range(window.start, window.end if window.end is not None else max(lengths))
-    assert any(
-        all(first_tokens[r] + k in recorded for k in wanted if k < lengths[r] and k >= steps_index(steps, recorded[0], r))
-        for r in openers
-    )
+    token_step = {(r, k): s for s, produced in enumerate(steps) for r, k in produced}
+    if cap is None or len(held) < cap:
+        assert any(
+            all(token_step[r, k] in recorded for k in wanted if steps_index(steps, recorded[0], r) <= k < lengths[r])
+            for r in openers
+        )
 
 
 def steps_index(steps: list[list[tuple[int, int]]], step: int, request: int) -> int:
@@ -146,11 +220,11 @@ def steps_index(steps: list[list[tuple[int, int]]], step: int, request: int) -> 
     return next(k for r, k in steps[step] if r == request)
 
 
-@pytest.mark.parametrize("window", [Window(0, 5, unit="tokens"), Window(2, unit="tokens")])
-def test_closed_stays_closed(window: Window) -> None:
+@pytest.mark.parametrize(("window", "closer"), [(Window(0, 5, unit="tokens"), 7), (Window(2, unit="tokens"), 1)])
+def test_closed_stays_closed(window: Window, closer: int) -> None:
     rule = TokenRule(window)
-    decisions = [rule.step(tokens) for tokens in ([3], [4], [], [3], [4])]
-    assert decisions == ["open", "record", "close", "skip", "skip"]
+    decisions = [rule.step(tokens) for tokens in ([3], [4], [closer], [3], [4], [0])]
+    assert decisions == ["open", "record", "close", "skip", "skip", "skip"]
     assert (rule.opened_at, rule.recorded, rule.state) == (0, 2, "closed")
 
 
@@ -178,5 +252,19 @@ def test_profwin_window_explains_a_token_window(capsys: pytest.CaptureFixture[st
     assert main(["window", "20:80 tokens"]) == 0
     out = capsys.readouterr().out
     assert "the steps that produce response tokens [20, 80)" in out
-    assert "at most 120 step(s)" in out
+    assert "at most 120 step(s) with one and 120 prefill-only step(s)" in out
     assert "engines without profwin's plugin record steps 20:80" in out
+
+
+@given(st.integers(min_value=TOKEN_BASE - 2, max_value=TOKEN_BASE + (1 << 31) + 2), st.integers(-2, 1 << 33))
+def test_decode_answers_none_for_what_encode_never_makes(start: int, count: int) -> None:
+    """Any client can send such numbers to an engine, where decode runs: it never raises."""
+    window = decode(start, count)
+    assert window is None or encode(window) == (start, count)
+
+
+def test_decode_at_the_edges_of_the_step_counter() -> None:
+    for first, count in ((MAX_STEP, 1), (MAX_STEP - 1, 2), (1, MAX_STEP), (MAX_STEP + 1, 0)):
+        assert decode(TOKEN_BASE + first, count) is None
+    assert decode(TOKEN_BASE + MAX_STEP, 0) == Window(MAX_STEP, None, unit="tokens")
+    assert decode(TOKEN_BASE, MAX_STEP) == Window(0, MAX_STEP, unit="tokens")

@@ -89,12 +89,16 @@ def test_one_v2_server_never_costs_the_others_their_windows(stub_server: Any, tm
     v1 = stub_server(_stock())
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with session([v2.url, v1.url], _spec(tmp_path)) as s:
+        with session([v2.url, v1.url], _spec(tmp_path)):
             pass
-    assert _posted(v2, "/start_profile") == [] and _posted(v2, "/stop_profile") == []  # untouched
-    assert len(_posted(v1, "/start_profile")) == 1 and len(_posted(v1, "/stop_profile")) == 1
+    assert _posted(v2, "/start_profile") == []
+    assert _posted(v2, "/stop_profile") == []
+    assert len(_posted(v1, "/start_profile")) == 1
+    assert len(_posted(v1, "/stop_profile")) == 1
     skipped = [str(w.message) for w in caught if "skipped:" in str(w.message)]
-    assert len(skipped) == 1 and v2.url in skipped[0] and "runs the v2 profiler" in skipped[0], skipped
+    assert len(skipped) == 1, skipped
+    assert v2.url in skipped[0]
+    assert "runs the v2 profiler" in skipped[0]
 
 
 def test_profwin_start_and_stop_skip_the_v2_server_and_exit_0(stub_server: Any, tmp_path: Path) -> None:
@@ -107,7 +111,8 @@ def test_profwin_start_and_stop_skip_the_v2_server_and_exit_0(stub_server: Any, 
         assert [(r.ok, bool(r.details.get("skipped"))) for r in started] == [(False, True), (True, False)]
         stopped = stop_remote("sglang", [v2.url, v1.url], spec)
     assert [bool(r.details.get("skipped")) for r in stopped] == [True, False]
-    assert _posted(v2, "/start_profile") == [] and _posted(v2, "/stop_profile") == []
+    assert _posted(v2, "/start_profile") == []
+    assert _posted(v2, "/stop_profile") == []
     cli = subprocess.run(
         [sys.executable, "-m", "profwin", "start", "--engine", "sglang", "--url", v2.url, "--url", v1.url,
          "--window", "3:8", "--out", str(tmp_path / "cli")],
@@ -129,7 +134,7 @@ def test_only_v2_servers_is_an_error_and_nothing_is_sent(stub_server: Any, tmp_p
 def test_declared_v2_is_skipped_and_declared_v1_is_believed(stub_server: Any, tmp_path: Path) -> None:
     server = stub_server(_stock())
     declared = ProfileSpec(window=Window(3, 8), output_dir=tmp_path, options={"sglang": {"profiler": "v2"}})
-    with pytest.raises(SessionError, match="options.sglang.profiler says so"), session(server.url, declared):
+    with pytest.raises(SessionError, match=r"options\.sglang\.profiler says so"), session(server.url, declared):
         pytest.fail("must not start")
     assert _posted(server, "/start_profile") == []
     believed = declared.replace(options={"sglang": {"profiler": "v1"}})
@@ -186,6 +191,7 @@ def launcher() -> Iterator[Any]:
         started.append(proc)
         assert proc.stdout is not None
         url = f"http://127.0.0.1:{proc.stdout.readline().strip()}"
+        proc.stdout.close()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and local_profiler(url) is None:  # the child still exec'ing
             time.sleep(0.1)

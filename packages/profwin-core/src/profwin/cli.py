@@ -193,8 +193,15 @@ def _cmd_window(args: argparse.Namespace) -> int:
         bound = "∞" if window.end is None else window.end
         print(f"window {window}: the steps that produce response tokens [{window.start}, {bound}) (docs/window.md)")
         print(f"  open at the first step that produces a token in [{window.start}, {bound}) for some request")
-        cap = "until no step produces one" if window.length is None else f"at most {2 * window.length} step(s)"
-        print(f"  record while every step produces one, {cap}; engines without profwin's plugin record steps {window.in_steps()}")
+        cap = (
+            "until a step decodes none"
+            if window.length is None
+            else f"at most {2 * window.length} step(s) with one and {2 * window.length} prefill-only step(s)"
+        )
+        print(
+            f"  record while every step produces one or decodes nothing (prefill-only), {cap}; "
+            f"engines without profwin's plugin record steps {window.in_steps()}"
+        )
     else:
         print(f"window {window}: steps [{window.start}, {'∞' if window.end is None else window.end}) of the session")
         print(f"  skip {window.steps_to_skip} step(s) (0..{window.start - 1})" if window.start else "  skip nothing")

@@ -204,6 +204,12 @@ class EngineTarget(Protocol):
     files left out). The session then lists through it, never prepares that folder in its own
     process (the target's :meth:`plan` does, where the engine runs), and hands :meth:`collect`
     paths on the engine's machine: bringing the files to the caller is the target's.
+
+    A target whose engine runs profwin code inside it (an engine-side plugin) may define
+    ``engine_errors(plan: EnginePlan, ctx: TargetContext) -> list[str]``: what went wrong in
+    there since ``plan`` was made, in the engine's own words. The session calls it after the stop
+    and puts it in the result (``details["engine_error"]``, and the reason a window recorded
+    nothing), so an error inside the engine reaches the user as itself.
     """
 
     name: str

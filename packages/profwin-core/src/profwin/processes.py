@@ -39,6 +39,7 @@ class LocalProcess:
 
     Attributes:
         pid: its process id.
+        parent: its parent's process id (``None`` when unknown).
         title: its command line as ``/proc/PID/cmdline`` holds it (a process that retitled
             itself, as SGLang's schedulers do, shows its title).
         environ: the environment it was started with, or ``None`` when it cannot be read. A
@@ -47,6 +48,7 @@ class LocalProcess:
     """
 
     pid: int
+    parent: int | None
     title: tuple[str, ...]
     environ: Mapping[str, str] | None = field(converter=_frozen_env, hash=False)
 
@@ -133,7 +135,7 @@ def _process(pid: int) -> LocalProcess | None:
         pairs = (entry.decode(errors="replace").partition("=") for entry in raw.split(b"\0") if b"=" in entry)
         environ = {key: value for key, _, value in pairs}
     title = tuple(part.decode(errors="replace") for part in cmdline.rstrip(b"\0").split(b"\0"))
-    return LocalProcess(pid, title, environ)
+    return LocalProcess(pid, _parent(pid), title, environ)
 
 
 @checked

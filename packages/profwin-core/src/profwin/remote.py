@@ -340,7 +340,8 @@ class RemoteSession:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
         except Exception as exc:  # one target's failure never hides the others' results
             return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
-        notes = notes + _window_notes(plan, artifacts)
+        engine_error = self._engine_errors(part)
+        notes = notes + _window_notes(plan, artifacts, engine_error)
         _record_provenance(plan, artifacts, part.session or self.session_id)
         traces = sum(a.kind == "trace" for a in artifacts)
         message = f"stopped; {len(artifacts)} file(s), {traces} trace(s) in {plan.output_dir}"
@@ -349,8 +350,24 @@ class RemoteSession:
             ok=True,
             message=message + "".join(f"; {n}" for n in notes),
             artifacts=tuple(artifacts),
-            details=part.details(stop_notes=notes, stopped=stopped, written_bytes=written),
+            details=part.details(
+                stop_notes=notes,
+                stopped=stopped,
+                written_bytes=written,
+                **({"engine_error": engine_error} if engine_error else {}),
+            ),
         )
+
+    def _engine_errors(self, part: _Part) -> str:
+        """What the engine said went wrong inside it during the session (``""``: nothing, or it
+        cannot tell); asking never fails the stop."""
+        ask = getattr(part.target, "engine_errors", None)
+        if ask is None or part.plan is None:
+            return ""
+        try:
+            return _excerpt("; ".join(str(e) for e in ask(part.plan, self._ctx)), limit=2000)
+        except Exception:
+            return ""
 
     def _stop_all(self) -> list[RemoteResult]:
         started = [p for p in self._parts if p.started or p.unknown]
@@ -564,12 +581,17 @@ def _excerpt(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text):,} characters)"
 
 
-def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
+def _window_notes(plan: EnginePlan, artifacts: list[Artifact], engine_error: str = "") -> list[str]:
     """What the user must know when the traces hold less than the window."""
     window = plan.window
     traces = [a for a in artifacts if a.kind == "trace"]
+    said = [f"the engine reported an error: {engine_error}"] if engine_error else []
     if plan.mechanism in ("by-stage", "none"):
-        return []
+        return said
+    if not traces and engine_error:
+        return [f"no trace was written for window {window}: the engine reported an error: {engine_error}"]
+    if engine_error:
+        return said + _window_notes(plan, artifacts)
     if not traces and window.in_tokens:
         return [
             f"no trace was written for window {window}: no request produced a token with an index in "

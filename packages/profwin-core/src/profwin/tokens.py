@@ -7,26 +7,34 @@ very different token indices. The engine plugins (profwin-vllm's ``vllm.general_
 profwin-sglang's server plugin) feed every step's requests to :class:`TokenRule`, which answers,
 before the step runs, whether to start, keep, or stop recording::
 
-                 first step that produces a token        first step that produces no token
-                 with an index in [start, end)           in [start, end), or the cap reached
+                 first step that produces a token        first step that decodes but produces
+                 with an index in [start, end)           no token in [start, end), or the cap
                             |                                          |
-    step:  ... waiting ...  | open  rec  rec  rec  ...  rec  rec  rec  | closed (never reopens)
-                            '------- at most max_steps(window) --------'
+    step:  ... waiting ...  | open  rec  rec  pre  rec  ...  rec  rec  | closed (never reopens)
+                            '--- at most max_steps(window) steps with a token of the window,
+                                 and at most as many prefill-only steps ("pre") between them ---'
 
 The rule (docs/window.md has the picture and the measurements behind it):
 
 1. The recording opens at the first step in which some request produces a token whose index is
    in ``[start, end)``.
-2. It stays open while every step produces such a token for at least one request, so the
-   recorded steps are contiguous and none is recorded for nothing.
-3. It closes before the first step that produces none, or once it has recorded
-   :func:`max_steps` steps: ``2 * (end - start)``, the window's length plus a stagger allowance
-   of the same length. The request that opened the window needs ``end - start`` steps for its
-   tokens ``start..end-1``; the allowance covers the requests whose prefill finished up to
-   ``end - start`` steps after it. Requests admitted later than that (more requests than the
-   engine runs at once) get only those of their tokens that fall inside the recorded steps.
-4. It never reopens. An open window (``end=None``) has no cap: it closes when no step produces
-   a token at or past ``start``, or when the session stops.
+2. It stays open while every step produces such a token for at least one request, and across
+   *prefill-only* steps: steps that decode nothing, in which every token produced is some
+   request's token 0 (its prefill finished) or no token at all (a prefill chunk). An engine that
+   admits requests in batches of their own (SGLang without ``--enable-mixed-chunk``) runs such
+   steps between the decode steps of the requests already running; they must not end the window
+   of those requests. So the recorded steps are contiguous, and none is recorded for nothing.
+3. It closes before the first step that decodes (some request produces a token past its first)
+   and produces no token in ``[start, end)``, or once it has recorded :func:`max_steps` steps that
+   produce one: ``2 * (end - start)``, the window's length plus a stagger allowance of the same
+   length. The request that opened the window needs ``end - start`` such steps for its tokens
+   ``start..end-1``, whatever prefill-only steps come between them; the allowance covers the
+   requests whose prefill finished up to ``end - start`` steps after it. Prefill-only steps are
+   bounded apart: at most :func:`max_steps` of them, so the trace holds at most ``4 * (end -
+   start)`` steps. Requests admitted later than that (more requests than the engine runs at once)
+   get only those of their tokens that fall inside the recorded steps.
+4. It never reopens. An open window (``end=None``) has no cap: it closes when a step decodes and
+   produces no token at or past ``start``, or when the session stops.
 
 Each recorded step is annotated in the trace with what it held (:class:`StepTokens`, written by
 :meth:`StepTokens.span_name` and read by :func:`parse_step_tokens`: the one place of its form),
@@ -57,7 +65,7 @@ from attrs import frozen
 
 from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
-from profwin.window import Window
+from profwin.window import MAX_STEP, Window
 
 __all__ = [
     "TOKENS_PREFIX",
@@ -69,6 +77,7 @@ __all__ = [
     "encode",
     "max_steps",
     "parse_step_tokens",
+    "prefill_only",
 ]
 
 TOKEN_BASE = 1 << 41
@@ -194,8 +203,15 @@ Decision = Literal["skip", "open", "record", "close"]
 
 
 def max_steps(window: Window) -> int | None:
-    """The most steps a token window records: its length twice (``None`` when open-ended)."""
+    """The most steps with a token of the window that a token window records: its length twice
+    (``None`` when open-ended). Prefill-only steps between them are bounded by the same number."""
     return None if window.length is None else 2 * window.length
+
+
+def prefill_only(produced: Sequence[int]) -> bool:
+    """Whether a step that produces the tokens ``produced`` (their indices) decodes nothing: each
+    is some request's token 0, or there is none (a prefill chunk)."""
+    return all(index == 0 for index in produced)
 
 
 @checked
@@ -213,6 +229,8 @@ def decode(start: object, count: object) -> Window | None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         return None
     first = start - TOKEN_BASE
+    if first + count > MAX_STEP:
+        return None  # encode never makes these: no window ends past MAX_STEP
     return Window(first, first + count if count else None, unit="tokens")
 
 
@@ -229,10 +247,11 @@ class TokenRule:
         steps: steps seen since the session's start request (the session step of the next one).
         opened_at: the session step the recording opened at (``None`` until it opens).
         recorded: steps recorded so far.
+        held: of those, the prefill-only steps recorded without a token of the window.
         state: ``waiting``, ``recording`` or ``closed``.
     """
 
-    __slots__ = ("_cap", "opened_at", "recorded", "state", "steps", "window")
+    __slots__ = ("_cap", "held", "opened_at", "recorded", "state", "steps", "window")
 
     def __init__(self, window: Window) -> None:
         self.window = window
@@ -240,6 +259,7 @@ class TokenRule:
         self.steps = 0
         self.opened_at: int | None = None
         self.recorded = 0
+        self.held = 0
         self.state: Literal["waiting", "recording", "closed"] = "waiting"
 
     def _any_inside(self, produced: Sequence[int]) -> bool:
@@ -268,8 +288,15 @@ class TokenRule:
                 return "skip"
             self.state, self.opened_at, self.recorded = "recording", step, 1
             return "open"
-        if not inside or (self._cap is not None and self.recorded >= self._cap):
+        cap = self._cap
+        if inside:
+            if cap is not None and self.recorded - self.held >= cap:
+                self.state = "closed"
+                return "close"
+        elif not prefill_only(produced) or (cap is not None and self.held >= cap):
             self.state = "closed"
             return "close"
+        else:
+            self.held += 1
         self.recorded += 1
         return "record"

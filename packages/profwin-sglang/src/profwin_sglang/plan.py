@@ -127,6 +127,7 @@ _DETAILS = (
     "profiler",
     "profiler_source",
     "forward_ct",
+    "plugin_errors",
 )
 _MAX_SCHEDULERS = 65_536
 
@@ -159,6 +160,9 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             f"must be the plan's profile id {profile_id!r} (got {shown(plan.request.get('profile_id'))})",
             path="request.profile_id",
         )
+    errors = details["plugin_errors"]
+    if not (errors is None or (type(errors) is int and 0 <= errors < 1 << 62)):
+        raise ConfigError(f"must be a count of errors or null (got {shown(errors)})", path="details.plugin_errors")
     counters = details["forward_ct"]
     if not (
         isinstance(counters, list)
@@ -245,6 +249,7 @@ def plan_for(
     profiler_source: str | None = None,
     token_plugin: bool | None = None,
     forward_ct: Sequence[int] = (),
+    plugin_errors: int | None = None,
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``).
 
@@ -260,7 +265,9 @@ def plan_for(
     notes), unless ``options.sglang.profiler`` says it; ``profiler_source``: who said it.
     ``token_plugin``: the plugin decides token windows there (``None``: as ``plugin``).
     ``forward_ct``: each scheduler's batch counter as the plugin reported it before the start
-    (kept in the plan's details: the stop compares the trace with how many batches ran since)."""
+    (kept in the plan's details: the stop compares the trace with how many batches ran since).
+    ``plugin_errors``: how many errors the plugin had kept before the start (the stop reports
+    the ones after it)."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     running, source = (profiler, profiler_source) if options.profiler == "auto" else (options.profiler, "declared")
@@ -329,6 +336,7 @@ def plan_for(
             "profiler": known or "v1",
             "profiler_source": source if known else "assumed",
             "forward_ct": list(forward_ct),
+            "plugin_errors": plugin_errors,
         },
     )
 

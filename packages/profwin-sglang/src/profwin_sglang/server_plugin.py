@@ -46,6 +46,7 @@ without importing it.
 
 from __future__ import annotations
 
+import collections
 import gc
 import importlib.metadata
 import importlib.util
@@ -154,6 +155,9 @@ def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
     A request's sequence after the batch is ``seq_lens_cpu[i]`` long (the prompt plus the tokens
     produced before, plus the one this batch feeds); it produces the token of index
     ``seq_len - len(prompt)`` unless its prefill continues in a later chunk (``chunked_req``).
+    In an extend batch (``EXTEND``, and ``MIXED`` under ``--enable-mixed-chunk``) SGLang keeps each
+    row's extend length in ``batch.extend_lens``: a row prefills unless it is one of the running
+    requests a mixed batch decodes (``batch.decoding_reqs``, each an extend of 1).
 
     Only an extend batch's ``chunked_req`` is current: a decode batch can be the very object that
     was the first prefill batch (SGLang makes that batch the running batch), which still names the
@@ -163,20 +167,38 @@ def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
     if seq_lens is None or len(reqs) == 0:
         return [], 0, 0
     lengths = seq_lens.tolist()
-    extending = batch.forward_mode.is_extend() if hasattr(batch.forward_mode, "is_extend") else False
+    mode = batch.forward_mode
+    extending = bool(mode.is_extend()) if hasattr(mode, "is_extend") else False
     chunked = getattr(batch, "chunked_req", None) if extending else None
+    extend_lens = list(getattr(batch, "extend_lens", None) or ()) if extending else []
+    decoding = {id(r) for r in getattr(batch, "decoding_reqs", None) or ()} if extending else set()
     produced: list[int] = []
     prefilling = prefill_tokens = 0
-    for req, length in zip(reqs, lengths, strict=False):
-        prompt = len(req.origin_input_ids)
-        if extending:
-            extend = int(getattr(req, "extend_input_len", 0) or 0)
-            if length - extend < prompt:  # the batch computes prompt positions for this request
-                prefilling += 1
-                prefill_tokens += extend
+    for i, (req, length) in enumerate(zip(reqs, lengths, strict=False)):
+        if i < len(extend_lens) and id(req) not in decoding and extend_lens[i] > 0:
+            prefilling += 1
+            prefill_tokens += int(extend_lens[i])
         if req is not chunked:
-            produced.append(length - prompt)
+            produced.append(length - len(req.origin_input_ids))
     return produced, prefilling, prefill_tokens
+
+
+_MAX_ERROR = 2000
+_errors: collections.deque[str] = collections.deque(maxlen=8)
+_error_count = 0
+
+
+def _record_error(what: str, exc: BaseException | None = None) -> str:
+    """Keep what went wrong inside the server, in its own words, for the client to read
+    (``/server_info``: SGLang answers a failed profile request with a bare HTTP 500), and log it.
+    Returns the text."""
+    global _error_count
+    text = what if exc is None else f"{what}: {type(exc).__name__}: {exc}"
+    text = " ".join(text.split())[:_MAX_ERROR]
+    _errors.append(text)
+    _error_count += 1
+    logger.warning("profwin: %s", text)
+    return text
 
 
 class _Window:
@@ -233,9 +255,18 @@ class _Window:
         try:
             self._decide(batch)
         except Exception as exc:  # never let profwin's own code take a scheduler down
-            logger.warning("profwin: the window stopped early on an error of its own: %s", exc)
-            self.finish()
+            _record_error(f"the window {self.described} stopped early, at forward_ct={_forward_ct(self.manager)}", exc)
+            try:
+                self.finish()
+            except Exception as stop_exc:
+                _record_error("stopping the profiler after that error failed", stop_exc)
         self.original_predicate(batch)
+
+    @property
+    def described(self) -> str:
+        if self.tokens is not None:
+            return f"{self.tokens}"
+        return f"of {self.count or 'open'} step(s) from forward_ct={self.first}"
 
     def _decide(self, batch: Any) -> None:
         if self.rule is None:
@@ -306,8 +337,29 @@ class _Window:
 _windows: dict[int, _Window] = {}  # manager id -> its armed window
 
 
+def _forward_ct(manager: Any) -> object:
+    try:
+        return manager.get_forward_ct()
+    except Exception:
+        return "?"
+
+
+_PASS = object()  # _decide's answer: let SGLang's own handler take the (maybe rewritten) request
+
+
 def _handle(original: Any, manager: Any, req: Any) -> Any:
-    """``SchedulerProfilerManager._profile`` with profwin's windows and the v2 guard."""
+    """``SchedulerProfilerManager._profile`` with profwin's windows and the v2 guard. Whatever
+    goes wrong in profwin's own code is answered as a refusal (and kept for the client): a
+    profile request never raises into the scheduler because of profwin."""
+    try:
+        answer = _decide(manager, req)
+    except Exception as exc:
+        return _output(False, _record_error("profwin refused the profile request after an error of its own", exc))
+    return original(manager, req) if answer is _PASS else answer
+
+
+def _decide(manager: Any, req: Any) -> Any:
+    """profwin's answer to a profile request, or :data:`_PASS`."""
     from sglang.srt.managers.io_struct import ProfileReqType
 
     v2 = _profile_v2()
@@ -324,7 +376,7 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
             return _output(False, "Profiling is not in progress. Call /start_profile first.")
         if v2:  # SGLang's v2 manual stop raises NotImplementedError in the scheduler
             return _refuse(f"Profiling is not in progress: {V2_ENV}=1's profiler has no manual stop (it stops itself)")
-        return original(manager, req)
+        return _PASS
     if window is not None:
         return _output(False, "Profiling is already in progress. Call /stop_profile first.")
     warm_profiler(manager)
@@ -351,14 +403,13 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
         refusal = _v2_refusal(req, manager)
         if refusal:
             return _refuse(refusal)
-    return original(manager, req)
+    return _PASS
 
 
 def _refuse(message: str) -> Any:
-    """Answer a request the v2 profiler would die of, and say so in the server's own log first
-    (the HTTP reply is SGLang's bare 500: the operator reads why here)."""
-    logger.warning("profwin: refused a profile request: %s", message)
-    return _output(False, message)
+    """Answer a request the v2 profiler would die of, and keep why (the HTTP reply is SGLang's
+    bare 500: the client reads it from ``/server_info``, the operator from the log)."""
+    return _output(False, _record_error(f"refused a profile request: {message}"))
 
 
 def _v2_refusal(req: Any, manager: Any) -> str:
@@ -388,15 +439,20 @@ def _hooks_applied() -> bool:
 
 
 def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) -> Any:
-    state = getattr(result, "internal_state", None)
-    if isinstance(state, dict) and _hooks_applied():
-        state[STATE_KEY] = {
-            "protocol": PROTOCOL,
-            "relative_base": RELATIVE_BASE,
-            "token_windows": TOKEN_WINDOWS,
-            "profiler": "v2" if _profile_v2() else "v1",
-            "forward_ct": int(controller.scheduler.forward_ct),
-        }
+    try:
+        state = getattr(result, "internal_state", None)
+        if isinstance(state, dict) and _hooks_applied():
+            state[STATE_KEY] = {
+                "protocol": PROTOCOL,
+                "relative_base": RELATIVE_BASE,
+                "token_windows": TOKEN_WINDOWS,
+                "profiler": "v2" if _profile_v2() else "v1",
+                "forward_ct": int(controller.scheduler.forward_ct),
+                "error_count": _error_count,
+                "errors": list(_errors),
+            }
+    except Exception as exc:  # /server_info answers all the same, without the capability
+        logger.warning("profwin: could not report the plugin's state: %s", exc)
     return result
 
 

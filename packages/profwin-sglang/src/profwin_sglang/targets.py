@@ -22,6 +22,7 @@ from profwin.plugin import (
     ConfigError,
     EngineBusy,
     EnginePlan,
+    LocalProcess,
     ProfileSpec,
     Reply,
     ServerClient,
@@ -80,6 +81,8 @@ class ServerInfo:
             client does not speak), or ``""``.
         errors: what the plugin reported going wrong inside the server (its own words, newest
             last): an error in the engine reaches the user as itself.
+        error_count: how many errors the plugin has kept since the server started, all its
+            schedulers together (``errors`` holds the newest of them).
         forward_ct: rank 0's batch counter (only with the plugin).
         forward_cts: every scheduler's batch counter, in ``internal_states`` order (only with the
             plugin on each): what the stop compares the trace with.
@@ -95,6 +98,7 @@ class ServerInfo:
     profiler_source: str | None = None
     foreign_plugin: str = ""
     errors: tuple[str, ...] = ()
+    error_count: int = 0
     forward_ct: int | None = None
     forward_cts: tuple[int, ...] = ()
     schedulers: int = 0
@@ -130,6 +134,7 @@ class ServerInfo:
         errors = tuple(
             dict.fromkeys(str(e)[:_MAX_ERROR] for o in entries for e in _listed(o.get("errors")) if isinstance(e, str))
         )[-_MAX_ERRORS:]
+        error_count = sum(c for c in (o.get("error_count") for o in entries) if type(c) is int and 0 <= c < 1 << 62)
         counters = tuple(c for c in (o.get("forward_ct") for o in reporting) if type(c) is int and c >= 0)
         forward_cts = counters if plugin and len(counters) == len(states) else ()
         device = data.get("device")
@@ -145,6 +150,7 @@ class ServerInfo:
             profiler_source=source,
             foreign_plugin=foreign,
             errors=errors,
+            error_count=error_count,
             forward_ct=forward_ct if isinstance(forward_ct, int) else None,
             forward_cts=forward_cts,
             schedulers=len(states),
@@ -179,13 +185,27 @@ def local_profiler(url: str) -> str | None:
     when no SGLang server serves ``url`` here or its environment cannot be read (another user's
     process, a proxy in front of the server, another machine)."""
     processes = serving_processes(url)
-    if not processes or not any(p.title[:1] and p.title[0].startswith(_SCHEDULER_TITLE) for p in processes):
+    if not processes:
         return None
-    # A retitled process's /proc environ may hold its title: the first one that was not retitled.
-    launcher = next((p for p in processes if not (p.title[:1] and p.title[0].startswith("sglang::"))), None)
-    if launcher is None or launcher.environ is None:
+    listener = processes[0]
+    titled = {p.pid: p for p in processes if _titled(p, "sglang::")}
+    # Its own schedulers: started by the listener, or by SGLang's own processes under it (the
+    # data-parallel controller); a scheduler further down belongs to some other server.
+    for scheduler in (p for p in titled.values() if _titled(p, _SCHEDULER_TITLE)):
+        parent = scheduler.parent
+        while parent in titled and parent != listener.pid:
+            parent = titled[parent].parent
+        if parent == listener.pid:
+            break
+    else:
         return None
-    return profiler_from_env(launcher.environ.get(V2_ENV, "0"))
+    if _titled(listener, "sglang::") or listener.environ is None:
+        return None  # a retitled process's /proc environ may hold its title
+    return profiler_from_env(listener.environ.get(V2_ENV, "0"))
+
+
+def _titled(process: LocalProcess, prefix: str) -> bool:
+    return bool(process.title) and process.title[0].startswith(prefix)
 
 
 def _speaks(ours: object) -> TypeGuard[Mapping[str, Any]]:
@@ -254,6 +274,7 @@ class _Sglang:
             profiler_source=source,
             token_plugin=info.token_windows,
             forward_ct=info.forward_cts,
+            plugin_errors=info.error_count,
         )
 
     def inactive_reason(self, version: str | None) -> str:
@@ -262,7 +283,27 @@ class _Sglang:
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         assert plan.request is not None
-        self.send_start(plan.request, ctx)
+        try:
+            self.send_start(plan.request, ctx)
+        except TargetError as exc:
+            said = self.engine_errors(plan, ctx)
+            if not said:
+                raise
+            # SGLang answers a refused profile request with a bare 500: the plugin's own words.
+            raise type(exc)(f"{exc}; the server said: {'; '.join(said)}", **exc.details) from exc
+
+    def engine_errors(self, plan: EnginePlan, ctx: TargetContext) -> list[str]:
+        """What profwin's plugin in the server kept going wrong since ``plan`` was made (its own
+        words, newest last); ``[]`` without the plugin or when the server cannot be asked."""
+        before = plan.details.get("plugin_errors")
+        if not plan.details.get("plugin") or type(before) is not int:
+            return []
+        try:
+            info = self.info(ctx)
+        except (TargetError, ConfigError):
+            return []
+        new = info.error_count - before
+        return list(info.errors[-new:]) if new > 0 else []
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
         if plan.details.get("profiler") != "v1" and not plan.details.get("plugin"):
