@@ -6,11 +6,14 @@ In each scheduler process it runs after ``Scheduler.process_batch_result`` (once
 SGLang appended the batch's tokens to its requests) and appends one line to the file named by
 ``PROFWIN_BATCH_RECORD``::
 
-    <forward_iter> <MODE> <rid>=<tokens> <rid>=<tokens> ...
+    <forward_iter> <MODE> <rid>=<tokens>[+<prefilled>] <rid>=<tokens>[+<prefilled>] ...
 
 ``forward_iter`` is the scheduler's batch counter when the batch ran, ``tokens`` the length of the
 request's ``output_ids`` after it: the batch produced that request's token ``tokens - 1`` when the
-count grew. Nothing of profwin's computes it. Without the variable the plugin does nothing.
+count grew. ``prefilled`` is what the batch computed of the request's prompt, SGLang's own
+``batch.extend_lens`` entry of that row, for the rows an extend batch (``EXTEND``, ``MIXED``)
+prefilled: every row but the running requests a mixed batch decodes (``batch.decoding_reqs``).
+Nothing of profwin's computes it. Without the variable the plugin does nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +26,12 @@ _TARGET = "sglang.srt.managers.scheduler.Scheduler.process_batch_result"
 
 def _recorder(path: str) -> Any:
     def after(result: Any, scheduler: Any, batch: Any, *args: Any, **kwargs: Any) -> Any:
-        counts = " ".join(f"{req.rid}={len(req.output_ids)}" for req in batch.reqs)
+        extend = list(batch.extend_lens or ()) if batch.forward_mode.is_extend() else []
+        decoding = {id(r) for r in batch.decoding_reqs or ()}
+        counts = " ".join(
+            f"{req.rid}={len(req.output_ids)}" + (f"+{extend[i]}" if i < len(extend) and id(req) not in decoding else "")
+            for i, req in enumerate(batch.reqs)
+        )
         with open(path, "a", encoding="utf-8") as f:
             f.write(f"{batch.forward_iter} {batch.forward_mode.name} {counts}\n")
         return result

@@ -113,7 +113,7 @@ def test_token_window_under_v2(v2_plugin_server: Server, tmp_path: Path) -> None
     [
         ("/start_profile", {"num_steps": 3, "activities": ["CPU"]}, "records only by stage"),
         ("/start_profile", {"start_step": 5, "num_steps": 3, "activities": ["CPU"]}, "takes no start_step"),
-        ("/stop_profile", None, "has no manual stop"),
+        ("/stop_profile", None, "profiler has no manual stop"),
     ],
 )
 def test_requests_the_v2_profiler_dies_of_are_refused(
@@ -153,6 +153,7 @@ def test_without_the_plugin_profwin_sends_nothing(v2_stock_server: Server, tmp_p
         with pytest.raises(SessionError) as info, session(v2_stock_server.url, spec, api_key=v2_stock_server.api_key):
             pytest.fail("the session must not start")
         (result,) = info.value.results
+        assert result.details["skipped"] is True
         assert "runs the v2 profiler (SGLANG_PROFILE_V2=1)" in result.message, result.message
         assert "Install profwin-sglang in the server's environment" in result.message
     with open(v2_stock_server.log, "rb") as log:

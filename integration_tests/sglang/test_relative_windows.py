@@ -1,5 +1,6 @@
 """Session-relative windows on a real SGLang 0.5.23 server that has the profwin server plugin
-(and requires an admin API key for profiling).
+(and requires an admin API key for profiling): these tests are about the plugin and the key, so
+the server is started with both (a stock server's windows: test_stock_server.py).
 
 One request of N tokens runs exactly N scheduler batches: one prefill (``step[EXTEND …]``) and
 N-1 decodes (``step[DECODE …]``), so a window's position shows in its trace: ``0:5`` starts with

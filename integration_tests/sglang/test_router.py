@@ -30,7 +30,7 @@ import profwin
 from profwin.traces import count_steps, summarize
 
 from ..conftest import built_python, dist_info_site
-from .conftest import ADMIN_KEY, HERE, ROOT, Server, _free_port, _serve
+from .conftest import HERE, ROOT, Server, _free_port, _serve
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -98,10 +98,12 @@ class Router:
 
 
 @pytest.fixture(scope="module")
-def servers(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Server]]:
-    """Two SGLang servers with profwin's server plugin (exact relative windows)."""
-    first = _serve(tiny_model, tmp_path_factory.mktemp("worker-a"), plugin_site=plugin_site, api_key=ADMIN_KEY)
-    second = _serve(tiny_model, tmp_path_factory.mktemp("worker-b"), plugin_site=plugin_site, api_key=ADMIN_KEY)
+def servers(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Server]]:
+    """Two stock SGLang servers, as slime starts its engines: no profwin-sglang in their
+    environment, no profwin variables, no API key (profwin records each window from the session
+    start and trims it)."""
+    first = _serve(tiny_model, tmp_path_factory.mktemp("worker-a"), plugin_site=None)
+    second = _serve(tiny_model, tmp_path_factory.mktemp("worker-b"), plugin_site=None)
     try:
         yield [next(first), next(second)]
     finally:
@@ -128,7 +130,7 @@ def test_a_window_on_every_worker_the_router_lists(servers: list[Server], router
         assert sorted(workers) == sorted(s.url for s in servers)
         assert all(entry["worker_type"] == "regular" for entry in workers.entries)
         spec = profwin.ProfileSpec(window=profwin.Window.parse(WINDOW), output_dir=tmp_path / "traces", activities=("cpu",))
-        with profwin.remote_session("sglang", workers, spec, api_key=ADMIN_KEY) as session:
+        with profwin.remote_session("sglang", workers, spec) as session:
             for _ in servers:
                 router.generate(TOKENS)  # round-robin: one request per worker
     finally:
@@ -157,7 +159,6 @@ def test_start_and_stop_while_workers_join_and_leave(servers: list[Server], rout
     a, b = servers
     router = Router(router_python, tmp_path)
     common = ["--engine", "sglang", "--router", router.url, "--window", WINDOW, "--out", str(tmp_path / "traces"), "--json"]
-    common += ["--api-key", ADMIN_KEY]
     router.start([a.url])
     try:
         code, started = _cli("start", *common)
@@ -236,7 +237,7 @@ def test_slime_profiles_the_chosen_rollouts_on_every_worker_from_a_ray_actor(
         json.dumps(
             {
                 "router": slime_router.url,
-                "admin_key": ADMIN_KEY,
+                "admin_key": None,
                 "custom_config": str(custom),
                 "rollouts": ROLLOUTS,
                 "tokens": TOKENS,
@@ -293,7 +294,7 @@ def slime_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Namesp
 
     def args(router: Router, **keys: object) -> Namespace:
         return Namespace(
-            sglang_router_ip="127.0.0.1", sglang_router_port=router.port, sglang_admin_api_key=ADMIN_KEY,
+            sglang_router_ip="127.0.0.1", sglang_router_port=router.port, sglang_admin_api_key=None,
             rollout_batch_size=2, n_samples_per_prompt=1, rollout_max_response_len=TOKENS, rollout_temperature=1.0, **keys,
         )  # fmt: skip
 
@@ -309,7 +310,6 @@ def _none_profiling(servers: list[Server], out: Path) -> None:
         "sglang",
         [s.url for s in servers],
         profwin.ProfileSpec(window=profwin.Window(0, 2), output_dir=out, activities=("cpu",)),
-        api_key=ADMIN_KEY,
     ) as session:
         for server in servers:
             server.generate(3)

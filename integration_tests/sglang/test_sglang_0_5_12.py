@@ -19,11 +19,13 @@ from typing import Any
 
 import pytest
 
-from profwin import ProfileSpec, SessionError, Window
+from profwin import ProfileSpec, Window
 from profwin.traces import summarize
 from profwin_sglang import session
+from profwin_sglang.window import ASSUMED_V1
 
 from .conftest import HERE, OLD_STUBS, OLD_VERSION, ROOT, Server
+from .forward import forwarded
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -73,12 +75,10 @@ def test_register_on_the_real_0_5_23_package_installs_both_hooks(sglang_python: 
     assert result["plugin_log"] == []
 
 
-def _spec(tmp_path: Path, window: str, profiler: str = "v1") -> ProfileSpec:
-    # 0.5.12 cannot tell which profiler it runs (no plugin, no SGLANG_EXPOSE_OWN_ENV_VARS): the
-    # user says it runs the classic one, as docs/backends/sglang.md tells.
-    return ProfileSpec(
-        window=Window.parse(window), output_dir=tmp_path, activities=("cpu",), options={"sglang": {"profiler": profiler}}
-    )
+def _spec(tmp_path: Path, window: str) -> ProfileSpec:
+    # No option: 0.5.12 cannot tell which profiler it runs (no plugin, no
+    # SGLANG_EXPOSE_OWN_ENV_VARS), but it runs on this machine, and its launcher's environment does.
+    return ProfileSpec(window=Window.parse(window), output_dir=tmp_path, activities=("cpu",))
 
 
 def _kinds(path: Path) -> list[str]:
@@ -107,6 +107,7 @@ def _check_window(server: Server, tmp_path: Path, window: str) -> None:
     (result,) = s.results
     assert result.ok, result
     assert result.details["mode"] == "trim"
+    assert (result.details["profiler"], result.details["profiler_source"]) == ("v1", "process")
     assert "start_step" not in result.details["request"]  # never the encoding 0.5.12 cannot read
     assert any("not active on this SGLang" in w and "SGLang 0.5.12 is older than 0.5.23" in w for w in caught), caught
     traces = [a for a in s.artifacts if a.kind == "trace"]
@@ -138,18 +139,21 @@ def test_warm_server_windows(old_plugin_server: Server, tmp_path: Path, window: 
     _check_window(old_plugin_server, tmp_path, window)
 
 
-def test_a_server_that_cannot_say_which_profiler_it_runs_is_sent_nothing(old_plugin_server: Server, tmp_path: Path) -> None:
-    """Without options.sglang.profiler, profwin cannot tell 0.5.12's classic profiler from its v2
-    one (SGLANG_PROFILE_V2=1, which dies of an immediate start or a stop): it refuses before
-    sending anything, naming SGLANG_PROFILE_V2, and the server serves on."""
-    spec = _spec(tmp_path, "0:5", profiler="auto")
-    logged = old_plugin_server.log.stat().st_size
-    with pytest.raises(SessionError) as info, session(old_plugin_server.url, spec, api_key=old_plugin_server.api_key):
-        pytest.fail("the session must not start")
-    (result,) = info.value.results
-    assert "cannot say whether it runs the v2 profiler (SGLANG_PROFILE_V2=1)" in result.message
-    assert "options.sglang.profiler: v1" in result.message
-    with open(old_plugin_server.log, "rb") as log:
-        log.seek(logged)
-        assert b"_profile" not in log.read()  # neither /start_profile nor /stop_profile was sent
-    old_plugin_server.generate(3)  # alive
+def test_behind_a_proxy_the_default_profiler_is_assumed_and_said(old_plugin_server: Server, tmp_path: Path) -> None:
+    """Reached through a proxy, nothing tells which profiler 0.5.12 runs: profwin plans for
+    SGLang's default (v1), says so once, and the window is exact."""
+    with forwarded(old_plugin_server.port) as url:
+
+        def run() -> tuple[Any, list[str]]:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                with session(url, _spec(tmp_path, "3:8"), api_key=old_plugin_server.api_key) as s:
+                    old_plugin_server.generate(TOKENS)
+            return s, [str(w.message) for w in caught]
+
+        s, caught = old_plugin_server.retry_on_kineto_crash(run)
+    (result,) = s.results
+    assert (result.details["profiler"], result.details["profiler_source"]) == ("v1", "assumed")
+    assert sum(ASSUMED_V1 in w for w in caught) == 1, caught
+    (trace,) = [a for a in s.artifacts if a.kind == "trace"]
+    assert _kinds(trace.path) == _expected(Window(3, 8))

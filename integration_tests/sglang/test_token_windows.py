@@ -1,12 +1,16 @@
 """Token windows on a real SGLang 0.5.23 server, judged against SGLang's own record of each batch.
 
-The server runs profwin-sglang's server plugin, chunked prefill of 64 tokens and at most 4
-running requests; batches that stagger (long prompts chunked, more requests than may run,
-prompts of different lengths, ``n = 3`` samples, early finishes) are sent while a token window
-is open. batch_record.py, a test-harness plugin in the same server, writes SGLang's own account
-of every batch (its ``output_ids`` counts); the expected steps come from that record alone
-(integration_tests/token_rule.py), and each trace must hold exactly those batches (SGLang's own
-``step[...]`` spans, one per batch) with profwin's annotation of what each held.
+The server runs profwin-sglang's server plugin (token windows are decided there: these tests are
+about the plugin), chunked prefill of 64 tokens and at most 4 running requests, with and without
+``--enable-mixed-chunk`` (SGLang's default is off: a request is admitted in a prefill batch of its
+own, which decodes nothing; on, the running requests decode in the same batch); batches that
+stagger (long prompts chunked, more requests than may run, prompts of different lengths,
+``n = 3`` samples, early finishes, admissions while the window is open, windows from token 0) are
+sent while a token window is open. batch_record.py, a test-harness plugin in the same server,
+writes SGLang's own account of every batch (its ``output_ids`` counts and ``extend_lens``); the
+expected steps come from that record alone (integration_tests/token_rule.py), and each trace must
+hold exactly those batches (SGLang's own ``step[...]`` spans, one per batch) with profwin's
+annotation of what each held, every field equal to the record's.
 """
 
 from __future__ import annotations
@@ -39,12 +43,22 @@ SCENARIOS: dict[str, tuple[str, list[tuple[int, int, int]]]] = {
     "admission": ("2:6", [(12, 9, 1)] * 9),
     "open-ended": ("4:", [(10, 8, 1)] * 3),
     "never-reached": ("30:40", [(8, 4, 1)] * 2),
+    # Token 0 in the window, with another request's partial chunk in the same prefill batch.
+    # (chunks of 64: the long prompt's last chunk shares a batch with the short one's first part.)
+    "from-token-0": ("0:3", [(150, 6, 1), (45, 6, 1)]),
+    # 7 requests of 70..150 prompt words, at most 4 running: 3 are admitted while the first ones
+    # decode tokens 12..19 (the field report's case).
+    "admission-mid-window": ("12:20", [(70 + 13 * i, 16 + (i % 3) * 4, 1) for i in range(7)]),
 }
+MODES = {"stock-chunking": (), "mixed-chunk": ("--enable-mixed-chunk",)}
 
 
-@pytest.fixture(scope="module")
-def recorded_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """A server with profwin's plugin and SGLang's batch record (PROFWIN_BATCH_RECORD)."""
+@pytest.fixture(scope="module", params=sorted(MODES))
+def recorded_server(
+    request: pytest.FixtureRequest, tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Server]:
+    """A server with profwin's plugin and SGLang's batch record (PROFWIN_BATCH_RECORD), in one
+    of :data:`MODES`."""
     site = tmp_path_factory.mktemp("token-site")
     shutil.copytree(plugin_site, site, dirs_exist_ok=True)
     info = site / "profwin_batch_record-0.dist-info"
@@ -52,7 +66,7 @@ def recorded_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytes
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: profwin-batch-record\nVersion: 0\n")
     (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nprofwin_batch_record = batch_record:register\n")
     shutil.copy(HERE / "batch_record.py", site / "batch_record.py")
-    work = tmp_path_factory.mktemp("token-server")
+    work = tmp_path_factory.mktemp(f"token-server-{request.param}")
     record = work / "batches.txt"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("PROFWIN_BATCH_RECORD", str(record))
@@ -61,7 +75,7 @@ def recorded_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytes
             work,
             plugin_site=site,
             api_key=ADMIN_KEY,
-            extra_args=("--chunked-prefill-size", "64", "--max-running-requests", "4"),
+            extra_args=("--chunked-prefill-size", "64", "--max-running-requests", "4", *MODES[request.param]),
         )
 
 
@@ -78,12 +92,22 @@ def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> l
     return sorted(r["meta_info"]["completion_tokens"] for r in results)
 
 
-def _record(path: Path, after: int) -> list[tuple[int, str, dict[str, int]]]:
+Row = tuple[int, str, dict[str, int], dict[str, int]]  # (forward_iter, mode, tokens so far, prompt tokens prefilled)
+
+
+def _record(path: Path, after: int) -> list[Row]:
     rows = []
     for line in path.read_text().splitlines():
         ct, mode, *counts = line.split()
         if int(ct) > after:
-            rows.append((int(ct), mode, {rid: int(n) for rid, n in (c.rsplit("=", 1) for c in counts)}))
+            made, prefilled = {}, {}
+            for count in counts:
+                rid, _, value = count.rpartition("=")
+                tokens, _, extend = value.partition("+")
+                made[rid] = int(tokens)
+                if extend:
+                    prefilled[rid] = int(extend)
+            rows.append((int(ct), mode, made, prefilled))
     return sorted(rows)
 
 
@@ -103,13 +127,14 @@ def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
     server.retry_on_kineto_crash(run)
     record = _record(Path(str(server.workdir / "batches.txt")), result["before"])
     result["record"] = record
-    assert [ct for ct, _, _ in record] == list(range(result["before"] + 1, result["before"] + 1 + len(record)))
+    assert [ct for ct, *_ in record] == list(range(result["before"] + 1, result["before"] + 1 + len(record)))
+    result["mode"] = "mixed-chunk" if "--enable-mixed-chunk" in server.extra_args else "stock-chunking"
     return result
 
 
 def _check(result: dict[str, Any], window: str) -> None:
     record = result["record"]
-    produced = produced_by_step([counts for _, _, counts in record])
+    produced = produced_by_step([counts for _, _, counts, _ in record])
     steps = expected_steps(window, produced)
     s = result["session"]
     traces = [a for a in s.artifacts if a.kind == "trace"]
@@ -133,13 +158,17 @@ def _check(result: dict[str, Any], window: str) -> None:
     sglang_spans = _sglang_spans(trace.path)
     assert [(mode, bs) for mode, bs, _ in sglang_spans] == [(record[k][1], len(record[k][2])) for k in steps]
     for k, (step, annotation, (mode, _, toks)) in enumerate(zip(steps, labels, sglang_spans, strict=True)):
+        prefilled = record[step][3]
         assert annotation == {
             "window_step": str(k),
             **held(window, produced[step]),
-            "prefilling": annotation["prefilling"] if mode == "EXTEND" else "0",
-            "prefill_tokens": str(toks) if mode == "EXTEND" else "0",
+            "prefilling": str(len(prefilled)),
+            "prefill_tokens": str(sum(prefilled.values())),
             "session_step": str(step),
         }, (step, record[step])
+        if mode == "EXTEND":  # SGLang's span counts the batch's extend tokens too
+            assert toks == sum(prefilled.values()), (step, record[step])
+    result["recorded"] = steps
 
 
 def _sglang_spans(path: Path) -> list[tuple[str, int, int]]:
@@ -156,15 +185,48 @@ def _sglang_spans(path: Path) -> list[tuple[str, int, int]]:
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_token_window(recorded_server: Server, tmp_path: Path, name: str) -> None:
     result = _run(recorded_server, name, tmp_path)
-    _check(result, SCENARIOS[name][0])
+    window = SCENARIOS[name][0]
+    _check(result, window)
+    record = result["record"]
+    produced = produced_by_step([counts for _, _, counts, _ in record])
     if name == "lengths-and-early-finish":
         assert result["generated"] == [3, 4, 5, 7, 9, 12]
     if name == "n-samples":
         assert result["generated"] == [8] * 6
     if name == "admission":  # more requests than may run: some start only after others finish
-        produced = produced_by_step([counts for _, _, counts in result["record"]])
         first_tokens = sorted(s for s, indices in enumerate(produced) for k in indices if k == 0)
         assert first_tokens[-1] - first_tokens[0] >= 9
+    if name == "from-token-0":  # the first prefill batch carries the second request's partial chunk
+        shared = [row for row in record if row[1] == "EXTEND" and len(row[3]) == 2 and sorted(row[2].values()) == [0, 1]]
+        assert shared, record[:6]
+    if name == "admission-mid-window":
+        _check_the_promise(result, window, produced)
+
+
+def _check_the_promise(result: dict[str, Any], window: str, produced: list[list[int]]) -> None:
+    """docs/window.md: the requests that opened the window have all their tokens start..end-1
+    recorded (unless they finish sooner), admissions while it is open included."""
+    record = result["record"]
+    start, end = (int(v) for v in window.split(":"))
+    recorded = result["recorded"]
+    opened = recorded[0]
+    # Which request made which token at which step, from SGLang's record alone.
+    made: dict[str, int] = {}
+    at: dict[tuple[str, int], int] = {}
+    for step, (_, _, counts, _) in enumerate(record):
+        for rid, total in counts.items():
+            for k in range(made.get(rid, 0), total):
+                at[rid, k] = step
+            made[rid] = max(made.get(rid, 0), total)
+    openers = [rid for (rid, k), step in at.items() if step == opened and start <= k < end]
+    assert openers
+    for rid in openers:
+        assert all(at[rid, k] in recorded for k in range(start, min(end, made[rid]))), (rid, recorded)
+    # Requests were admitted while the window was open (prefill batches inside it).
+    admitted = [k for k in recorded if record[k][3] and all(i == 0 for i in produced[k])]
+    if result["mode"] == "stock-chunking":
+        assert admitted, "no admission inside the window: the scenario does not test it"
+    print(f"window {window}: recorded {recorded.start}:{recorded.stop}, prefill-only steps inside: {admitted}")
 
 
 def test_token_window_without_the_plugin_is_the_step_window(recorded_server: Server, tmp_path: Path) -> None:

@@ -100,3 +100,44 @@ def test_fully_async_rollouter_reaches_profwins_builder_on_sglang_0_5_12(
     assert any("SGLang 0.5.12 has no sglang.srt.managers.scheduler_components." in w for w in report["builder_warnings"])
     (trace,) = report["traces"].values()
     assert kinds(trace) == ["DECODE"] * (END - START)
+
+
+@pytest.mark.parametrize("sglang", ["0.5.23", "0.5.12"])
+def test_verls_own_sglang_path_on_a_real_tokenizer_manager(
+    sglang: str, verl_python: Path, profwin_sites: dict[str, Path], tmp_path: Path, request: Any
+) -> None:
+    """verl's ``SGLangHttpServer.start_profile``/``stop_profile`` on an in-process Engine's real
+    tokenizer manager (verl_sglang_engine.py), with verl's autopatch, on a stock engine (no
+    server plugin): verl calls ``start_profile(**args)``, which SGLang 0.5.23 does not take as
+    keywords (``start_profile(self, req=None)``), and 0.5.12 does. profwin's builder gives each the
+    form it takes, and the trace holds the batches of tokens 3..7 (recorded from the start, trimmed
+    at relocation). verl's own builder fails on 0.5.23 with the TypeError users hit."""
+    old = sglang == "0.5.12"
+    engine_python = request.getfixturevalue("old_sglang_python" if old else "sglang_python")
+    model = request.getfixturevalue("old_tiny_model" if old else "tiny_model")
+    (verl_site,) = (verl_python.parent.parent / "lib").glob("python3.*/site-packages")
+    stubs = [SGLANG_TESTS / "stubs", *([OLD_STUBS] if old else [])]
+    env = verl_env(profwin_sites["no_plugin"], verl_site)
+    env["PYTHONPATH"] = os.pathsep.join([*map(str, stubs), env["PYTHONPATH"]])
+    env["HF_HUB_OFFLINE"] = "1"
+
+    def run(side: str) -> Any:
+        out = tmp_path / side
+        proc = subprocess.run(
+            [str(engine_python), str(HERE / "verl_sglang_engine.py"), str(model), str(out), side, str(START), str(END)],
+            env=env, capture_output=True, text=True, timeout=900, check=False,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-4000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    ours = run("profwin")
+    assert ours["sglang"] == sglang
+    assert "start_error" not in ours, ours
+    print(json.dumps({"sglang": sglang, "args": ours["args"], "traces": ours["traces"]}))
+    (trace,) = ours["traces"].values()
+    assert kinds(trace) == ["DECODE"] * (END - START)
+    if not old:
+        assert ours["args"].startswith("{'req': ProfileReq(")
+        theirs = run("verl")
+        assert theirs["start_error"].startswith("TypeError:"), theirs
+        assert "unexpected keyword argument" in theirs["start_error"]

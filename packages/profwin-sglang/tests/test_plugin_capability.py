@@ -58,3 +58,11 @@ def test_plan_here_never_sends_the_encoded_start_without_a_hookable_sglang(tmp_p
 def test_plan_here_sends_no_encoding_for_a_window_from_zero(tmp_path: Path) -> None:
     plan = profwin.backend("sglang").plan_here(ProfileSpec(window=Window(0, 5), output_dir=tmp_path))  # type: ignore[attr-defined]
     assert "start_step" not in (plan.request or {})
+
+
+def test_the_plugins_token_range_is_cores() -> None:
+    from profwin.tokens import TOKEN_BASE
+    from profwin_sglang.server_plugin import RELATIVE_BASE, TOKEN_RANGE
+
+    assert TOKEN_RANGE == (TOKEN_BASE, 2 * TOKEN_BASE)
+    assert 2 * RELATIVE_BASE == TOKEN_BASE  # the ranges touch, never overlap

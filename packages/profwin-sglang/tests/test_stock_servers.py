@@ -134,7 +134,7 @@ def test_only_v2_servers_is_an_error_and_nothing_is_sent(stub_server: Any, tmp_p
 def test_declared_v2_is_skipped_and_declared_v1_is_believed(stub_server: Any, tmp_path: Path) -> None:
     server = stub_server(_stock())
     declared = ProfileSpec(window=Window(3, 8), output_dir=tmp_path, options={"sglang": {"profiler": "v2"}})
-    with pytest.raises(SessionError, match=r"options\.sglang\.profiler says so"), session(server.url, declared):
+    with pytest.raises(SessionError, match=r"as options\.sglang\.profiler says"), session(server.url, declared):
         pytest.fail("must not start")
     assert _posted(server, "/start_profile") == []
     believed = declared.replace(options={"sglang": {"profiler": "v1"}})
@@ -209,3 +209,29 @@ def test_a_local_server_is_told_by_its_launchers_environment(launcher: Any, stub
     assert local_profiler(launcher({})) == "v1"  # unset: SGLang's default
     # A listener with no SGLang scheduler under it (a proxy, a router, this test process) tells nothing.
     assert local_profiler(stub_server(_stock()).url) is None
+
+
+def test_a_router_of_stock_servers_profiles_each_worker_it_can(stub_server: Any, tmp_path: Path) -> None:
+    """`profwin start/stop --router` over stand-ins of a router and its stock workers: one that
+    cannot say (assumed v1), one that says v1, one that runs v2 (skipped, untouched)."""
+    workers = [stub_server(_stock()), stub_server(_stock(env_vars={})), stub_server(_stock(env_vars={"SGLANG_PROFILE_V2": "1"}))]
+    listed = {"workers": [{"url": w.url, "worker_type": "regular", "is_healthy": True} for w in workers], "total": 3}
+    router = stub_server(lambda request: (200, listed) if request.path == "/workers" else (404, {}))
+    out = tmp_path / "traces"
+
+    def cli(action: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "profwin", action, "--engine", "sglang", "--router", router.url, "--window", "2:6", "--out", str(out)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+
+    started = cli("start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    assert [len(_posted(w, "/start_profile")) for w in workers] == [1, 1, 0]
+    assert f"{workers[2].url}: skipped: this SGLang server runs the v2 profiler" in started.stdout
+    assert started.stderr.count("profwin assumed this SGLang server runs SGLang's default profiler") == 1
+    stopped = cli("stop")
+    assert [len(_posted(w, "/stop_profile")) for w in workers] == [1, 1, 0]
+    assert f"{workers[2].url}: skipped: it was left out at profwin start" in stopped.stdout
+    assert stopped.returncode == 1  # the stand-ins write no trace: nothing was recorded, and it says so
+    assert stopped.stderr.count("no trace was written for window 2:6") == 2, stopped.stderr

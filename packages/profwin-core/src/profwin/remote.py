@@ -128,6 +128,7 @@ class _Part:
         self.before: dict[str, int] = {}
         self.started = False
         self.unknown = ""  # why ``profwin stop`` has no state for this target (it still stops it)
+        self.skipped: RemoteResult | None = None  # left out at the start (TargetSkipped): its result
         self.session = ""  # the id of the session that started it (``profwin start`` saves it)
 
     def listing(self) -> dict[str, tuple[int, int]]:
@@ -229,9 +230,10 @@ class RemoteSession:
                 part.mark()
                 part.target.start(part.plan, self._ctx)
         except TargetSkipped as exc:
-            return RemoteResult(
+            part.skipped = RemoteResult(
                 target=name, ok=False, message=f"skipped: {exc}", details=part.details(**exc.details, skipped=True)
             )
+            return part.skipped
         except TargetError as exc:
             return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
         except ConfigError as exc:
@@ -375,12 +377,18 @@ class RemoteSession:
 
     def stop(self, *, check: bool = False) -> list[RemoteResult]:
         """Stop every started target concurrently and collect this session's files. A window that
-        ran only in part, or not at all, is a :class:`~profwin.errors.WindowWarning`."""
-        results = self._stop_all()
-        self.results = results
+        ran only in part, or not at all, is a :class:`~profwin.errors.WindowWarning`. The results
+        keep the engines skipped at the start (their start's result), in the targets' order."""
+        running = [bool(p.started or p.unknown) for p in self._parts]
+        stopped = iter(self._stop_all())
+        results = [
+            next(stopped) if was else p.skipped for p, was in zip(self._parts, running, strict=True) if was or p.skipped
+        ]
+        self.results = [r for r in results if r is not None]
+        results = self.results
         self.artifacts = [a for r in results for a in r.artifacts]
         _warn(results, "stop_notes")
-        failed = [r for r in results if not r.ok]
+        failed = _failed(results)
         if check and failed:
             lines = "\n".join(f"  {r.target}: {r.message}" for r in failed)
             raise SessionError(f"profwin: stopping failed on {len(failed)} of {len(results)} engine(s):\n{lines}", results)

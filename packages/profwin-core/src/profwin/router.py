@@ -154,10 +154,11 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     path = _state_file(engine, base, spec)
     damaged = ""
     started: list[str] | None = None
+    at_start: list[str] = []
     tags: dict[str, str] = {}
     if os.path.lexists(path):
         try:
-            started, tags = _read_record(path, base)
+            started, tags, at_start = _read_record(path, base)
         except (ConfigError, UnicodeDecodeError) as exc:
             why = " ".join(str(exc).split())[:300]
             damaged = (
@@ -184,7 +185,7 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     )
     results = [
         _left(stopped[url], now, unreachable, "profwin start", note if url in keyless else "") for url in started
-    ] + _joined(started, now, "profwin start")
+    ] + _joined(started, now, "profwin start", at_start)
     _forget(path)
     return results
 
@@ -221,10 +222,16 @@ def _compare(
     return [_left(r, now, unreachable, since) for r in results] + _joined(started, now, since)
 
 
-def _joined(started: Sequence[str], now: Sequence[str] | None, since: str) -> list[RemoteResult]:
+def _joined(started: Sequence[str], now: Sequence[str] | None, since: str, listed: Sequence[str] = ()) -> list[RemoteResult]:
+    """A result for each worker listed ``now`` that was not started: it joined the router since,
+    or (in ``listed``, the workers the router listed at the start, which started all or none but
+    for the ones skipped) it was skipped at the start for a reason of its own, and is not a failure."""
     message = f"joined the router after {since} (or did not start): no window was started on it, left alone"
+    skipped = f"skipped: it was left out at {since} (see that result: nothing was sent to it), left alone"
     return [
-        RemoteResult(target=url, ok=False, message=message, details={"router": "joined"})
+        RemoteResult(target=url, ok=False, message=skipped, details={"router": "listed", "skipped": True})
+        if url in listed
+        else RemoteResult(target=url, ok=False, message=message, details={"router": "joined"})
         for url in now or ()
         if url not in started
     ]
@@ -238,8 +245,9 @@ def _key_tags(urls: Iterable[str], api_key: str | None) -> dict[str, str]:
     return {url: hmac.new(api_key.encode(), url.encode(), hashlib.sha256).hexdigest() for url in urls}
 
 
-def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str]]:
-    """The workers ``profwin start`` started and their key tags, from its record: at most
+def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str], list[str]]:
+    """The workers ``profwin start`` started, their key tags, and the workers the router listed
+    then, from its record: at most
     :data:`MAX_STATE_BYTES`, a regular file, JSON within the spec bounds, for this router, with
     server URLs only."""
     text = read_input(path, limit=MAX_STATE_BYTES, what="router state file", pipes=False).decode()
@@ -257,7 +265,7 @@ def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str]]:
     tags = data["keyed"]
     if not isinstance(tags, dict) or not all(isinstance(v, str) and k in data["started"] for k, v in tags.items()):
         raise ConfigError(f"must map started workers to their key tags (got {shown(tags)})", path="keyed")
-    return list(dict.fromkeys(data["started"])), tags
+    return list(dict.fromkeys(data["started"])), tags, list(dict.fromkeys(data["workers"]))
 
 
 def _is_url(url: object) -> bool:

@@ -11,7 +11,8 @@ from profwin_sglang.options import options_of
 from profwin_sglang.plan import check_state, plan_for
 from profwin_sglang.server_plugin import V2_ENV, unavailable_here
 from profwin_sglang.targets import SglangEngine, SglangServer, is_engine, profiler_from_env
-from profwin_sglang.versions import sglang_version
+from profwin_sglang.structs import build_profile_req
+from profwin_sglang.versions import features, sglang_version
 
 __all__ = ["SglangBackend"]
 
@@ -41,6 +42,23 @@ class SglangBackend:
         return plan_for(
             spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "", profiler=profiler
         )
+
+    def tokenizer_manager_args(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments of this process's ``TokenizerManager.start_profile`` for a
+        ``/start_profile`` body: ``{"req": ProfileReq(...)}`` on SGLang >= 0.5.23 (its signature is
+        ``start_profile(self, req=None)``), the fields as keywords before (0.5.12 takes
+        ``start_profile(output_dir=..., ...)``). For a caller that drives a tokenizer manager in
+        process with ``start_profile(**kwargs)`` (verl's SGLang server); SGLang is imported here,
+        where that manager runs. Where SGLang is missing: the fields, unchanged."""
+        version = sglang_version()
+        if version is None or not features(version).req_type:
+            return dict(body)
+        try:
+            from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType
+        except ImportError:  # installed but not importable here: no tokenizer manager runs here either
+            return dict(body)
+        fields = {key: value for key, value in body.items() if value is not None}
+        return {"req": build_profile_req(ProfileReq, ProfileReqType, fields)}
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> SglangServer | SglangEngine:
         if isinstance(target, str):

@@ -65,6 +65,10 @@ PROTOCOL = 1
 """Version of the relative windows; clients check it in ``/server_info``. Token windows and the v2
 profiler are reported by keys of their own (``token_windows``, ``profiler``)."""
 
+TOKEN_RANGE = (1 << 41, 1 << 42)
+"""The ``start_step`` values token windows own (from :data:`profwin.tokens.TOKEN_BASE`): one that
+no profwin client makes is refused rather than armed at a step no server reaches."""
+
 TOKEN_WINDOWS = 1
 """Version of the token windows, reported as ``token_windows`` beside :data:`PROTOCOL`."""
 
@@ -344,6 +348,7 @@ def _forward_ct(manager: Any) -> object:
         return "?"
 
 
+_NOT_RUNNING = "Profiling is not in progress. Call /start_profile first."
 _PASS = object()  # _decide's answer: let SGLang's own handler take the (maybe rewritten) request
 
 
@@ -373,8 +378,13 @@ def _decide(manager: Any, req: Any) -> Any:
             _windows.pop(id(manager), None)
             if window.finish():
                 return _output(True, "Succeeded.")
-            return _output(False, "Profiling is not in progress. Call /start_profile first.")
+            return _output(False, _NOT_RUNNING)
         if v2:  # SGLang's v2 manual stop raises NotImplementedError in the scheduler
+            if manager._profile_manager.stage_based_trigger.running_state is None:
+                # Nothing runs (profwin's own stop after a window that ended by itself, say): the
+                # classic profiler's answer, logged with why v2 could not be asked, not an error.
+                logger.warning("profwin: a stop with nothing recording: %s=1's profiler has no manual stop", V2_ENV)
+                return _output(False, _NOT_RUNNING)
             return _refuse(f"Profiling is not in progress: {V2_ENV}=1's profiler has no manual stop (it stops itself)")
         return _PASS
     if window is not None:
@@ -385,6 +395,8 @@ def _decide(manager: Any, req: Any) -> Any:
     forward_ct = manager.get_forward_ct()
     start_step = req.start_step
     tokens = decode_tokens(start_step, req.num_steps or 0)
+    if tokens is None and isinstance(start_step, int) and TOKEN_RANGE[0] <= start_step < TOKEN_RANGE[1]:
+        return _refuse(f"start_step {start_step} with num_steps {req.num_steps!r} is no token window profwin makes")
     relative = isinstance(start_step, int) and RELATIVE_BASE <= start_step < 2 * RELATIVE_BASE
     if tokens is not None or (relative and v2):
         if req.profile_by_stage or req.merge_profiles:

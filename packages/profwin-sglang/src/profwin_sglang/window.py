@@ -147,10 +147,10 @@ def _plan_steps(
 
 
 _TOLD_BY = {
-    "plugin": "its profwin-sglang plugin says so",
-    "env": "its own environment says so (SGLANG_EXPOSE_OWN_ENV_VARS=1)",
-    "process": "the environment of the process serving it on this machine says so",
-    "declared": "options.sglang.profiler says so",
+    "plugin": "as its profwin-sglang plugin says",
+    "env": "as its environment, exposed by SGLANG_EXPOSE_OWN_ENV_VARS=1, says",
+    "process": "as the environment of the process serving it on this machine says",
+    "declared": "as options.sglang.profiler says",
 }
 
 
@@ -161,9 +161,9 @@ def v2_refusal(source: str | None = None) -> str:
     ``profile_by_stage`` and raises on a manual stop, each taking the scheduler down. (A server
     that cannot say which profiler it runs is planned for SGLang's default, v1:
     :data:`ASSUMED_V1`.)"""
-    told = f" ({_TOLD_BY[source]})" if source in _TOLD_BY else ""
+    told = f", {_TOLD_BY[source]}" if source in _TOLD_BY else ""
     return (
-        f"this SGLang server runs the v2 profiler ({V2_ENV}=1){told}, which takes its scheduler down on a start_step, "
+        f"this SGLang server runs the v2 profiler ({V2_ENV}=1){told}; that profiler takes its scheduler down on a start_step, "
         "an immediate start or a stop, so profwin sends it "
         "nothing. Install profwin-sglang in the server's environment (its server plugin records exact windows with "
         f"either profiler), or restart the server without {V2_ENV}"

@@ -80,7 +80,9 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
 def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int) -> dict[str, Any]:
     """Keyword arguments for SGLang's ``TokenizerManager.start_profile``, as verl builds them, with
     ``start_step``/``num_steps`` from profwin's SGLang plan (relative to this session with
-    profwin's server plugin; otherwise recorded from the start and trimmed after the stop)."""
+    profwin's server plugin; otherwise recorded from the start and trimmed after the stop), in the
+    form the SGLang of this process takes: the fields as keywords (0.5.12, verl 0.9.1's pin), or
+    ``{"req": ProfileReq(...)}`` (0.5.23, whose ``start_profile`` takes one request object)."""
     if not _usable(profiler_config, tool_config):
         return {}
     contents = list(read(tool_config, "contents") or [])
@@ -95,13 +97,17 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
         warnings.warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
-    return {
+    fields = {
         "output_dir": save_path,
         "with_stack": with_stack,
         "record_shapes": record_shapes,
         "start_step": request.get("start_step"),
         "num_steps": request.get("num_steps"),
     }
+    # verl calls `await tokenizer_manager.start_profile(**args)`: SGLang 0.5.23 takes one `req`
+    # there, not the fields (a TypeError with verl's own builder); the backend knows which.
+    as_arguments = getattr(backend("sglang"), "tokenizer_manager_args", None)
+    return as_arguments(fields) if callable(as_arguments) else fields
 
 
 def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool) -> EnginePlan:
