@@ -381,11 +381,13 @@ class RemoteSession:
         keep the engines skipped at the start (their start's result), in the targets' order."""
         running = [bool(p.started or p.unknown) for p in self._parts]
         stopped = iter(self._stop_all())
-        results = [
-            next(stopped) if was else p.skipped for p, was in zip(self._parts, running, strict=True) if was or p.skipped
-        ]
-        self.results = [r for r in results if r is not None]
-        results = self.results
+        results: list[RemoteResult] = []
+        for part, was in zip(self._parts, running, strict=True):
+            if was:
+                results.append(next(stopped))
+            elif part.skipped is not None:
+                results.append(part.skipped)
+        self.results = results
         self.artifacts = [a for r in results for a in r.artifacts]
         _warn(results, "stop_notes")
         failed = _failed(results)
