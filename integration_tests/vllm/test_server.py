@@ -82,9 +82,11 @@ def test_the_server_reports_the_engine_plugin(profiled: Server) -> None:
     # The bounds are the worker's own launch profiler_config: what profwin's --profiler-config set.
     launched = json.loads(profiled.extra[profiled.extra.index("--profiler-config") + 1])
     bounds = [launched["delay_iterations"], launched["max_iterations"]]
-    assert reply.data["profwin_vllm"]["workers"] == [
-        {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds}
-    ]
+    (worker,) = reply.data["profwin_vllm"]["workers"]
+    # What went wrong in the plugin, kept for the client (hostile requests in this session add to it).
+    errors, count = worker.pop("errors"), worker.pop("error_count")
+    assert (type(count), type(errors), len(errors) <= min(count, 8)) == (int, list, True)
+    assert worker == {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds}
 
 
 def test_token_window_over_http(profiled: Server) -> None:

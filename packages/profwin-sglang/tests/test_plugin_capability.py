@@ -60,9 +60,10 @@ def test_plan_here_sends_no_encoding_for_a_window_from_zero(tmp_path: Path) -> N
     assert "start_step" not in (plan.request or {})
 
 
-def test_the_plugins_token_range_is_cores() -> None:
-    from profwin.tokens import TOKEN_BASE
-    from profwin_sglang.server_plugin import RELATIVE_BASE, TOKEN_RANGE
+def test_the_token_range_touches_the_relative_one() -> None:
+    from profwin.plugin import token_claimed
 
-    assert TOKEN_RANGE == (TOKEN_BASE, 2 * TOKEN_BASE)
-    assert 2 * RELATIVE_BASE == TOKEN_BASE  # the ranges touch, never overlap
+    from profwin_sglang.server_plugin import RELATIVE_BASE
+
+    assert not token_claimed(2 * RELATIVE_BASE - 1)  # the relative range's last value
+    assert token_claimed(2 * RELATIVE_BASE)  # the ranges touch, never overlap

@@ -25,7 +25,8 @@ Groups of names:
   :class:`PartsMemoryError`;
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
-  :func:`decode_tokens` (how a token window travels in an engine's own start fields),
+  :func:`decode_tokens` (how a token window travels in an engine's own start fields; :func:`token_claimed`:
+  a start value in the token windows' range, refused when it decodes to no window),
   :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
   :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs),
@@ -110,6 +111,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
     from profwin.tokens import TokenRule
+    from profwin.tokens import claimed as token_claimed
     from profwin.tokens import decode as decode_tokens
     from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
@@ -221,6 +223,7 @@ __all__ = [
     "spec_from_mapping",
     "summarize",
     "to_json",
+    "token_claimed",
     "token_steps",
     "trace_facts",
     "trace_files",
@@ -294,7 +297,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
-        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode"),
+        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_claimed=claimed"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (
             "TraceRanks=Ranks",

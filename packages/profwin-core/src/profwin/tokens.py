@@ -73,6 +73,7 @@ __all__ = [
     "Decision",
     "StepTokens",
     "TokenRule",
+    "claimed",
     "decode",
     "encode",
     "max_steps",
@@ -219,6 +220,13 @@ def encode(window: Window) -> tuple[int, int]:
     """``(start value, count)`` an engine plugin reads back with :func:`decode`: the start offset
     by :data:`TOKEN_BASE`, the count the window's length (0 when open-ended)."""
     return TOKEN_BASE + window.start, window.length or 0
+
+
+def claimed(start: object) -> bool:
+    """Whether a start value lies in the range token windows own (``TOKEN_BASE`` up to twice
+    it): an engine plugin refuses one there that :func:`decode` does not read, rather than arm a
+    step no engine reaches."""
+    return isinstance(start, int) and not isinstance(start, bool) and TOKEN_BASE <= start < 2 * TOKEN_BASE
 
 
 @checked

@@ -65,10 +65,6 @@ PROTOCOL = 1
 """Version of the relative windows; clients check it in ``/server_info``. Token windows and the v2
 profiler are reported by keys of their own (``token_windows``, ``profiler``)."""
 
-TOKEN_RANGE = (1 << 41, 1 << 42)
-"""The ``start_step`` values token windows own (from :data:`profwin.tokens.TOKEN_BASE`): one that
-no profwin client makes is refused rather than armed at a step no server reaches."""
-
 TOKEN_WINDOWS = 1
 """Version of the token windows, reported as ``token_windows`` beside :data:`PROTOCOL`."""
 
@@ -390,17 +386,17 @@ def _decide(manager: Any, req: Any) -> Any:
     if window is not None:
         return _output(False, "Profiling is already in progress. Call /stop_profile first.")
     warm_profiler(manager)
-    from profwin.plugin import decode_tokens
+    from profwin.plugin import decode_tokens, token_claimed
 
     forward_ct = manager.get_forward_ct()
     start_step = req.start_step
     tokens = decode_tokens(start_step, req.num_steps or 0)
-    if tokens is None and isinstance(start_step, int) and TOKEN_RANGE[0] <= start_step < TOKEN_RANGE[1]:
+    if tokens is None and token_claimed(start_step):
         return _refuse(f"start_step {start_step} with num_steps {req.num_steps!r} is no token window profwin makes")
     relative = isinstance(start_step, int) and RELATIVE_BASE <= start_step < 2 * RELATIVE_BASE
     if tokens is not None or (relative and v2):
         if req.profile_by_stage or req.merge_profiles:
-            return _output(False, "profwin windows take neither profile_by_stage nor merge_profiles")
+            return _refuse("profwin windows take neither profile_by_stage nor merge_profiles")
         first = decode_relative(start_step, forward_ct) if relative else None
         window = _Window(manager, req, v2=v2, tokens=tokens, first=first, count=req.num_steps)  # type: ignore[arg-type]
         answer = window.arm()

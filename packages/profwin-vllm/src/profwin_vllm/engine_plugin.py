@@ -27,6 +27,7 @@ the worker does not report token windows, so clients fall back to step windows.
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import sys
@@ -118,7 +119,15 @@ def _embeds_length(new: Any) -> int | None:
 class _Session:
     """One token-window session on one worker: the rule, the prefix, the hook on ``execute_model``."""
 
-    def __init__(self, worker: Any, profile: Callable[..., Any], window: Any, prefix: str | None, per_session: bool) -> None:
+    def __init__(
+        self,
+        worker: Any,
+        profile: Callable[..., Any],
+        window: Any,
+        prefix: str | None,
+        per_session: bool,
+        record: Callable[[str, BaseException], None],
+    ) -> None:
         from profwin.plugin import TokenRule
 
         self.worker = worker
@@ -126,6 +135,7 @@ class _Session:
         self.window = window
         self.prefix = prefix
         self.per_session = per_session
+        self.record = record
         self.rule = TokenRule(window)
         self.prompts: dict[str, int] = {}
         self.execute = worker.execute_model
@@ -136,26 +146,51 @@ class _Session:
         return None if state is None else getattr(state, "num_prompt_tokens", None)
 
     def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
-        if self.rule.skip_below(highest_token(scheduler_output)):
+        try:
+            span = self._decide(scheduler_output)
+        except Exception as exc:  # profwin's own error: the window ends, the step runs as vLLM's
+            self.record(f"the token window {self.window} stopped early on rank {getattr(self.worker, 'rank', '?')}", exc)
+            self._abandon()
+            span = None
+        if span is None:
             return self.execute(scheduler_output, *args, **kwargs)
+        import torch
+
+        with torch.profiler.record_function(span):
+            return self.execute(scheduler_output, *args, **kwargs)
+
+    def _decide(self, scheduler_output: Any) -> str | None:
+        """Before a step: the rule's decision carried out; the step's annotation, or ``None``."""
+        if self.rule.skip_below(highest_token(scheduler_output)):
+            return None
         produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length)
         session_step = self.rule.steps
         decision = self.rule.step(produced)
         if decision == "skip":
-            return self.execute(scheduler_output, *args, **kwargs)
+            return None
         if decision == "close":
             self.profile(False)
             self.detach()
-            return self.execute(scheduler_output, *args, **kwargs)
+            return None
         if decision == "open":
             self.start_recording()
-        import torch
-
         from profwin.plugin import StepTokens
 
         held = StepTokens.of(self.rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
-        with torch.profiler.record_function(held.span_name()):
-            return self.execute(scheduler_output, *args, **kwargs)
+        return held.span_name()
+
+    def _abandon(self) -> None:
+        """After an error of profwin's own: stop a recording (its trace is written), give the
+        worker back; whatever fails here too is kept, never raised."""
+        try:
+            if self.rule.state == "recording":
+                self.rule.state = "closed"
+                self.profile(False)
+        except Exception as exc:
+            self.record("stopping vLLM's profiler after that error failed", exc)
+        finally:
+            self.rule.state = "closed"
+            self.detach()
 
     def start_recording(self) -> None:
         if self.per_session:
@@ -186,6 +221,10 @@ class _Session:
             profiler._delay_iters, profiler._max_iters = config.delay_iterations, config.max_iterations
 
 
+_MAX_ERRORS = 8
+_MAX_ERROR = 2000
+
+
 class _Hooks:
     """What :func:`_install` adds to one worker."""
 
@@ -195,28 +234,54 @@ class _Hooks:
         self.session: _Session | None = None
         # vLLM >= 0.32 takes per-session bounds: recording then starts with delay and max 0.
         self.per_session = "delay_iterations" in _parameters(self.profile)
+        self.errors: collections.deque[str] = collections.deque(maxlen=_MAX_ERRORS)
+        self.error_count = 0
+
+    def record(self, what: str, exc: BaseException | None = None) -> None:
+        """Keep what went wrong in profwin's own code here, in its words, for the client (the
+        workers' reports) and the log: vLLM's ``profile`` returns nothing a client sees."""
+        text = what if exc is None else f"{what}: {type(exc).__name__}: {exc}"
+        text = " ".join(text.split())[:_MAX_ERROR]
+        self.errors.append(text)
+        self.error_count += 1
+        logger.warning("profwin: %s", text)
 
     def __call__(self, is_start: bool = True, profile_prefix: str | None = None, **kwargs: Any) -> Any:
-        from profwin.plugin import decode_tokens
+        try:
+            passed = self._decide(is_start, profile_prefix, kwargs)
+        except Exception as exc:  # profwin's own error: refused (kept for the client), never raised into vLLM
+            self.record("profwin refused the profile call after an error of its own", exc)
+            return None
+        return self.profile(is_start, profile_prefix, **kwargs) if passed else None
+
+    def _decide(self, is_start: bool, profile_prefix: str | None, kwargs: dict[str, Any]) -> bool:
+        """profwin's part of a profile call; ``True``: vLLM's own ``profile`` takes it as it is."""
+        from profwin.plugin import decode_tokens, token_claimed
 
         if not is_start:
             if self.session is None:
-                return self.profile(False)
+                return True
             session, self.session = self.session, None
             session.stop()  # vLLM's profiler ran only if the window opened, and is stopped now
-            return None
+            return False
         if "delay_iterations" in kwargs or "max_iterations" in kwargs:
-            window = decode_tokens(kwargs.get("delay_iterations"), kwargs.get("max_iterations"))
+            delay, limit = kwargs.get("delay_iterations"), kwargs.get("max_iterations")
         else:  # a start without bounds (vLLM < 0.32, verl's start_profile()): the launch config's
             config = getattr(self.worker, "profiler_config", None)
-            window = None if config is None else decode_tokens(config.delay_iterations, config.max_iterations)
+            delay, limit = (None, None) if config is None else (config.delay_iterations, config.max_iterations)
+        window = decode_tokens(delay, limit)
         if window is None:
-            return self.profile(True, profile_prefix, **kwargs)
+            if token_claimed(delay):
+                self.record(
+                    f"refused a profile call: delay_iterations {delay} with max_iterations {limit!r} is no token window profwin makes"
+                )
+                return False
+            return True
         if self.session is not None:  # vLLM's frontends refuse a second start before a stop
-            return None
-        self.session = _Session(self.worker, self.profile, window, profile_prefix, self.per_session)
+            return False
+        self.session = _Session(self.worker, self.profile, window, profile_prefix, self.per_session, self.record)
         logger.info("profwin: token window %s armed on rank %s", window, getattr(self.worker, "rank", "?"))
-        return None
+        return False
 
 
 def _parameters(fn: Callable[..., Any]) -> Iterable[str]:
@@ -239,6 +304,8 @@ def report(worker: Any) -> dict[str, Any]:
         "token_windows": isinstance(hooks, _Hooks),
         "per_session": bool(getattr(hooks, "per_session", False)),
         "rank": getattr(worker, "rank", None),
+        "error_count": getattr(hooks, "error_count", 0),
+        "errors": list(getattr(hooks, "errors", ())),
         # The window the worker's profiler was launched with: what a vLLM < 0.32 records in every
         # session, which a client cannot read over HTTP otherwise.
         "bounds": bounds if all(type(b) is int for b in bounds) else None,

@@ -422,11 +422,13 @@ def plan_for(
             # LLM.start_profile's keywords: the request, or just the prefix where the window is fixed at launch
             "start_kwargs": start_kwargs,
             "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
+            # the engine plugin's error count before the start (a target sets it; the stop reports the new ones)
+            "plugin_errors": None,
         },
     )
 
 
-_DETAILS = ("delay_iterations", "max_iterations", "takes_prefix", "start_kwargs", "ranks")
+_DETAILS = ("delay_iterations", "max_iterations", "takes_prefix", "start_kwargs", "ranks", "plugin_errors")
 
 
 def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
@@ -469,6 +471,9 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
         spec.replace(ranks=details["ranks"])  # the spec's own rule for ranks
     except ConfigError as exc:
         raise exc.at("details") from None
+    errors = details["plugin_errors"]
+    if not (errors is None or (type(errors) is int and 0 <= errors < 1 << 62)):
+        raise ConfigError(f"must be a count of errors or null (got {shown(errors)})", path="details.plugin_errors")
     records, window = plan.records, plan.window
     if (
         records is not None

@@ -80,6 +80,30 @@ _NO_PLUGIN = (
 )
 
 
+def error_count(reports: object) -> int:
+    """How many errors the workers' engine plugins have kept, all together (0 when they do not say)."""
+    if not isinstance(reports, list):
+        return 0
+    return sum(
+        c
+        for c in (r.get("error_count") if isinstance(r, Mapping) else None for r in reports)
+        if type(c) is int and 0 <= c < 1 << 62
+    )
+
+
+def new_errors(reports: object, before: object) -> list[str]:
+    """The errors the workers kept since ``before`` (a count :func:`error_count` gave), newest last."""
+    if type(before) is not int or not isinstance(reports, list):
+        return []
+    new = error_count(reports) - before
+    said = [str(e)[:2000] for r in reports if isinstance(r, Mapping) for e in (r.get("errors") or []) if isinstance(e, str)]
+    return said[-new:] if new > 0 else []
+
+
+def _with_errors(plan: EnginePlan, reports: object) -> EnginePlan:
+    return plan.replace(details={**plan.details, "plugin_errors": error_count(reports)}) if isinstance(reports, list) else plan
+
+
 def _kind(plan: EnginePlan) -> str:
     """The profiler kind a plan launches (``torch`` for plans without a launch config)."""
     return str(plan.launch.get("profiler_config", {}).get("profiler", "torch"))
@@ -162,7 +186,13 @@ class VllmServer:
                     f"config (profwin-vllm's engine plugin, GET {STATE_ROUTE}): it records window {plan.window} only "
                     f"if the server was launched with {_relaunch_hint(plan)}",
                 )
-        return plan.replace(notes=plan.notes + notes)
+        return _with_errors(plan, workers).replace(notes=plan.notes + notes)
+
+    def engine_errors(self, plan: EnginePlan, ctx: TargetContext) -> list[str]:
+        """What the engine plugins kept going wrong since ``plan`` was made (their own words)."""
+        if plan.details.get("plugin_errors") is None:
+            return []
+        return new_errors(self._workers(), plan.details["plugin_errors"])
 
     def _workers(self) -> list[Any] | None:
         """Every worker's report of profwin-vllm's engine plugin (``GET /profwin``), or ``None``
@@ -180,6 +210,7 @@ class VllmServer:
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         self._post("/start_profile", plan, plan.request if plan.per_session else None)
+        _refused(self.engine_errors(plan, ctx))
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
         self._post("/stop_profile", plan)
@@ -208,8 +239,9 @@ class VllmEngine:
             version = getattr(sys.modules["vllm"], "__version__", None)
         planned, source = resolve_version(version)
         config = self.config
-        plugin, inactive = self._token_plugin(ctx) if spec.window.in_tokens else (None, "")
-        plan = plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive)
+        reports, why = self._reports(ctx) if spec.window.in_tokens else (None, "")
+        plugin, inactive = ((False, why) if why else plugin_answer(reports)) if spec.window.in_tokens else (None, "")
+        plan = _with_errors(plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive), reports)
         if config is None or getattr(config, "profiler", None) is None:
             raise ConfigError(
                 f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",
@@ -236,16 +268,23 @@ class VllmEngine:
             raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
         return plan.replace(output_dir=Path(directory))
 
-    def _token_plugin(self, ctx: TargetContext) -> tuple[bool, str]:
-        """Ask the engine's workers (``collective_rpc("profwin_report")``) whether they decide
-        token windows; a worker without the plugin refuses the method, which is harmless."""
+    def _reports(self, ctx: TargetContext) -> tuple[object, str]:
+        """Every worker's ``profwin_report`` (``collective_rpc``), or ``None`` and why not: a
+        worker without the plugin refuses the method, which is harmless."""
         try:
             reports = ctx.call(lambda: self.engine.collective_rpc("profwin_report"), "collective_rpc")
         except (TargetError, ConfigError):
             raise
         except Exception as exc:
-            return False, f"{_NO_PLUGIN}: collective_rpc('profwin_report') failed ({type(exc).__name__})"
-        return plugin_answer(list(reports) if isinstance(reports, (list, tuple)) else reports)
+            return None, f"{_NO_PLUGIN}: collective_rpc('profwin_report') failed ({type(exc).__name__})"
+        return (list(reports) if isinstance(reports, (list, tuple)) else reports), ""
+
+    def engine_errors(self, plan: EnginePlan, ctx: TargetContext) -> list[str]:
+        """What the engine plugins kept going wrong since ``plan`` was made (their own words)."""
+        if plan.details.get("plugin_errors") is None:
+            return []
+        reports, _ = self._reports(ctx)
+        return new_errors(reports, plan.details["plugin_errors"])
 
     def start(self, plan: EnginePlan, ctx: TargetContext) -> None:
         kwargs = dict(plan.details["start_kwargs"])
@@ -258,6 +297,7 @@ class VllmEngine:
             busy = "already" in text and ("active" in text or "running" in text or "progress" in text)
             message = f"vLLM refused start_profile: {type(exc).__name__}: {exc}"
             raise (EngineBusy if busy else TargetError)(message) from exc
+        _refused(self.engine_errors(plan, ctx))
 
     def stop(self, plan: EnginePlan, ctx: TargetContext) -> bool:
         try:
@@ -270,6 +310,13 @@ class VllmEngine:
 
     def collect(self, plan: EnginePlan, files: Callable[[], list[Path]], *, stopped: bool) -> tuple[list[Artifact], list[str]]:
         return _collect(plan, files, "vllm")
+
+
+def _refused(errors: list[str]) -> None:
+    """vLLM's ``profile`` returns nothing a client sees: a start the engine plugin refused (or
+    failed in) is reported here, in its words."""
+    if errors:
+        raise TargetError(f"the engine refused the start: {'; '.join(errors)}")
 
 
 def _with_platform(spec: ProfileSpec) -> ProfileSpec:
