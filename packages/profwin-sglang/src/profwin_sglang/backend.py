@@ -10,8 +10,8 @@ from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, shown
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import check_state, plan_for
 from profwin_sglang.server_plugin import V2_ENV, unavailable_here
-from profwin_sglang.targets import SglangEngine, SglangServer, is_engine, profiler_from_env
 from profwin_sglang.structs import build_profile_req
+from profwin_sglang.targets import SglangEngine, SglangServer, is_engine, profiler_from_env
 from profwin_sglang.versions import features, sglang_version
 
 __all__ = ["SglangBackend"]
