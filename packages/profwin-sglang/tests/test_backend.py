@@ -83,3 +83,12 @@ def test_render_without_the_plugin_and_env(tmp_path: Path) -> None:
     assert f"export SGLANG_TORCH_PROFILER_DIR={tmp_path}" in env
     with pytest.raises(ConfigError, match="form"):
         render_plan(SglangBackend().plan(spec), "yaml")
+
+
+def test_plan_for_an_sglang_the_plugin_cannot_hook_offers_no_plugin_request() -> None:
+    """SGLang 0.5.12 (verl's pin) has no module the server plugin hooks: no alternative that
+    needs it, only the stock request, trimmed."""
+    plan = SglangBackend().plan(ProfileSpec(window=Window(20, 80)), version="0.5.12")
+    assert (plan.mechanism, plan.alternative, plan.server_requirement) == ("trim", None, None)
+    assert plan.request is not None
+    assert plan.request["num_steps"] == 81  # 0.5.12's immediate mode records one batch fewer

@@ -22,6 +22,7 @@ from typing import Any, get_args
 from profwin.plugin import (
     ConfigError,
     EnginePlan,
+    EngineVersion,
     ProfileSpec,
     checked,
     engine_flavours,
@@ -31,6 +32,7 @@ from profwin.plugin import (
 )
 from profwin_sglang.options import SglangOptions, options_of
 from profwin_sglang.versions import Features, features
+from profwin_sglang.server_plugin import FIRST_VERSION
 from profwin_sglang.window import ASSUMED_V1, Mode, Plan, plan_window
 
 __all__ = ["activities_for", "check_state", "launch_env", "new_profile_id", "plan_for", "profile_request"]
@@ -277,7 +279,7 @@ def plan_for(
     alternative = None
     if plugin is None and known != "v2" and options.start != "relative":
         chosen = plan_window(spec.window, plugin=False, profiler="v1", token_plugin=False, **planned)  # type: ignore[arg-type]
-        exact = _with_plugin(spec, feats, options)
+        exact = _with_plugin(spec, feats, options) if _hookable(feats) else None
         if exact is not None and (chosen.trims or exact.mode == "tokens"):
             alternative = exact
     else:
@@ -345,6 +347,11 @@ _V2_ONLY = (
     "a server without the plugin never reaches the encoded start_step and records nothing; a stock request would take "
     "a server that runs the v2 profiler down, so none is given"
 )
+
+
+def _hookable(feats: Features) -> bool:
+    """Whether the server plugin can hook an SGLang of these features (unknown: the newest)."""
+    return feats.version is None or feats.version >= EngineVersion.parse(FIRST_VERSION)
 
 
 def _with_plugin(spec: ProfileSpec, feats: Features, options: SglangOptions) -> Plan | None:
