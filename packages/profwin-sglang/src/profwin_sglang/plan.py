@@ -31,8 +31,8 @@ from profwin.plugin import (
     shown,
 )
 from profwin_sglang.options import SglangOptions, options_of
-from profwin_sglang.versions import Features, features
 from profwin_sglang.server_plugin import FIRST_VERSION
+from profwin_sglang.versions import Features, features
 from profwin_sglang.window import ASSUMED_V1, Mode, Plan, plan_window
 
 __all__ = ["activities_for", "check_state", "launch_env", "new_profile_id", "plan_for", "profile_request"]
