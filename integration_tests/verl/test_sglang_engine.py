@@ -27,6 +27,20 @@ pytestmark = [pytest.mark.verl, pytest.mark.sglang, pytest.mark.slow]
 START, END = 3, 8
 
 
+def overlay_site(base: Path, extra: Path, folder: Path) -> Path:
+    """``folder`` holding links to what ``extra``'s environment has and ``base``'s lacks (verl and
+    what it imports beside an SGLang environment): after ``base``'s own packages on the path, so
+    the engine keeps its own transformers and torch."""
+    (base_site,) = (base.parent.parent / "lib").glob("python3.*/site-packages")
+    (extra_site,) = (extra.parent.parent / "lib").glob("python3.*/site-packages")
+    have = {p.name.split("-")[0].lower() for p in base_site.iterdir()}
+    folder.mkdir(parents=True)
+    for entry in extra_site.iterdir():
+        if entry.name.split("-")[0].lower() not in have and not entry.name.endswith(".pth"):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
 def kinds(names: list[str]) -> list[str]:
     return [name.split()[0].removeprefix("step[").rstrip("]") for name in names]
 
@@ -115,9 +129,8 @@ def test_verls_own_sglang_path_on_a_real_tokenizer_manager(
     old = sglang == "0.5.12"
     engine_python = request.getfixturevalue("old_sglang_python" if old else "sglang_python")
     model = request.getfixturevalue("old_tiny_model" if old else "tiny_model")
-    (verl_site,) = (verl_python.parent.parent / "lib").glob("python3.*/site-packages")
     stubs = [SGLANG_TESTS / "stubs", *([OLD_STUBS] if old else [])]
-    env = verl_env(profwin_sites["no_plugin"], verl_site)
+    env = verl_env(profwin_sites["no_plugin"], overlay_site(engine_python, verl_python, tmp_path / "verl-site"))
     env["PYTHONPATH"] = os.pathsep.join([*map(str, stubs), env["PYTHONPATH"]])
     env["HF_HUB_OFFLINE"] = "1"
 
@@ -133,6 +146,7 @@ def test_verls_own_sglang_path_on_a_real_tokenizer_manager(
     ours = run("profwin")
     assert ours["sglang"] == sglang
     assert "start_error" not in ours, ours
+    assert "stop_error" not in ours, ours
     print(json.dumps({"sglang": sglang, "args": ours["args"], "traces": ours["traces"]}))
     (trace,) = ours["traces"].values()
     assert kinds(trace) == ["DECODE"] * (END - START)

@@ -63,7 +63,12 @@ def main(model: str, out: str, side: str, start: int, end: int) -> None:
             report["start_traceback"] = traceback.format_exc()[-2000:]
             return
         engine.generate("w7 w8", params)
-        loop.run_until_complete(server_module.SGLangHttpServer.stop_profile(server))
+        try:
+            loop.run_until_complete(server_module.SGLangHttpServer.stop_profile(server))
+        except Exception as exc:
+            report["stop_error"] = f"{type(exc).__name__}: {exc}"
+            report["stop_traceback"] = traceback.format_exc()[-3000:]
+            return
         traces: dict[str, list[str]] = {}
         for path in sorted(Path(out).rglob("*.trace.json.gz")):
             try:
