@@ -132,6 +132,8 @@ class DemoResult(JsonForm):
     wall_s: float
     artifacts: tuple[Artifact, ...]
     recorded_steps: tuple[int, ...]
+    reason: str | None = None
+    """Why nothing was recorded (the session's :attr:`~profwin.Session.nothing_recorded`); ``None`` when something was."""
 
     @property
     def trace_bytes(self) -> int:
@@ -200,7 +202,12 @@ def run_demo(
     wall = time.perf_counter() - started
     recorded = tuple(k for a in session.artifacts for k in count_step_markers(a.path))
     return DemoResult(
-        label=label, steps_run=session.steps, wall_s=wall, artifacts=tuple(session.artifacts), recorded_steps=recorded
+        label=label,
+        steps_run=session.steps,
+        wall_s=wall,
+        artifacts=tuple(session.artifacts),
+        recorded_steps=recorded,
+        reason=session.nothing_recorded,
     )
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # rendering reads a plan; the CLI's parser needs FORMS withou
     from profwin.engine import EnginePlan
     from profwin.window import Window
 
-__all__ = ["FORMS", "render_plan"]
+__all__ = ["FORMS", "plan_comments", "render_plan"]
 
 FORMS: tuple[str, ...] = ("serve", "python", "env", "json", "curl")
 """``serve``: launch flags; ``python``: launch keywords and the ``start_profile`` call; ``env``:
@@ -34,6 +34,13 @@ def _steps(window: Window | None) -> str:
         return "from the start to the stop"
     last = "the stop" if window.last is None else str(window.last)
     return f"{window.start}..{last} (0-based)"
+
+
+def plan_comments(plan: EnginePlan) -> list[str]:
+    """What ``plan`` records, what it needs where the engine runs (``server_requirement``) and what
+    happens without it (``fallback``), as ``# ...`` lines: every text form of :func:`render_plan`
+    that has room for comments carries them, and ``profwin args`` prints them on stderr."""
+    return _comments(plan)
 
 
 def _comments(plan: EnginePlan) -> list[str]:
