@@ -131,8 +131,9 @@ def _failed(source: str, done: subprocess.CompletedProcess[str]) -> str:
     return f"exit {done.returncode}:\n{source}\n--- stdout\n{done.stdout[-3000:]}\n--- stderr\n{done.stderr[-3000:]}"
 
 
-def _shell(example: Example, script: str) -> subprocess.CompletedProcess[str]:
-    command = ["bash", "-euo", "pipefail", "-c", script]
+def _shell(example: Example, script: str, *, merged: bool = False) -> subprocess.CompletedProcess[str]:
+    """``script`` in bash; ``merged``: stderr into stdout, in the order a terminal shows them."""
+    command = ["bash", "-euo", "pipefail", "-c", f"exec 2>&1\n{script}" if merged else script]
     if _take(example) == "in-checkout":
         return _Checkout().run(command)
     return subprocess.run(command, cwd=_cwd(example), env=_env(), capture_output=True, text=True, timeout=_TIMEOUT)
@@ -145,7 +146,7 @@ def _not_here(example: Example, language: str) -> bool:
     _take(example)
     source = example.parsed
     if language == "python":
-        compile(source, example.path, "exec")
+        _compiled(example)
     elif language in ("bash", "console"):
         if language == "console":
             source = "\n".join(command for command, _ in _commands(source))
@@ -156,12 +157,17 @@ def _not_here(example: Example, language: str) -> bool:
     return True
 
 
+def _compiled(example: Example) -> Any:
+    """The block compiled with the page's line numbers, so a failure names the page's line."""
+    return compile("\n" * example.line + str(example.parsed), example.path, "exec")
+
+
 def run_python(example: Example) -> None:
     if _not_here(example, "python"):
         return
     if _take(example) == "in-checkout":
         raise ValueError("in-checkout is for shell blocks")
-    code = compile(example.parsed, f"{example.path}:{example.line}", "exec")
+    code = _compiled(example)
     previous = os.getcwd()
     os.chdir(_cwd(example))
     try:
@@ -227,7 +233,7 @@ def run_console(example: Example) -> None:
         return
     pairs = _commands(example.parsed)
     script = "\n".join(f"{command}\nprintf '\\n{_MARK}\\n'" for command, _ in pairs)
-    done = _shell(example, script)
+    done = _shell(example, script, merged=True)
     assert done.returncode == 0, _failed(example.parsed, done)
     outputs = done.stdout.split(f"\n{_MARK}\n")
     for (command, shown), got in zip(pairs, outputs, strict=False):
@@ -270,6 +276,11 @@ PARSERS = [
     *(CodeBlockParser(language, check_data(language)) for language in DATA_LANGUAGES),
 ]
 
+# Pages whose blocks are not collected yet, each with why (test_docs.py counts them apart).
+NOT_YET = {
+    "docs/backends/sglang.md": "rewritten by issue 38 (the SGLang request a stock server honours); its blocks join with their directives when it lands",
+}
+
 PAGES = ["README.md", *(str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.md")))]
 
 
@@ -279,7 +290,7 @@ def sybil() -> Sybil:
         parsers=PARSERS,
         path=str(ROOT),
         patterns=["README.md", "docs/*.md", "docs/*/*.md"],
-        excludes=["packages/*/*.md", "integration_tests/*/*.md", "benchmarks/*.md", "benchmarks/*/*.md"],
+        excludes=["packages/*/*.md", "integration_tests/*/*.md", "benchmarks/*.md", "benchmarks/*/*.md", *NOT_YET],
         setup=_setup,
         teardown=_teardown,
         name="docs",
