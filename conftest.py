@@ -64,7 +64,8 @@ def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Coll
         return None
     if not _DOCS:
         spec = importlib.util.spec_from_file_location("profwin_doc_blocks", ROOT / "integration_tests" / "doc_blocks.py")
-        assert spec is not None and spec.loader is not None
+        assert spec is not None
+        assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)

@@ -239,7 +239,9 @@ def run_console(example: Example) -> None:
     for (command, shown), got in zip(pairs, outputs, strict=False):
         if shown:
             lines = _trimmed(got.splitlines())
-            assert _matches(shown, lines), f"$ {command}\nthe page shows:\n" + "\n".join(shown) + "\nit printed:\n" + "\n".join(lines)
+            assert _matches(shown, lines), (
+                f"$ {command}\nthe page shows:\n" + "\n".join(shown) + "\nit printed:\n" + "\n".join(lines)
+            )
 
 
 def _parse_data(language: str, source: str) -> Any:
