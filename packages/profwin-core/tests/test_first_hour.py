@@ -200,3 +200,39 @@ def test_stop_says_on_one_line_why_nothing_was_recorded(toy_site: Path, engine, 
     (line,) = [x for x in err.splitlines() if x.startswith("profwin: nothing was recorded on")]
     assert line.startswith(f"profwin: nothing was recorded on {engine.url}: ")
     assert "warning" not in err
+
+
+def test_validate_exits_2_for_a_file_it_cannot_read_and_1_for_a_wrong_spec(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["validate", str(tmp_path / "missing.yaml")]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"profwin: error: cannot read spec file '{tmp_path / 'missing.yaml'}': No such file or directory\n"
+    )
+    (tmp_path / "bad.yaml").write_text('window: "9:3"\n')
+    assert main(["validate", str(tmp_path / "bad.yaml")]) == 1
+
+
+_STARTUP = """
+import sys, time, torch, profwin
+spec = profwin.ProfileSpec(window=profwin.Window(0, 2), output_dir=sys.argv[1])
+started = time.process_time()
+with profwin.Session(spec) as session:
+    opened = time.process_time() - started
+    for _ in range(3):
+        torch.randn(8, 8).matmul(torch.randn(8, 8))
+        session.step()
+print(len(session.artifacts), "torch._dynamo" in sys.modules, "torch._inductor" in sys.modules, "_inductor" in torch._lazy_modules, opened)
+"""
+
+
+@pytest.mark.torch
+def test_the_first_window_does_not_import_inductor(tmp_path: Path) -> None:
+    """torch's prepare_trace() imports torch._inductor and torch._dynamo through hasattr (3 CPU s
+    on a 2-core machine); profwin's driver records the same window without them."""
+    done = subprocess.run([sys.executable, "-c", _STARTUP, str(tmp_path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    files, dynamo, inductor, lazy_again, opened = done.stdout.split()
+    assert (files, dynamo, inductor, lazy_again) == ("1", "False", "False", "True")
+    assert float(opened) < 1.0  # CPU seconds to open the first window; torch's own way takes about 3

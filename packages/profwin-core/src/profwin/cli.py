@@ -19,7 +19,7 @@ from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json,
 from profwin.discovery import backend as load_backend
 from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
 from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
@@ -141,6 +141,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
+    except UnreadableInput:  # not a "no" about the spec: there is no spec to judge (exit 2, cli.md)
+        raise
     except ProfilingDisabled as exc:  # a valid config (e.g. verl's) that profiles nothing
         if args.json:
             _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})

@@ -25,7 +25,7 @@ from profwin.provenance import KEY as PROVENANCE_KEY
 from profwin.provenance import new_session_id, profwin_version
 from profwin.session import Session
 from profwin.spec import ProfileSpec
-from profwin.torch_driver import STEP_MARKER, import_torch
+from profwin.torch_driver import STEP_MARKER, import_torch, inductor_left_alone
 from profwin.window import Window
 
 __all__ = ["DemoResult", "TinyDecoder", "count_step_markers", "run_demo", "run_full_trace", "warm_up_profiler"]
@@ -171,13 +171,16 @@ class _Progress:
 
 
 def warm_up_profiler() -> None:
-    """Pay torch.profiler's one-time per-process initialisation (about 1 s on a 2-core CPU) now,
-    so that timed runs compared side by side all measure the steady state."""
-    import_torch()
+    """Pay torch.profiler's one-time per-process initialisation (Kineto's, a few ms on CPU: torch's
+    import of inductor is avoided, :func:`~profwin.torch_driver.inductor_left_alone`) now, so
+    that timed runs compared side by side all measure the steady state."""
+    torch = import_torch()
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]):
-        pass
+    prof = profile(activities=[ProfilerActivity.CPU])
+    with inductor_left_alone(torch):
+        prof.start()
+    prof.stop()
 
 
 def run_demo(
@@ -226,7 +229,10 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
     spec.prepare_output_dir()
     path = spec.output_dir / f"{spec.prefix}_full_{steps}steps.pt.trace.json.gz"
     started = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=spec.shapes, with_stack=spec.stack) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], record_shapes=spec.shapes, with_stack=spec.stack)
+    with inductor_left_alone(torch):
+        prof.start()
+    try:
 
         def on_step(i: int) -> None:
             if report is not None:
@@ -237,6 +243,8 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
                   "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": 0,
                   "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         prof.add_metadata_json(PROVENANCE_KEY, json.dumps(origin))
+    finally:
+        prof.stop()
     prof.export_chrome_trace(str(path))
     wall = time.perf_counter() - started
     artifact = Artifact(

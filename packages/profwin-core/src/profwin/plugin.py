@@ -224,7 +224,7 @@ def _renamed(name: str) -> Any:
         raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")
     warnings.warn(
         "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
-        "the old name goes away in profwin-core 0.3",
+        "the old name goes away in profwin-core 0.2",
         DeprecationWarning,
         stacklevel=3,
     )

@@ -52,7 +52,7 @@ def __getattr__(name: str) -> Any:
     ``parse_options`` is the one options reader)."""
     if name == "parse_options":
         warn(
-            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.3",
+            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.2",
             DeprecationWarning,
             stacklevel=2,
         )
