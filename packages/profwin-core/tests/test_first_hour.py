@@ -236,3 +236,18 @@ def test_the_first_window_does_not_import_inductor(tmp_path: Path) -> None:
     files, dynamo, inductor, lazy_again, opened = done.stdout.split()
     assert (files, dynamo, inductor, lazy_again) == ("1", "False", "False", "True")
     assert float(opened) < 1.0  # CPU seconds to open the first window; torch's own way takes about 3
+
+
+def test_a_checked_functions_warning_points_at_its_caller() -> None:
+    from profwin.plugin import checked, warn
+
+    @checked
+    def enable(spec: str) -> None:
+        warn(f"left alone: {spec}", RuntimeWarning, stacklevel=2)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        here = sys._getframe().f_lineno + 1
+        enable("2:6")
+    (w,) = caught
+    assert (w.filename, w.lineno) == (__file__, here)

@@ -317,8 +317,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     # Refusals first, before the slow imports (torch takes seconds): an output path that is not a
     # writable folder (an existing file, say) is refused here, not after the model is built.
     spec.prepare_output_dir()
-    say = (lambda text: print(f"profwin demo: {text}", file=sys.stderr, flush=True)) if not args.quiet else (lambda text: None)
-    say(f"profiling window {spec.window} of {args.steps} decode steps of a tiny CPU decoder; loading torch (a few seconds)…")
+    if not args.quiet:
+        print(
+            f"profwin demo: profiling window {spec.window} of {args.steps} decode steps of a tiny CPU decoder; "
+            "loading torch (a few seconds)…",
+            file=sys.stderr,
+            flush=True,
+        )
     from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
     model = TinyDecoder()
