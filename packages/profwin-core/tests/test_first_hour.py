@@ -189,17 +189,31 @@ def test_the_reason_for_no_trace_is_the_most_certain_one() -> None:
     assert "never reached" in str(nothing_recorded(plan, [], written=0, ran=None))
 
 
-def test_stop_says_on_one_line_why_nothing_was_recorded(toy_site: Path, engine, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
-    out_dir = str(engine.trace_dir)
-    assert main(["start", "--engine", "toy", "--url", engine.url, "--window", "5:9", "--out", out_dir]) == 0
-    engine.generate(3)
-    capsys.readouterr()
-    code = main(["stop", "--engine", "toy", "--url", engine.url, "--window", "5:9", "--out", out_dir])
-    _out, err = capsys.readouterr()
-    assert code == 1
-    (line,) = [x for x in err.splitlines() if x.startswith("profwin: nothing was recorded on")]
-    assert line.startswith(f"profwin: nothing was recorded on {engine.url}: ")
-    assert "warning" not in err
+def test_stop_says_on_one_line_why_nothing_was_recorded(
+    toy_site: Path,
+    engine,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """toyserve writes its traces where it was launched to (engine.trace_dir); profwin is told
+    another folder, so it finds none there: the stop says so on one line, in text and JSON."""
+    elsewhere = tmp_path / "elsewhere"
+    for as_json in (False, True):
+        assert main(["start", "--engine", "toy", "--url", engine.url, "--window", "2:5", "--out", str(elsewhere)]) == 0
+        engine.generate(8)
+        capsys.readouterr()
+        code = main(
+            ["stop", "--engine", "toy", "--url", engine.url, "--window", "2:5", "--out", str(elsewhere)] + ["--json"] * as_json
+        )
+        out, err = capsys.readouterr()
+        assert code == 1
+        reason = f"no trace was written for window 2:5: it was never reached (the engine ran fewer than 3 step(s) in this session), or the engine writes elsewhere than {elsewhere}"
+        if as_json:
+            (result,) = json.loads(out)
+            assert result["details"]["nothing_recorded"] == reason
+        else:
+            assert err.splitlines() == [f"profwin: nothing was recorded on {engine.url}: {reason}"]
+    assert len(list(engine.trace_dir.glob("*.trace.json"))) == 2  # the engine did write, elsewhere
 
 
 def test_validate_exits_2_for_a_file_it_cannot_read_and_1_for_a_wrong_spec(
