@@ -381,16 +381,23 @@ _CHECKER_CODE = _wrap(lambda: None, {}).__code__
 """The code of every :func:`checked` wrapper (one nested function, so one code object)."""
 
 
+@checked
 def warn(message: str, category: type[Warning] = UserWarning, *, stacklevel: int = 1) -> None:
     """``warnings.warn(message, category, stacklevel=stacklevel)``, with ``stacklevel`` counted as
     the code calling this sees its callers: the frames of :func:`checked`'s wrappers are not
     counted, so a warning from a checked function points at the line that called it (the user's),
     never at this module. The way profwin and its plugins warn with a ``stacklevel``."""
-    frame = sys._getframe(1)
-    level, left = 1, max(stacklevel, 1) - 1
-    while frame.f_back is not None and (left or frame.f_code is _CHECKER_CODE):
-        frame = frame.f_back
-        level += 1
-        if frame.f_code is not _CHECKER_CODE:
-            left -= 1
+    frame, level = sys._getframe(1), 1
+
+    def past_checkers() -> None:
+        nonlocal frame, level
+        while frame.f_code is _CHECKER_CODE and frame.f_back is not None:
+            frame, level = frame.f_back, level + 1
+
+    past_checkers()  # this function's own checker
+    for _ in range(max(stacklevel, 1) - 1):
+        if frame.f_back is None:
+            break
+        frame, level = frame.f_back, level + 1
+        past_checkers()
     warnings.warn(message, category, stacklevel=level + 1)
