@@ -20,15 +20,19 @@ example backend's toy engine). What an engine itself answers is tested against t
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
+ROOT = Path(__file__).parent
 HARDWARE_MARKERS = ("cuda", "npu")
 # The integration folders whose tests start real engines, longest unit first (pytest --durations):
 # vllm/ is one unit (its servers are session fixtures), the sglang/ and verl/ files come next.
@@ -46,6 +50,33 @@ def _group(nodeid: str) -> tuple[int, str]:
         rank = ENGINE_FOLDERS.index(parts[1]) if parts[1] in ENGINE_FOLDERS else len(ENGINE_FOLDERS)
         return rank, path if parts[1] in FILE_GROUPS else "/".join(parts[:2])
     return len(ENGINE_FOLDERS) + 1, path
+
+
+_DOCS: list[Any] = []
+
+
+def pytest_collect_file(file_path: Any, parent: pytest.Collector) -> pytest.Collector | None:
+    """README.md and the pages under docs/: their fenced blocks are tests
+    (``integration_tests/doc_blocks.py``, through Sybil). Imported only for those files, so a
+    package's own tests run without Sybil installed."""
+    path = Path(file_path)
+    if path.suffix != ".md" or not (path == ROOT / "README.md" or ROOT / "docs" in path.parents):
+        return None
+    if not _DOCS:
+        if importlib.util.find_spec("sybil") is None:
+            # A package's own environment (ci.yml syncs one package and its own test group) has no
+            # Sybil; pytest 8 offers the root's files to this hook whatever the paths asked for.
+            # The workspace's environment (the root's test group) always has it.
+            return None
+        spec = importlib.util.spec_from_file_location("profwin_doc_blocks", ROOT / "integration_tests" / "doc_blocks.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        _DOCS.append(module.sybil().pytest())
+    collected: pytest.Collector | None = _DOCS[0](file_path, parent)
+    return collected
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -80,23 +80,13 @@ def _requirement_name(req: str) -> str:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every package built on its own, the way release.yml builds one."""
+    """Every package built on its own, the way release.yml builds one, by the one command the docs
+    give for it (scripts/build_dists.sh: every distribution, profwin-ray included, into one folder)."""
     out = tmp_path_factory.mktemp("dist")
-    builds = {
-        name: subprocess.Popen(
-            ["uv", "build", "--quiet", str(ROOT / "packages" / name), "--no-sources", "--out-dir", str(out / name)],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        for name in PACKAGES
-    }
-    for name, build in builds.items():
-        log, _ = build.communicate()
-        assert build.returncode == 0, f"uv build --package {name} failed:\n{log}"
-        for artifact in (out / name).iterdir():
-            artifact.rename(out / artifact.name)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "build_dists.sh"), str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, f"scripts/build_dists.sh failed:\n{done.stdout}\n{done.stderr}"
+    built = {p.name for p in out.iterdir()}
+    assert len([n for n in built if n.endswith(".whl")]) == len(PACKAGES), sorted(built)
     return out
 
 
@@ -542,3 +532,57 @@ def test_the_umbrellas_ray_extra_is_profwin_ray(ray_venv: Venv) -> None:
     assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, RAY}
     assert versions["ray"] == RAY_VERSION
     assert ray_venv.plugins()["ray"]["status"] == "ok"
+
+
+# -- what the docs tell users to type ------------------------------------------------------------
+
+# The one install line of the docs (integration_tests/test_docs.py holds every page to it).
+DOC_INSTALL = re.compile(r'pip install --find-links dist/ "profwin\[([a-z,]+)\]"')
+
+
+def documented_extras() -> list[str]:
+    """Every ``profwin[...]`` the README and docs/ tell users to install, as written."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return sorted({m.group(1) for page in pages for m in DOC_INSTALL.finditer(page.read_text())})
+
+
+def _closure(extras: str) -> set[str]:
+    """The profwin distributions ``profwin[extras]`` installs (from the built metadata)."""
+    wanted, todo = {UMBRELLA, CORE}, [(UMBRELLA, e) for e in extras.split(",")]
+    while todo:
+        name, extra = todo.pop()
+        for req in PACKAGES[name].get("optional-dependencies", {}).get(extra, []):
+            dep = _requirement_name(req)
+            inner = re.search(r"\[([a-z,]+)\]", req)
+            if dep == UMBRELLA and inner:
+                todo += [(UMBRELLA, e) for e in inner.group(1).split(",")]
+            elif dep.startswith("profwin") and dep not in wanted:
+                wanted.add(dep)
+                todo += [(dep, "")]
+        for req in PACKAGES[name].get("dependencies", []) if name != UMBRELLA else []:
+            if _requirement_name(req).startswith("profwin"):
+                wanted.add(_requirement_name(req))
+    return wanted
+
+
+def test_the_docs_name_extras() -> None:
+    assert {"vllm", "all"} <= set(documented_extras()), documented_extras()
+
+
+@pytest.mark.parametrize("extras", documented_extras())
+def test_each_documented_install_line_works_in_a_fresh_venv(extras: str, dist: Path, tmp_path: Path) -> None:
+    """``pip install --find-links dist/ "profwin[EXTRAS]"`` as the docs write it, after
+    scripts/build_dists.sh, in a fresh venv: it installs, brings the distributions the extras
+    name, and ``profwin plugins`` lists their plugins."""
+    venv = Venv(tmp_path / "venv", dist)
+    expected = _closure(extras)
+    needs_ray = RAY in expected
+    if needs_ray:  # ray's wheel is hundreds of MB: uv links it from the cache the Ray environment's build filled
+        built_python(ROOT / "integration_tests" / "ray" / "build_env.sh", label=f"Ray {RAY_VERSION}")
+        with venv.constraints.open("a") as f:
+            f.write(f"ray=={RAY_VERSION}\n")
+    venv.install(f"profwin[{extras}]", uv=needs_ray)
+    versions = venv.distributions()
+    assert {d for d in versions if d.startswith("profwin")} == expected, extras
+    plugins = venv.plugins()
+    _assert_listed(plugins, _declared_plugins(*sorted(expected - {UMBRELLA})), versions)

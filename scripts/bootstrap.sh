@@ -17,9 +17,13 @@ if .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     exit 0
 fi
 find_links="${PIP_FIND_LINKS:-$(python3 -m pip config get global.find-links 2>/dev/null || true)}"
-if [ -n "$find_links" ]; then
+# The find-links folder holds a build for one Python (3.11 on the build machines): on another Python
+# (the 3.10 floor, say) that install fails, and the PyTorch CPU index is asked instead.
+if [ -n "$find_links" ] && {
     echo "bootstrap: installing ${PROFWIN_TORCH:-torch==2.13.0+cpu} from $find_links" >&2
     uv pip install --quiet --no-config --python .venv/bin/python --find-links "$find_links" "${PROFWIN_TORCH:-torch==2.13.0+cpu}" numpy
+}; then
+    :
 else
     echo "bootstrap: installing ${PROFWIN_TORCH:-torch} from the PyTorch CPU index" >&2
     uv pip install --quiet --no-config --python .venv/bin/python --index-url https://download.pytorch.org/whl/cpu \

@@ -39,3 +39,24 @@ echo "== pytest" >&2
 # engine folder's tests run together in one worker (the root conftest.py's scheduler), so the
 # engines of different folders start and wait concurrently.
 uv run --no-sync pytest -n auto "$@"
+
+echo "== the Python floor (requires-python >= 3.10): core's window, spec, input and trace-tool tests on 3.10" >&2
+# The whole workspace synced for the lowest Python the metadata allows, in its own environment.
+# Without torch: the build machines hold a CPU torch for Python 3.11 only (ci.yml's package matrix
+# runs every package's tests, torch included, on 3.10 with the PyTorch CPU index).
+floor_python="$(uv python find 3.10 2>/dev/null || true)"
+if [ -z "$floor_python" ]; then
+    floor_python="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.10*/bin/python3.10 2>/dev/null | tail -n 1 || true)"
+fi
+if [ -z "$floor_python" ]; then
+    echo "no Python 3.10 on this machine: the floor is tested by ci.yml only" >&2
+else
+    floor_env="${PROFWIN_CACHE:-$HOME/.cache/profwin}/venvs/floor-3.10"
+    UV_PROJECT_ENVIRONMENT="$floor_env" uv sync --locked --quiet --python "$floor_python"
+    tests=packages/profwin-core/tests
+    "$floor_env/bin/python" -m pytest -n auto -p no:cacheprovider -m "not torch" \
+        "$tests/test_window.py" "$tests/test_spec_config.py" "$tests/test_inputs.py" "$tests/test_arguments.py" \
+        "$tests/test_json_form.py" "$tests/test_rollouts.py" "$tests/test_http.py" "$tests/test_traces_synthetic.py" \
+        "$tests/test_traces_bounds.py" "$tests/test_traces_markers.py" "$tests/test_traces_errors.py" \
+        "$tests/test_traces_fast_path.py" "$tests/test_traces_progress.py"
+fi

@@ -76,8 +76,8 @@ def test_size_bound_reads_only_bound_plus_one_bytes(tmp_path: Path) -> None:
 
 def test_dev_zero_fails_fast_in_the_cli() -> None:
     done = subprocess.run([sys.executable, "-m", "profwin", "validate", "/dev/zero"], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 1
-    assert "cannot read spec file '/dev/zero': it is a character device" in done.stderr
+    assert done.returncode == 2  # an unreadable file is an error (cli.md), not a spec found wrong (1)
+    assert "profwin: error: cannot read spec file '/dev/zero': it is a character device" in done.stderr
     assert MAX_SPEC_BYTES  # the size bound is for regular files; a device is refused before any read
 
 

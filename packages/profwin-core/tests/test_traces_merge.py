@@ -93,3 +93,29 @@ def test_cli_merge_json(rank_dir: Path, tmp_path: Path, capsys: pytest.CaptureFi
     assert data["aligned_step"] == 1
     assert [t["label"].split(":")[0] for t in data["traces"]] == ["rank 0", "rank 1"]
     assert data["events"] == len(json.loads(out.read_text())["traceEvents"])  # not gzip: its name says .json
+
+
+def test_a_long_windows_parts_are_merged_as_one_trace_per_rank(tmp_path: Path) -> None:
+    """Parts of one window (profwin.parts) are read as one, as every trace tool reads them: one
+    process per rank, every step of the window in it, named by its parts."""
+    import torch
+
+    import profwin
+
+    for rank in (0, 1):
+        spec = profwin.ProfileSpec(window=profwin.Window(0, 12), output_dir=tmp_path / "parts", ranks="all", part_steps=4)
+        with profwin.Session(spec, rank=rank) as session:
+            for _ in range(14):
+                torch.randn(16, 16).matmul(torch.randn(16, 16))
+                session.step()
+    assert len(list((tmp_path / "parts").glob("*_part*"))) == 6
+    result = merge([tmp_path / "parts"], tmp_path / "all.json.gz")
+    assert [(t.rank, t.steps) for t in result.traces] == [(0, "0:12"), (1, "0:12")]
+    assert all("and 2 more part(s) of its window" in t.label for t in result.traces)
+    assert not list(tmp_path.glob(".profwin-merge-*"))  # the joined parts were scratch files
+    merged = summarize(tmp_path / "all.json.gz")
+    assert [s.number for s in merged.steps] == list(range(12))
+    (note,) = [n for n in merged.notes if "merges 2 traces" in n]
+    assert "a step spans all of them" in note
+    alone = summarize(result.traces[0].path)  # one part alone: no such note
+    assert not any("merges" in n for n in alone.notes)

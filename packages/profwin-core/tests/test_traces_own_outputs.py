@@ -168,8 +168,8 @@ def test_a_window_never_reached_is_one_line_and_fails(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout == ""
     assert done.stderr == (
-        "profwin: window 20:40 was never reached: the demo ran 5 step(s), nothing was recorded; "
-        "run at least 21 steps (--steps) or choose a window inside them (--window)\n"
+        "profwin: nothing was recorded: window 20:40 was never reached: the session ran 5 step(s) (the last was step 4), "
+        "and recording starts at step 20; run at least 21 steps (--steps) or choose a window inside them (--window)\n"
     )
 
 

@@ -44,11 +44,14 @@ def test_plan_for_a_given_version() -> None:
 
 def test_cli_args_prints_the_llm_keyword(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = profwin_main(["args", "vllm", "--window", "2:5", "--for", "llm", "--engine-version", "0.32.0", "--out", str(tmp_path)])
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 0
+    # stdout holds only what to paste; what it records and the call per session are said on stderr.
     assert out.startswith("profiler_config={'profiler': 'torch', 'torch_profiler_dir': " + repr(str(tmp_path)))
     assert "'delay_iterations': 3, 'max_iterations': 3" in out
-    assert "engine.start_profile(profile_prefix='profwin', delay_iterations=3, max_iterations=3)" in out
+    assert len(out.splitlines()) == 1
+    assert "engine.start_profile(profile_prefix='profwin', delay_iterations=3, max_iterations=3)" in err
+    assert "records engine steps 2..4 (0-based)" in err
 
 
 def test_cli_args_json_is_the_plan(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ docs/architecture.md lays out the modules behind both and the layers they sit in
 
 Names that used to be exported here and now live on one of those surfaces (``PluginSpec``,
 ``run_cli``, ``StepMarker``, ...) still import from here, with a DeprecationWarning naming the
-new home; they go away in profwin-core 0.3.
+new home. They moved during 0.1's development, before any release, and go away in
+profwin-core 0.2.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def _moved(name: str) -> Any:
     if home is None:
         raise AttributeError(f"module 'profwin' has no attribute {name!r}")
     warnings.warn(
-        f"profwin.{name} moved: import it from {home} (the old name goes away in profwin-core 0.3)",
+        f"profwin.{name} moved: import it from {home} (the old name goes away in profwin-core 0.2)",
         DeprecationWarning,
         stacklevel=3,
     )

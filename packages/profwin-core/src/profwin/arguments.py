@@ -39,13 +39,14 @@ import os
 import sys
 import types
 import typing
+import warnings
 from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any, TypeVar
 
 from profwin.errors import ConfigError, shown
 
-__all__ = ["MAX_DEPTH", "check_arguments", "check_nesting", "check_path", "checked"]
+__all__ = ["MAX_DEPTH", "check_arguments", "check_nesting", "check_path", "checked", "warn"]
 
 MAX_DEPTH = 100
 """Deepest nesting of dicts, lists, tuples and sets profwin takes, in an argument or a spec document."""
@@ -374,3 +375,29 @@ def _describe(hint: Any) -> str:
     if inspect.isclass(hint):
         return hint.__name__
     return str(hint).replace("typing.", "")
+
+
+_CHECKER_CODE = _wrap(lambda: None, {}).__code__
+"""The code of every :func:`checked` wrapper (one nested function, so one code object)."""
+
+
+@checked
+def warn(message: str, category: type[Warning] = UserWarning, *, stacklevel: int = 1) -> None:
+    """``warnings.warn(message, category, stacklevel=stacklevel)``, with ``stacklevel`` counted as
+    the code calling this sees its callers: the frames of :func:`checked`'s wrappers are not
+    counted, so a warning from a checked function points at the line that called it (the user's),
+    never at this module. The way profwin and its plugins warn with a ``stacklevel``."""
+    frame, level = sys._getframe(1), 1
+
+    def past_checkers() -> None:
+        nonlocal frame, level
+        while frame.f_code is _CHECKER_CODE and frame.f_back is not None:
+            frame, level = frame.f_back, level + 1
+
+    past_checkers()  # this function's own checker
+    for _ in range(max(stacklevel, 1) - 1):
+        if frame.f_back is None:
+            break
+        frame, level = frame.f_back, level + 1
+        past_checkers()
+    warnings.warn(message, category, stacklevel=level + 1)

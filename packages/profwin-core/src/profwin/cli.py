@@ -19,7 +19,7 @@ from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json,
 from profwin.discovery import backend as load_backend
 from profwin.discovery import cluster, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning, shown
 from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
 from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
@@ -43,9 +43,18 @@ def _window_arg(text: str) -> Window:
 
 
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
-    from profwin.config import load_spec  # here: the trace commands read no spec
-
-    spec = load_spec(args.spec) if getattr(args, "spec", None) else ProfileSpec()
+    """The spec a command runs with, by one rule for every command: a value given on the command
+    line (``--window``, ``--out``, ``--prefix``) overrides the spec file (``--spec``, ``--at``); the
+    command's own default (the demo's ``--window 20:80``) applies only when neither gives one."""
+    if getattr(args, "spec", None):
+        spec = _load_spec_file(args.spec, getattr(args, "at", None))
+    else:
+        if getattr(args, "at", None):
+            raise ConfigError("selects a block of the spec file: give the file with --spec", path="--at")
+        spec = ProfileSpec()
+        default = getattr(args, "window_default", None)
+        if default is not None and getattr(args, "window", None) is None:
+            spec = spec.replace(window=default)
     changes: dict[str, Any] = {}
     if getattr(args, "window", None) is not None:
         changes["window"] = args.window
@@ -54,6 +63,18 @@ def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
     if getattr(args, "prefix", None):
         changes["prefix"] = args.prefix
     return spec.replace(**changes) if changes else spec
+
+
+def _load_spec_file(path: str, at: str | None) -> ProfileSpec:
+    """``load_spec(path, at=at)``, with an error about ``at`` worded for the command line (``--at``)."""
+    from profwin.config import load_spec
+
+    try:
+        return load_spec(path, at=at)
+    except ConfigError as exc:
+        if exc.path == "at" and not exc.errors:
+            raise ConfigError(exc.reason.replace("with at=", "with --at"), path="--at") from None
+        raise
 
 
 _ENGINE_VERSION_HELP = "[ENGINE=]VERSION, e.g. vllm=0.32.0 or 0.32.0"
@@ -114,14 +135,14 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from profwin.config import load_spec
-
     notes: list[str] = []
     try:
-        spec = load_spec(args.file, at=args.at)
+        spec = _load_spec_file(args.file, args.at)
         plugin_errors, notes = validate_options(spec)
         if plugin_errors:
             raise ConfigError.combine(plugin_errors)
+    except UnreadableInput:  # not a "no" about the spec: there is no spec to judge (exit 2, cli.md)
+        raise
     except ProfilingDisabled as exc:  # a valid config (e.g. verl's) that profiles nothing
         if args.json:
             _print_json({"file": args.file, "valid": True, "enabled": False, "reason": exc.reason})
@@ -239,13 +260,19 @@ def _cmd_args(args: argparse.Namespace) -> int:
     engine = load_backend(args.engine)
     version = _version_for(args.engine, args.engine_version)
     plan = _planned(args.engine, lambda: engine.plan(spec, version=version))
-    if args.json:
+    if args.json:  # the condition is in the plan's fields: server_requirement, fallback
         _print_json(plan.to_dict())
         return 0
-    form = args.form or engine.default_form
-    print(render_plan(plan, form))
-    if form in ("json", "http"):  # a bare request: what it records and needs goes beside it, on stderr
-        print("\n".join(plan_comments(plan)), file=sys.stderr)
+    # stdout holds only what to paste (flags, keywords, exports, a request); what it records, what
+    # it needs where the engine runs and what happens without that are said on stderr.
+    text = render_plan(plan, args.form or engine.default_form)
+    paste = [line for line in text.splitlines() if not line.startswith("#")]
+    said = plan_comments(plan)
+    said += [line for line in text.splitlines() if line.startswith("#") and line not in said]
+    if paste:
+        print("\n".join(paste))
+    for line in said:
+        print(line, file=sys.stderr)
     return 0
 
 
@@ -258,12 +285,21 @@ def _remote(args: argparse.Namespace, action: str) -> int:
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None
     version = _version_for(args.engine, args.engine_version)
     options = {"version": version, "api_key": api_key, "timeout": args.timeout}
-    if args.router:
-        on_router = start_router if action == "start" else stop_router
-        results = on_router(args.engine, args.router, spec, **options)
-    else:
-        on_urls = start_remote if action == "start" else stop_remote
-        results = on_urls(args.engine, args.url, spec, **options)
+    with warnings.catch_warnings():
+        if action == "stop":
+            # The lines printed below say what each engine recorded, and why nothing where
+            # nothing: a WindowWarning would print the same news a second time.
+            warnings.simplefilter("ignore", WindowWarning)
+        if args.router:
+            on_router = start_router if action == "start" else stop_router
+            results = on_router(args.engine, args.router, spec, **options)
+        else:
+            on_urls = start_remote if action == "start" else stop_remote
+            results = on_urls(args.engine, args.url, spec, **options)
+    return _report_remote(args, action, spec, results)
+
+
+def _report_remote(args: argparse.Namespace, action: str, spec: ProfileSpec, results: list[Any]) -> int:
     traces = [a for r in results for a in r.artifacts if a.kind == "trace"]
     if args.json:
         _print_json([r.to_dict() for r in results])
@@ -278,50 +314,62 @@ def _remote(args: argparse.Namespace, action: str) -> int:
                 print(f"  {a.path} ({a.bytes:,} bytes, steps {a.steps if a.steps is not None else '?'})")
         if traces:
             print(how_to_view([a.path for a in traces]))
+    if action == "stop" and not args.json:
+        # One line per engine that brought back no trace, with the reason profwin knows.
+        for r in results:
+            if not any(a.kind == "trace" for a in r.artifacts) and r.details.get("nothing_recorded"):
+                print(f"profwin: nothing was recorded on {r.target}: {r.details['nothing_recorded']}", file=sys.stderr)
     skipped = [r for r in results if not r.ok and r.details.get("skipped")]
     if len(skipped) == len(results) or not all(r.ok for r in results if r not in skipped):
         return 1
     if action == "stop" and not traces:
         # Nothing was recorded (the window was never reached, say): not a success to scripts.
-        print(f"profwin: nothing was recorded: no trace was collected for window {spec.window}", file=sys.stderr)
+        if not any(r.details.get("nothing_recorded") for r in results) and not args.json:
+            print(f"profwin: nothing was recorded: no trace was collected for window {spec.window}", file=sys.stderr)
         return 1
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    spec = _spec_from_args(args)
+    # Refusals first, before the slow imports (torch takes seconds): an output path that is not a
+    # writable folder (an existing file, say) is refused here, not after the model is built.
+    spec.prepare_output_dir()
+    if not args.quiet:
+        print(
+            f"profwin demo: profiling window {spec.window} of {args.steps} decode steps of a tiny CPU decoder; "
+            "loading torch (a few seconds)…",
+            file=sys.stderr,
+            flush=True,
+        )
     from profwin.demo import TinyDecoder, run_demo, run_full_trace, warm_up_profiler
 
-    spec = _spec_from_args(args)
     model = TinyDecoder()
     if args.compare_full:
         warm_up_profiler()
     with warnings.catch_warnings():
-        # The demo reports a window it did not reach in its own words, below: one line, not two.
-        if spec.window.clip(args.steps) is None:
-            warnings.simplefilter("ignore", WindowWarning)
+        # The demo reports a window it did not reach (or did not record) in its own words, below: one line, not two.
+        warnings.simplefilter("ignore", WindowWarning)
         windowed = run_demo(spec, steps=args.steps, progress=not args.quiet, model=model)
     results = [windowed]
-    if args.json and spec.window.clip(args.steps) is None:
-        _print_json([windowed.to_dict()])
-        return 1
-    if args.compare_full:
+    if args.compare_full and windowed.reason is None:
         results.append(run_full_trace(spec, steps=args.steps, progress=not args.quiet, model=model))
+    expected = spec.window.clip(args.steps)
     if args.json:
         _print_json([r.to_dict() for r in results])
-        return 0
+        return 0 if windowed.reason is None and expected is not None and len(windowed.recorded_steps) == expected.length else 1
     w = windowed
-    expected = spec.window.clip(args.steps)
-    if expected is None:
-        print(
-            f"profwin: window {spec.window} was never reached: the demo ran {args.steps} step(s), nothing was recorded; "
-            f"run at least {spec.window.start + 1} steps (--steps) or choose a window inside them (--window)",
-            file=sys.stderr,
-        )
+    if w.reason is not None:
+        hint = ""
+        if expected is None:
+            hint = f"; run at least {spec.window.start + 1} steps (--steps) or choose a window inside them (--window)"
+        print(f"profwin: nothing was recorded: {w.reason}{hint}", file=sys.stderr)
         return 1
+    assert expected is not None  # a window clipped to nothing records nothing, said above
     print(f"steps run:       {w.steps_run}")
     print(f"window:          {spec.window}")
     print(
-        f"steps recorded:  {len(w.recorded_steps)} (expected {expected.length if expected else 0}; "
+        f"steps recorded:  {len(w.recorded_steps)} (expected {expected.length}; "
         f"markers {w.recorded_steps[0] if w.recorded_steps else '-'}..{w.recorded_steps[-1] if w.recorded_steps else '-'})"
     )
     for a in w.artifacts:
@@ -564,13 +612,20 @@ class _VersionAction(argparse.Action):
 
 
 def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None = None) -> None:
+    """``--spec``, ``--at``, ``--window``, ``--out``, ``--prefix``: what :func:`_spec_from_args` reads.
+    A default of the command's own (``window_default``) is kept apart from the values given, so it
+    never overrides the spec file."""
     p.add_argument("--spec", metavar="FILE", help="profile spec (YAML/JSON, or a verl profiler block)")
     p.add_argument(
-        "--window", type=_window_arg, default=_window_arg(window_default) if window_default else None,
-        help=f"steps to record, START:END half-open{f' (default {window_default})' if window_default else ''}",
-    )  # fmt: skip
+        "--at",
+        metavar="KEY.PATH",
+        help="the block of --spec to read, e.g. actor_rollout_ref.rollout.profiler (a verl trainer file)",
+    )
+    default_help = f" (default: the spec file's, else {window_default})" if window_default else " (default: the spec file's)"
+    p.add_argument("--window", type=_window_arg, default=None, help=f"steps to record, START:END half-open{default_help}")
     p.add_argument("--out", metavar="DIR", help="output directory for traces (--out is a directory in every command)")
     p.add_argument("--prefix", help="file-name prefix for traces")
+    p.set_defaults(window_default=_window_arg(window_default) if window_default else None)
 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:

@@ -98,6 +98,13 @@ class CliParser(argparse.ArgumentParser):
     and whose ``--help`` and ``--version`` output is one JSON document under ``--json``.
     Sub-command parsers inherit the class."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A word that starts with "-" and a digit is a value, never an option: argparse reads
+        # only "-5" and "-.5" so; "-5:10" (a window) would otherwise be an unknown option and
+        # leave WINDOW "required". No profwin option looks like a number.
+        self._negative_number_matcher = re.compile(r"^-\.?\d")
+
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, usage=self.format_usage(), prog=self.prog)
 
@@ -443,8 +450,9 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
             return EXIT_ERROR
         except _StdoutFailed:  # the error document cannot be delivered: say it on stderr
             _quiet_stdout()
-    usage, prog = (exc.usage, exc.prog) if isinstance(exc, UsageError) else ("", prog)
-    print(f"{usage}{prog}: error: {clean_text(text)}", file=sys.stderr)
+    # One line, as every error: a usage mistake adds where the whole usage is, not the usage block.
+    where = f" (see: {exc.prog} --help)" if isinstance(exc, UsageError) else ""
+    print(f"{prog}: error: {clean_text(text)}{where}", file=sys.stderr)
     return EXIT_ERROR
 
 

@@ -1,4 +1,4 @@
-"""Deprecated name of :mod:`profwin.cli_runner` (renamed in profwin-core 0.2; removed in 0.3).
+"""Deprecated name of :mod:`profwin.cli_runner` (renamed during profwin-core 0.1's development, before any release; removed in 0.2).
 
 Plugins take :func:`run_cli` from :mod:`profwin.plugin`; the exit codes live in
 :mod:`profwin.cli_runner`.
@@ -21,7 +21,7 @@ from profwin.cli_runner import (
 __all__ = ["EXIT_BROKEN_PIPE", "EXIT_ERROR", "EXIT_INTERRUPTED", "EXIT_TERMINATED", "int_arg", "run_cli", "seconds_arg"]
 
 warnings.warn(
-    "profwin.cli_support is now profwin.cli_runner (plugins: run_cli from profwin.plugin); the old name goes away in profwin-core 0.3",
+    "profwin.cli_support is now profwin.cli_runner (plugins: run_cli from profwin.plugin); the old name goes away in profwin-core 0.2",
     DeprecationWarning,
     stacklevel=2,
 )

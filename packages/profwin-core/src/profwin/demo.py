@@ -25,7 +25,7 @@ from profwin.provenance import KEY as PROVENANCE_KEY
 from profwin.provenance import new_session_id, profwin_version
 from profwin.session import Session
 from profwin.spec import ProfileSpec
-from profwin.torch_driver import STEP_MARKER, import_torch
+from profwin.torch_driver import STEP_MARKER, import_torch, inductor_left_alone
 from profwin.window import Window
 
 __all__ = ["DemoResult", "TinyDecoder", "count_step_markers", "run_demo", "run_full_trace", "warm_up_profiler"]
@@ -132,6 +132,8 @@ class DemoResult(JsonForm):
     wall_s: float
     artifacts: tuple[Artifact, ...]
     recorded_steps: tuple[int, ...]
+    reason: str | None = None
+    """Why nothing was recorded (the session's :attr:`~profwin.Session.nothing_recorded`); ``None`` when something was."""
 
     @property
     def trace_bytes(self) -> int:
@@ -169,13 +171,16 @@ class _Progress:
 
 
 def warm_up_profiler() -> None:
-    """Pay torch.profiler's one-time per-process initialisation (about 1 s on a 2-core CPU) now,
-    so that timed runs compared side by side all measure the steady state."""
-    import_torch()
+    """Pay torch.profiler's one-time per-process initialisation (Kineto's, a few ms on CPU: torch's
+    import of inductor is avoided, :func:`~profwin.torch_driver.inductor_left_alone`) now, so
+    that timed runs compared side by side all measure the steady state."""
+    torch = import_torch()
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]):
-        pass
+    prof = profile(activities=[ProfilerActivity.CPU])
+    with inductor_left_alone(torch):
+        prof.start()
+    prof.stop()
 
 
 def run_demo(
@@ -200,7 +205,12 @@ def run_demo(
     wall = time.perf_counter() - started
     recorded = tuple(k for a in session.artifacts for k in count_step_markers(a.path))
     return DemoResult(
-        label=label, steps_run=session.steps, wall_s=wall, artifacts=tuple(session.artifacts), recorded_steps=recorded
+        label=label,
+        steps_run=session.steps,
+        wall_s=wall,
+        artifacts=tuple(session.artifacts),
+        recorded_steps=recorded,
+        reason=session.nothing_recorded,
     )
 
 
@@ -219,7 +229,10 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
     spec.prepare_output_dir()
     path = spec.output_dir / f"{spec.prefix}_full_{steps}steps.pt.trace.json.gz"
     started = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=spec.shapes, with_stack=spec.stack) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], record_shapes=spec.shapes, with_stack=spec.stack)
+    with inductor_left_alone(torch):
+        prof.start()
+    try:
 
         def on_step(i: int) -> None:
             if report is not None:
@@ -230,6 +243,8 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
                   "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": 0,
                   "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         prof.add_metadata_json(PROVENANCE_KEY, json.dumps(origin))
+    finally:
+        prof.stop()
     prof.export_chrome_trace(str(path))
     wall = time.perf_counter() - started
     artifact = Artifact(

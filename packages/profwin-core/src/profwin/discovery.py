@@ -222,6 +222,19 @@ def _load(group: str, name: str) -> object:
     kind = "backend" if group == protocols.BACKENDS_GROUP else "profiler"
     if name not in infos:
         installed = ", ".join(sorted(infos)) or "none"
+        other_group = protocols.PROFILERS_GROUP if group == protocols.BACKENDS_GROUP else protocols.BACKENDS_GROUP
+        elsewhere = next((p for p in plugins(other_group) if p.name == name), None)
+        if elsewhere is not None:  # installed, but of the other kind: installing it again changes nothing
+            other = "profiler" if kind == "backend" else "backend"
+            how = (
+                f"it runs in your process: profwin.Session(spec, profiler={name!r})"
+                if other == "profiler"
+                else f"profwin args {name}, profwin start/stop --engine {name}, profwin.backend({name!r})"
+            )
+            raise PluginError(
+                f"{shown(name)} is a {other} ({elsewhere.distribution} {elsewhere.version}, installed), not a {kind}; "
+                f"{kind}s installed: {installed}; {how}"
+            )
         extra = _PUBLISHED.get(name)
         hint = f"; install it with: pip install profwin-{extra} (or: pip install 'profwin[{extra}]')" if extra else ""
         close = difflib.get_close_matches(str(name), sorted(infos), n=1, cutoff=0.6)

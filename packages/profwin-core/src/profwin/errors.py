@@ -6,7 +6,8 @@ Every error profwin raises on purpose derives from :class:`ProfwinError`, so a c
 ``except ValueError`` code keeps working. The family:
 
 - :class:`ConfigError` (``ValueError``): a spec, option or argument is invalid;
-  :class:`ProfilingDisabled`: a valid config that profiles nothing;
+  :class:`ProfilingDisabled`: a valid config that profiles nothing; :class:`UnreadableInput`: an
+  input file that cannot be read at all;
 - :class:`PluginError` (``RuntimeError``): a plugin is unknown, broken or lacks its library;
 - :class:`profwin.traces.TraceError` (``ValueError``): a trace file cannot be used;
 - :class:`profwin.TargetError` (``RuntimeError``) and :class:`profwin.EngineBusy`: one live engine
@@ -96,6 +97,11 @@ def unknown_key(key: object, valid: list[str] | tuple[str, ...], *, path: str = 
     close = difflib.get_close_matches(key[:SHOWN_CHARS] if isinstance(key, str) else shown(key), names, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return ConfigError(f"unknown key {shown(key)} (valid keys: {', '.join(names)}){hint}", path=path)
+
+
+class UnreadableInput(ConfigError):
+    """An input file cannot be read at all (missing, not permitted, not a regular file): an error
+    of the command line (``profwin validate`` exits 2 for it, 1 for a file that reads but is wrong)."""
 
 
 class ProfilingDisabled(ConfigError):

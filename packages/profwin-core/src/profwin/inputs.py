@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, cast
 
 from profwin.arguments import MAX_DEPTH, check_nesting, check_path, checked
-from profwin.errors import ConfigError, shown
+from profwin.errors import ConfigError, UnreadableInput, shown
 
 __all__ = [
     "MAX_ALIASES",
@@ -160,7 +160,7 @@ def open_input(path: str | os.PathLike[str], *, what: str, pipes: bool = True) -
     except FileNotFoundError:
         raise
     except OSError as exc:
-        raise ConfigError(f"cannot read {what} {str(file)!r}: {exc.strerror or exc}") from None
+        raise UnreadableInput(f"cannot read {what} {str(file)!r}: {exc.strerror or exc}") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISFIFO(mode) and pipes:
@@ -168,7 +168,7 @@ def open_input(path: str | os.PathLike[str], *, what: str, pipes: bool = True) -
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "a FIFO" if stat.S_ISFIFO(mode) else "not a regular file")
             allowed = "regular files, FIFOs and pipes" if pipes else f"a {what} only as a regular file"
-            raise ConfigError(f"cannot read {what} {str(file)!r}: it is {kind}; profwin reads {allowed}")
+            raise UnreadableInput(f"cannot read {what} {str(file)!r}: it is {kind}; profwin reads {allowed}")
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -190,7 +190,7 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bo
                 chunks.append(chunk)
                 size += len(chunk)
         except OSError as exc:
-            raise ConfigError(f"cannot read {what} {os.fspath(path)!r}: {exc.strerror or exc}") from None
+            raise UnreadableInput(f"cannot read {what} {os.fspath(path)!r}: {exc.strerror or exc}") from None
     data = b"".join(chunks)
     if len(data) > limit:
         raise ConfigError(f"{what} {os.fspath(path)!r} is larger than {limit:,} bytes, the limit for it")
@@ -203,7 +203,7 @@ def read_spec_file(path: str | os.PathLike[str]) -> tuple[Any, Path]:
     try:
         data = read_input(file, limit=MAX_SPEC_BYTES, what="spec file")
     except FileNotFoundError as exc:
-        raise ConfigError(f"cannot read spec file {str(file)!r}: {exc.strerror}") from None
+        raise UnreadableInput(f"cannot read spec file {str(file)!r}: {exc.strerror}") from None
     return parse_spec_text(_decode(data, str(file)), source=str(file)), file
 
 

@@ -54,7 +54,8 @@ Groups of names:
   :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
   :func:`parse_step_tokens`;
 - a plugin's public functions and classes: :func:`checked` (their arguments checked against
-  their type hints where they enter, a bad one a :class:`ConfigError` naming it);
+  their type hints where they enter, a bad one a :class:`ConfigError` naming it), and
+  :func:`warn` (``warnings.warn`` whose ``stacklevel`` does not count the checker's frames);
 - shared: :class:`ProfileSpec`, :data:`RankSelection`, :class:`Window`, :class:`Artifact`,
   :class:`RemoteResult`, the error family (:class:`ProfwinError` and its subclasses),
   :func:`parse_options` and its validators, :func:`resolve_activities`,
@@ -73,7 +74,7 @@ from profwin.protocols import *  # noqa: F403  (all of protocols.__all__, added 
 
 if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry point loads in a few ms
     from profwin.activities import resolve_activities
-    from profwin.arguments import checked
+    from profwin.arguments import checked, warn
     from profwin.atomic import atomic_path, check_output_path, write_atomic
     from profwin.cli_runner import CliParser, print_json, run_cli
     from profwin.config import spec_from_mapping
@@ -229,6 +230,7 @@ __all__ = [
     "trace_files",
     "trim",
     "unknown_key",
+    "warn",
     "write_atomic",
 ]
 __all__ += protocols.__all__  # the entry-point groups, PluginSpec and the plugin protocols
@@ -240,7 +242,7 @@ def _renamed(name: str) -> Any:
         raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")
     warnings.warn(
         "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
-        "the old name goes away in profwin-core 0.3",
+        "the old name goes away in profwin-core 0.2",
         DeprecationWarning,
         stacklevel=3,
     )
@@ -253,7 +255,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "profwin.activities": ("resolve_activities",),
-        "profwin.arguments": ("checked",),
+        "profwin.arguments": ("checked", "warn"),
         "profwin.atomic": ("atomic_path", "check_output_path", "write_atomic"),
         "profwin.config": ("spec_from_mapping",),
         "profwin.discovery": ("backend", "cluster", "engine_flavours"),

@@ -339,11 +339,17 @@ class RemoteSession:
             written = part.written()  # before a backend trims anything
             artifacts, notes = part.target.collect(plan, part.new_files, stopped=stopped)
         except TargetError as exc:
-            return RemoteResult(target=name, ok=False, message=str(exc), details=part.details(**exc.details))
+            details = part.details(**exc.details)
+            if details.get("engine_error"):
+                details["nothing_recorded"] = f"the engine reported an error: {_excerpt(str(details['engine_error']))}"
+            return RemoteResult(target=name, ok=False, message=str(exc), details=details)
         except Exception as exc:  # one target's failure never hides the others' results
             return RemoteResult(target=name, ok=False, message=_failure(exc), details=part.details())
-        engine_error = self._engine_errors(part)
-        notes = notes + _window_notes(plan, artifacts, engine_error)
+        engine_error = self._engine_errors(part) or getattr(part.target, "engine_error", None) or plan.details.get("engine_error")
+        ran = getattr(part.target, "ran", None)
+        reason = nothing_recorded(plan, artifacts, written=written, ran=ran, engine_error=engine_error)
+        said = [f"the engine reported an error: {_excerpt(str(engine_error))}"] if engine_error and not reason else []
+        notes = notes + said + ([] if reason else _window_notes(plan, artifacts))
         _record_provenance(plan, artifacts, part.session or self.session_id)
         traces = sum(a.kind == "trace" for a in artifacts)
         message = f"stopped; {len(artifacts)} file(s), {traces} trace(s) in {plan.output_dir}"
@@ -356,7 +362,8 @@ class RemoteSession:
                 stop_notes=notes,
                 stopped=stopped,
                 written_bytes=written,
-                **({"engine_error": engine_error} if engine_error else {}),
+                **({"nothing_recorded": reason} if reason else {}),
+                **({"engine_error": str(engine_error)} if engine_error else {}),
             ),
         )
 
@@ -591,17 +598,48 @@ def _excerpt(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else f"{text[: limit - 1]}… ({len(text):,} characters)"
 
 
-def _window_notes(plan: EnginePlan, artifacts: list[Artifact], engine_error: str = "") -> list[str]:
+def nothing_recorded(
+    plan: EnginePlan, artifacts: Sequence[Artifact], *, written: int, ran: int | None, engine_error: object = None
+) -> str | None:
+    """Why one engine's stop brought back no trace, in one line; ``None`` when it brought one.
+
+    By what profwin knows, most certain first: the engine's own error (``engine_error``: a target
+    reports it as an attribute after the stop, in a :class:`TargetError`'s details or in the
+    plan's details); the steps the engine ran in the session (``ran``, where the target counts
+    them) against the window's start, with the last step seen; files written but none of them a
+    trace; else the two causes that remain."""
+    if any(a.kind == "trace" for a in artifacts):
+        return None
+    window, where = plan.window, plan.output_dir
+    if engine_error:
+        return f"the engine reported an error: {_excerpt(str(engine_error))}"
+    if plan.mechanism in ("by-stage", "none"):
+        return None
+    unit = "token window" if window.in_tokens else "window"
+    if ran is not None and not window.in_tokens and ran <= window.start:
+        last = f"the last step seen was step {ran - 1}" if ran else "it ran no step"
+        return f"{unit} {window} was never reached: the engine ran {ran} step(s) in this session ({last}); recording starts at step {window.start}"
+    if ran is not None and not window.in_tokens:
+        return f"the engine ran {ran} step(s), past the window's start {window.start}, but wrote no trace in {where}: it writes elsewhere"
+    if written:
+        return f"the engine wrote {written:,} bytes in {where} since the start, but no trace of {unit} {window}"
+    if window.in_tokens:
+        return (
+            f"no trace was written for {unit} {window}: no request produced a token with an index in "
+            f"[{window.start}, {'' if window.end is None else window.end}) while the session ran, or the engine writes elsewhere than {where}"
+        )
+    return (
+        f"no trace was written for window {window}: it was never reached (the engine ran fewer than "
+        f"{window.start + 1} step(s) in this session), or the engine writes elsewhere than {where}"
+    )
+
+
+def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     """What the user must know when the traces hold less than the window."""
     window = plan.window
     traces = [a for a in artifacts if a.kind == "trace"]
-    said = [f"the engine reported an error: {engine_error}"] if engine_error else []
     if plan.mechanism in ("by-stage", "none"):
-        return said
-    if not traces and engine_error:
-        return [f"no trace was written for window {window}: the engine reported an error: {engine_error}"]
-    if engine_error:
-        return said + _window_notes(plan, artifacts)
+        return []
     if not traces and window.in_tokens:
         return [
             f"no trace was written for window {window}: no request produced a token with an index in "
@@ -645,7 +683,10 @@ def _record_provenance(plan: EnginePlan, artifacts: list[Artifact], session: str
 
 def _warn(results: list[RemoteResult], key: str) -> None:
     for result in results:
-        for note in result.details.get(key, ()):
+        said = result.details.get(key, ())
+        if key == "stop_notes" and result.details.get("nothing_recorded"):
+            said = [*said, f"nothing was recorded: {result.details['nothing_recorded']}"]
+        for note in said:
             warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=4)
 
 

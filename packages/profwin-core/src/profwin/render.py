@@ -65,8 +65,10 @@ def _comments(plan: EnginePlan) -> list[str]:
 @checked
 def plan_comments(plan: EnginePlan) -> list[str]:
     """What the user must know about ``plan`` beside its numbers, as ``#`` lines: what it records,
-    what it needs, its notes, and a more exact request with what that needs. The text forms carry
-    them inline; ``profwin args`` writes them to stderr beside the bare JSON form."""
+    what it needs where the engine runs (``server_requirement``) and what happens without it
+    (``fallback``), its notes, and a more exact request with what that needs (``alternative``).
+    Every text form of :func:`render_plan` that has room for comments carries them, and ``profwin
+    args`` prints them on stderr."""
     return _comments(plan)
 
 

@@ -80,8 +80,8 @@ class Session:
     """
 
     __slots__ = (
-        "_driver", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_wake", "artifacts", "rank",
-        "spec", "steps",
+        "_driver", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_wake", "artifacts",
+        "nothing_recorded", "rank", "spec", "steps",
     )  # fmt: skip
 
     def __init__(
@@ -100,6 +100,9 @@ class Session:
         self.steps: int = 0
         """Index of the step in progress: the number of :meth:`step` calls so far."""
         self.artifacts: list[Artifact] = []
+        self.nothing_recorded: str | None = None
+        """After :meth:`close`, why no file was written, in one line (``None`` when one was): the
+        rank is not selected, or the window was never reached (with the last step seen)."""
         if not isinstance(profiler, (str, Profiler)):  # checked() takes any object for a protocol: this one is used whole
             raise ConfigError(f"must be a profiler's name or a Profiler (got {shown(profiler)})", path="profiler")
         self._plugin: str | Profiler = profiler
@@ -158,6 +161,12 @@ class Session:
         self._state = "closed"
         self._wake = _NEVER
         if not self.active:
+            ranks = ", ".join(map(str, self.spec.ranks))
+            self.nothing_recorded = (
+                f"rank {self.rank} is not selected: the spec records rank(s) {ranks} only "
+                "(set ranks: all, or a list holding this rank; the rank comes from Session(rank=), "
+                "torch.distributed, RANK or LOCAL_RANK)"
+            )
             return self.artifacts
         window = self.spec.window
         ran = window.clip(self.steps + 1 if failed else self.steps)
@@ -170,12 +179,12 @@ class Session:
                 ran_here = Window(max(ran.start, self._part_start), ran.end) if ran.end > self._part_start else None  # type: ignore[operator]
             self._close_driver(driver, ran_here, failed=failed)
         if ran is None:
-            warnings.warn(
-                f"profwin: window {window} was never reached: the session ran {self.steps} step(s) "
-                f"and recording starts at step {window.start}; nothing was written",
-                WindowWarning,
-                stacklevel=3,
+            last = f"the last was step {self.steps - 1}" if self.steps else "none ran"
+            self.nothing_recorded = (
+                f"window {window} was never reached: the session ran {self.steps} step(s) ({last}), "
+                f"and recording starts at step {window.start}"
             )
+            warnings.warn(f"profwin: {self.nothing_recorded}; nothing was written", WindowWarning, stacklevel=3)
         elif window.end is not None and ran != window:
             warnings.warn(
                 f"profwin: the session closed at step {self.steps}, inside window {window}; the trace holds steps {ran}",

@@ -20,14 +20,16 @@ which the session sizes the next part.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import json
 import os
 import re
+import sys
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +44,7 @@ from profwin.provenance import new_session_id, profwin_version
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
-__all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "trace_path"]
+__all__ = ["PLUGIN", "STEP_MARKER", "TorchDriver", "TorchProfiler", "WindowedProfile", "inductor_left_alone", "trace_path"]
 
 PLUGIN = PluginSpec(
     name="torch",
@@ -74,6 +76,25 @@ def import_torch() -> Any:
             f"the torch profiler needs torch, which is not importable ({exc}); install it with: pip install 'profwin-core[torch]'"
         ) from None
     return torch
+
+
+@contextlib.contextmanager
+def inductor_left_alone(torch: Any) -> Iterator[None]:
+    """Around the start of a ``torch.profiler.profile``: torch's ``prepare_trace`` asks
+    ``hasattr(torch, "_inductor")`` to read inductor's cudagraphs setting, and on torch's lazy
+    module that question imports ``torch._inductor`` (with ``torch._dynamo`` and sympy): 3.3 CPU s
+    of the first ``prepare_trace()`` in a process on torch 2.13 (docs/performance.md). Where
+    inductor is not loaded, no graph of it has run and the answer is "no" without the import: the
+    lazy module is hidden for the call. Where it is loaded, nothing changes."""
+    lazy = getattr(torch, "_lazy_modules", None)
+    if "torch._inductor" in sys.modules or not isinstance(lazy, set) or "_inductor" not in lazy:
+        yield
+        return
+    lazy.discard("_inductor")
+    try:
+        yield
+    finally:
+        lazy.add("_inductor")
 
 
 def resolve_activities(spec: ProfileSpec, torch: Any) -> tuple[str, ...]:
@@ -192,7 +213,8 @@ class WindowedProfile:
         """The step in progress (the last one :meth:`advance` began)."""
         self.recording = False
         self.prof = profile(**profile_kwargs)
-        self.prof.prepare_trace()
+        with inductor_left_alone(torch):
+            self.prof.prepare_trace()
         _kineto_owner = self
         if first_step == window.start:
             # No warm-up step to enter a marker in (see _enter): pay the first record_function's

@@ -34,9 +34,11 @@ UNITS: tuple[str, ...] = get_args(Unit)
 """What a window counts: engine ``steps`` (the default) or response ``tokens``."""
 
 MAX_STEP = 2**31 - 1
-"""The largest window bound: engines count steps in 32-bit ints (SGLang's ``start_step`` is an
-absolute scheduler counter, vLLM's ``delay_iterations``/``max_iterations`` end up in C++ ints
-of the profiler), so a larger bound would overflow there instead of failing here."""
+"""The largest window bound. Not an engine's limit: the numbers profwin sends are Python ints in
+both engines, and some are far larger on purpose (a relative SGLang start is sent as
+``2**40 + start``, a token window's start as ``2**41 + start``: :mod:`profwin.tokens`). The bound
+keeps a window's own numbers far below those encodings, so a step number is never read as one,
+and a window of 2**31 steps is already far past any rollout."""
 
 _DIGITS = re.compile(r"[0-9]+")
 _KEY_STYLES: tuple[tuple[str, str], ...] = (
@@ -52,7 +54,9 @@ def _describe(value: object) -> str:
 
 
 def _too_large(name: str, value: object) -> ConfigError:
-    return ConfigError(f"{name} must be <= {MAX_STEP} (2**31 - 1, the engines' step counters; got {shown(value)})")
+    return ConfigError(
+        f"{name} must be <= {MAX_STEP} (2**31 - 1, far below the numbers profwin encodes for engines; got {shown(value)})"
+    )
 
 
 def check_bounds(

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any, Literal
 
 from attrs import field, frozen
 
-from profwin.plugin import ProfileSpec, at_least, checked, choice
+from profwin.plugin import ProfileSpec, at_least, checked, choice, warn
 from profwin.plugin import parse_options as parse_plugin_options
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"]
@@ -52,8 +51,8 @@ def __getattr__(name: str) -> Any:
     """``parse_options``, this module's old name of :func:`memory_options` (core's
     ``parse_options`` is the one options reader)."""
     if name == "parse_options":
-        warnings.warn(
-            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.3",
+        warn(
+            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.2",
             DeprecationWarning,
             stacklevel=2,
         )

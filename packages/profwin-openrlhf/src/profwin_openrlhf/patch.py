@@ -22,11 +22,10 @@ import importlib
 import importlib.metadata
 import inspect
 import sys
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import EngineVersion, PluginError, checked
+from profwin.plugin import EngineVersion, PluginError, checked, warn
 from profwin_openrlhf.actor import original_class, profiled_actor_class
 from profwin_openrlhf.config import ENV, OpenRLHFProfiling
 from profwin_openrlhf.generator import GENERATOR_MODULE, install
@@ -94,7 +93,7 @@ def enable(settings: OpenRLHFProfiling) -> list[str]:
         return _enable(settings, version)
     except Exception as exc:  # whatever went wrong, OpenRLHF must still run
         why = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
-        warnings.warn(f"profwin-openrlhf left OpenRLHF unprofiled: {why}", RuntimeWarning, stacklevel=2)
+        warn(f"profwin-openrlhf left OpenRLHF unprofiled: {why}", RuntimeWarning, stacklevel=2)
         return []
 
 

@@ -30,7 +30,6 @@ import functools
 import importlib
 import importlib.metadata
 import threading
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +43,7 @@ from profwin.plugin import (
     backend,
     checked,
     spec_from_mapping,
+    warn,
 )
 
 __all__ = ["DEFAULT_TIMEOUT", "GENERATION_MODULE", "SUPPORTED_TRL", "check_trl", "enable", "records"]
@@ -121,7 +121,7 @@ def enable(
         return _enable(template, version)
     except Exception as exc:  # whatever went wrong, TRL must still run
         why = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
-        warnings.warn(f"profwin-trl left TRL unprofiled: {why}", RuntimeWarning, stacklevel=2)
+        warn(f"profwin-trl left TRL unprofiled: {why}", RuntimeWarning, stacklevel=2)
         return []
 
 
@@ -162,11 +162,11 @@ def _launch_config(spec: ProfileSpec) -> dict[str, Any] | None:
     try:
         plan = backend("vllm").plan_here(spec)  # type: ignore[attr-defined]  # profwin-vllm's: this process's vLLM
     except Exception as exc:
-        warnings.warn(f"profwin-trl: TRL's vLLM engine starts unprofiled: {exc}", RuntimeWarning, stacklevel=4)
+        warn(f"profwin-trl: TRL's vLLM engine starts unprofiled: {exc}", RuntimeWarning, stacklevel=4)
         return None
     config = plan.launch.get("profiler_config")
     if config is None:
-        warnings.warn(
+        warn(
             f"profwin-trl: vLLM {vllm.__version__} takes no profiler_config: TRL's engine starts unprofiled",
             RuntimeWarning,
             stacklevel=4,

@@ -30,7 +30,7 @@ PATCHED: list[str] = []
 REFUSED = ""
 """Why verl was left unpatched, or ``""``."""
 
-# The warning names the module the user set: the old path forwards here until profwin-core 0.3.
+# The warning names the module the user set: the old path forwards here until profwin-core 0.2.
 _OLD_PATH = "profwin.verl.autopatch"
 _SET = _OLD_PATH if _OLD_PATH in {m.strip() for m in os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")} else __name__
 

@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import json
 import os
-import warnings
 from typing import Any
 
-from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend, checked
+from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend, checked, warn
 from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
 
 __all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
@@ -61,7 +60,7 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     launch = dict(plan.launch.get("profiler_config") or {}) if windowed else {}
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
-        warnings.warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
+        warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
     config = {
         "profiler": "torch",
         "torch_profiler_dir": save_path,
@@ -87,7 +86,7 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
         return {}
     contents = list(read(tool_config, "contents") or [])
     if "memory" in contents:
-        warnings.warn("SGLang profiler does not support memory profiling. Ignoring memory content.", stacklevel=2)
+        warn("SGLang profiler does not support memory profiling. Ignoring memory content.", stacklevel=2)
     with_stack = "stack" in contents or "module" in contents
     record_shapes = "shapes" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
@@ -96,7 +95,7 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     request = (plan.request or {}) if windowed else {}  # no window: verl's None, None
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
-        warnings.warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
+        warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
     fields = {
         "output_dir": save_path,
         "with_stack": with_stack,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, cast
@@ -129,22 +130,59 @@ def merge(
     for given in files:
         if target.exists() and given.exists() and target.resolve() == given.resolve():
             raise ConfigError(f"the output must not be one of the input traces ({shown(str(target))})", path="out")
+    with tempfile.TemporaryDirectory(prefix=".profwin-merge-", dir=target.parent) as scratch:
+        joined, shown_as = _joined_parts(files, Path(scratch), chosen_window, first_step, markers)
+        return _merge(joined, shown_as, target, chosen_window, first_step, markers, progress, notes)
+
+
+def _joined_parts(
+    files: Sequence[Path], scratch: Path, window: Window | None, first_step: int | None, markers: Sequence[StepMarker] | None
+) -> tuple[list[Path], dict[Path, tuple[str, str]]]:
+    """The inputs, a long window's parts read as one trace: each window whose parts are given is
+    trimmed into one file in ``scratch`` first (:func:`~profwin.traces.trim` reads parts as one),
+    which is then merged like any trace; ``shown_as`` names it by its parts (path, file name)."""
+    from profwin.traces.ranks import window_parts
+    from profwin.traces.trim import trim
+
+    joined: list[Path] = []
+    shown_as: dict[Path, tuple[str, str]] = {}
+    for unit in window_parts(files):
+        if len(unit) == 1:
+            joined.append(unit[0])
+            continue
+        one = scratch / f"{len(joined)}-{unit[0].name}"
+        trim(list(unit), window or Window(), one, first_step=first_step, markers=markers)
+        joined.append(one)
+        shown_as[one] = (str(unit[0]), f"{unit[0].name} and {len(unit) - 1} more part(s) of its window")
+    return joined, shown_as
+
+
+def _merge(
+    files: Sequence[Path],
+    shown_as: dict[Path, tuple[str, str]],
+    target: Path,
+    chosen_window: Window | None,
+    first_step: int | None,
+    markers: Sequence[StepMarker] | None,
+    progress: Callable[[Path, int], Progress | None] | None,
+    notes: list[str],
+) -> MergeResult:
     inputs = []
     for path in files:
         found = _first_pass(path, first_step, markers, _pass(progress, path, 1))
         if found is None:
-            notes.append(f"{path.name}: no step markers; left out")
+            notes.append(f"{shown_as.get(path, (str(path), path.name))[1]}: no step markers; left out")
         else:
             inputs.append(found)
     if not inputs:
-        raise TraceError(", ".join(str(p) for p in paths), "no trace with step markers")
+        raise TraceError(", ".join(shown_as.get(p, (str(p), ""))[0] for p in files), "no trace with step markers")
     inputs.sort(key=lambda i: (i.rank is None, i.rank or 0, str(i.path)))
     if len({i.producer for i in inputs}) > 1:
         notes.append(f"the traces were numbered by different markers: {sorted({i.producer for i in inputs})}")
     aligned = _aligned_step(inputs, chosen_window)
     reference = next(s for s in inputs[0].steps if s.number == aligned).start
     meta: dict[str, Any] = {
-        "merged": [str(i.path) for i in inputs],
+        "merged": [shown_as.get(i.path, (str(i.path), ""))[0] for i in inputs],
         "first_step": aligned,
         "window": None if chosen_window is None else str(chosen_window),
         "producer": inputs[0].producer,
@@ -173,7 +211,8 @@ def merge(
         f.write(b'  "traceEvents": [\n  ')
         first = True
         for k, found, kept, t0, t1, shift in plans:
-            label = f"rank {found.rank}: {found.path.name}" if found.rank is not None else found.path.name
+            name = shown_as.get(found.path, (str(found.path), found.path.name))[1]
+            label = f"rank {found.rank}: {name}" if found.rank is not None else name
             events = 0
             for chunk, count in _moved(found, k, len(plans), label, (t0, t1, shift), _pass(progress, found.path, 2)):
                 f.write(chunk if first else b",\n  " + chunk)
@@ -181,7 +220,7 @@ def merge(
                 events += count
             written.append(
                 MergedTrace(
-                    path=str(found.path), pid=k + 1, label=label, rank=found.rank, producer=found.producer,
+                    path=shown_as.get(found.path, (str(found.path), ""))[0], pid=k + 1, label=label, rank=found.rank, producer=found.producer,
                     steps=f"{kept[0].number}:{kept[-1].number + 1}", shift_us=round(shift, 3), events=events,
                 )
             )  # fmt: skip

@@ -306,6 +306,13 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             f"this is part {known['part']} of window {known.get('window')}; give all its parts (or their folder) "
             "to read the window as one"
         )
+    merged = known.get("merged")
+    if isinstance(merged, list) and len(merged) > 1:
+        notes.append(
+            f"this trace merges {len(merged)} traces (profwin merge), one process each: a step spans all of them, so its "
+            "time runs from the earliest process's start to the latest one's end, clock offsets and the ranks' drift "
+            "included; for each rank's own step times, summarize the inputs (profwin summarize FOLDER)"
+        )
     if index.unordered:
         notes.append(
             f"{index.unordered} complete events were out of time order on their thread; self times near them are approximate"

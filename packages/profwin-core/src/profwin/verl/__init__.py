@@ -2,7 +2,7 @@
 
 This package forwards every name to :mod:`profwin_verl` with a DeprecationWarning, and
 ``profwin.verl.autopatch`` keeps working for ``VERL_USE_EXTERNAL_MODULES``, until profwin-core
-0.3. Kept because that variable lives in job scripts and cluster configs that outlive an
+0.2 (it moved during 0.1's development, before any release). Kept because that variable lives in job scripts and cluster configs that outlive an
 upgrade, and verl fails to start when it cannot import the module it names. Install
 ``profwin-verl`` (or ``profwin[verl]``) for it to work.
 """
@@ -14,7 +14,7 @@ import sys
 import warnings
 from typing import Any
 
-_MOVED = "profwin.verl is now the distribution profwin-verl: import profwin_verl (the old path goes away in profwin-core 0.3)"
+_MOVED = "profwin.verl is now the distribution profwin-verl: import profwin_verl (the old path goes away in profwin-core 0.2)"
 
 
 def _target() -> Any:

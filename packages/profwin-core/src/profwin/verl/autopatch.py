@@ -1,6 +1,6 @@
 """Deprecated path of :mod:`profwin_verl.autopatch`, kept for ``VERL_USE_EXTERNAL_MODULES``.
 
-``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` keeps patching verl until profwin-core 0.3
+``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` keeps patching verl until profwin-core 0.2
 (importing :mod:`profwin.verl` warns once); set ``profwin_verl.autopatch`` instead.
 """
 
