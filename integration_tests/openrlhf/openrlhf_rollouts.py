@@ -35,6 +35,21 @@ Rollout *k* dispatches its prompt ``n_k`` times per engine (OpenRLHF's ``n_sampl
 1, 3, 1. Rollout 1 is chosen with window 2:6. The report gives, for every step a trace holds, vLLM's
 own annotation of it (how many requests it ran, prefilling and decoding) and when it ran, and the
 wall-clock span of each rollout, so the test can tell that each step is one of rollout 1's.
+
+Then a token window, as a run launched with ``--profwin.rollouts 0 --profwin.spec "2:6 tokens"``
+profiles it: the first trainer actor ends, and a second one starts with that run's settings, in the
+``runtime_env`` the launcher would give every worker (``profwin_openrlhf.runtime_env``), and runs
+one rollout (three samples per engine) on the same engines, with the same ``output_dir``. Reusing
+the engines stands in for that run's own, and saves two engine starts: on vLLM 0.32 each session
+sends its window (``delay_iterations``/``max_iterations``, token-encoded here), which replaces the
+launch config's for that session, so an engine launched for 2:6 records a token window as one
+launched for it does. The report's ``files`` are each node's folder before the token run; the
+token run's own are what it added. profwin-vllm's engine plugin is registered in the engines' environment, as
+``pip install "profwin[openrlhf]"`` registers it. While that rollout runs, each engine's own
+record of its steps is taken in its engine core (step_record.py, reached through vLLM's
+``collective_rpc``: it reads the scheduler's output and the sampled tokens, and changes nothing),
+so the test derives the steps the token rule gives for 2:6 from vLLM's record, and checks the
+traces against it.
 """
 
 from __future__ import annotations
@@ -51,6 +66,9 @@ from typing import Any
 
 N_SAMPLES = (1, 3, 1)  # per rollout: requests per engine
 MAX_NEW_TOKENS = 12
+TOKEN_RUN = ("0", {"window": "2:6 tokens", "output_dir": "$PROFWIN_NODE_DIR/traces"})
+"""The token-window run's --profwin.rollouts and --profwin.spec (module doc)."""
+TOKEN_SAMPLES = 3
 OPENRLHF_ENV_VARS = {"TOKENIZERS_PARALLELISM": "true", "NCCL_DEBUG": "WARN", "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS": "1"}
 """What OpenRLHF 0.11.2's ``train()`` passes to ``ray.init`` (its ``runtime_env.env_vars``)."""
 
@@ -117,6 +135,21 @@ def _steps(path: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _names(path: Path) -> list[str]:
+    """vLLM's step annotations and profwin's token annotations in a trace, in time order (an
+    enclosing span first when two start together: profwin's annotation encloses vLLM's)."""
+    with gzip.open(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    found = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "user_annotation"
+        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
+    ]
+    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
+
+
 def _files(folder: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:
@@ -124,8 +157,25 @@ def _files(folder: Path) -> dict[str, Any]:
             entry: dict[str, Any] = {"bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
             if path.name.endswith(".pt.trace.json.gz"):
                 entry["steps"] = _steps(path)
+                entry["names"] = _names(path)
             found[path.name] = entry
     return found
+
+
+async def _record_start(actor: Any) -> None:
+    """In an engine actor (profwin-openrlhf's ``profwin_call``): open vLLM's own record of each
+    step in the engine core (step_record.py, on the path the test gives every process)."""
+    import step_record
+
+    await actor.llm.collective_rpc(step_record.start)
+
+
+async def _record_take(actor: Any) -> Any:
+    """In an engine actor: close the engine core's record and return its steps."""
+    import step_record
+
+    (steps,) = await actor.llm.collective_rpc(step_record.take)
+    return steps
 
 
 def main(model: str, work: Path, report_path: Path) -> None:
@@ -165,6 +215,18 @@ def main(model: str, work: Path, report_path: Path) -> None:
         steps = [ray.get(trainer.step.remote(n)) for n in N_SAMPLES]
         facts = ray.get(trainer.facts.remote())
         engine_nodes = ray.get([e.__ray_call__.remote(lambda self: os.environ.get("PROFWIN_NODE_DIR")) for e in engines])
+        files = {name: _files(folder / "traces") for name, folder in dirs.items()}  # before the token run
+        # The token-window run (module doc): its trainer, with the settings its launcher would give.
+        ray.kill(trainer)
+        token_env = profwin_openrlhf.runtime_env(OpenRLHFProfiling.of(TOKEN_RUN[0], json.dumps(TOKEN_RUN[1])))
+        token_trainer = (
+            ray.remote(num_cpus=0, resources={"trainer": 1})(Trainer).options(runtime_env=token_env).remote(model, engines)
+        )
+        ray.get(token_trainer.facts.remote())  # up
+        ray.get([e.profwin_call.remote(_record_start) for e in engines])
+        token_step = ray.get(token_trainer.step.remote(TOKEN_SAMPLES))
+        engine_records = ray.get([e.profwin_call.remote(_record_take) for e in engines])
+        token_facts = ray.get(token_trainer.facts.remote())
     finally:
         ray.shutdown()
         cluster.shutdown()
@@ -176,7 +238,18 @@ def main(model: str, work: Path, report_path: Path) -> None:
         "engine_nodes": engine_nodes,
         "steps": steps,
         **facts,
-        "files": {name: _files(folder / "traces") for name, folder in dirs.items()},
+        "files": files,
+        "tokens": {
+            "step": token_step,
+            "wrapped": token_facts["wrapped"],
+            "records": token_facts["records"],
+            "engine_records": engine_records,
+            # What the token run added to each node's folder (the engines write where they were launched to).
+            "files": {
+                name: {n: f for n, f in _files(folder / "traces").items() if n not in files[name]}
+                for name, folder in dirs.items()
+            },
+        },
         "dirs": {name: str(folder) for name, folder in dirs.items()},
         "cluster_up_s": round(up, 1),
         "engines_up_s": round(ready - up, 1),

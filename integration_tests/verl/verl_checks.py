@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -206,14 +207,20 @@ def check_patch() -> dict[str, Any]:
 
 def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
     """What each side's builder gives verl's vLLM server (vLLM >= 0.13: legacy_env=False) for one
-    rollout window; replica 0 is verl's, replica 1 profwin's, so their traces land apart."""
+    rollout window; replica 0 is verl's, replica 1 profwin's, so their traces land apart. With the
+    warnings profwin's builder gave (``profwin_warnings``)."""
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=int(start), profile_token_end=int(end))
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=save_path, tool_config={"torch": tool})
     from verl.utils.profiler import config as verl_config
 
+    verl_args = verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        profwin_args = profwin_verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False)
     return {
-        "verl": verl_config.build_vllm_profiler_args(profiler, tool, 0, legacy_env=False),
-        "profwin": profwin_verl.build_vllm_profiler_args(profiler, tool, 1, legacy_env=False),
+        "verl": verl_args,
+        "profwin": profwin_args,
+        "profwin_warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
     }
 
 

@@ -14,7 +14,6 @@ annotation of what each held.
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import time
@@ -24,8 +23,9 @@ from typing import Any
 import pytest
 
 from ..conftest import dist_info_site
-from ..token_rule import expected_steps, fields, held, produced_by_step
+from ..token_rule import expected_steps
 from .conftest import HERE, engine_env
+from .record_check import check_token_trace, produced
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -71,50 +71,20 @@ def at_launch(oldest_vllm_python: Path, tiny_model: Path, tmp_path_factory: pyte
     return _run(oldest_vllm_python, tiny_model, tmp_path_factory.mktemp("vllm-tokens-launch"), "launch")
 
 
-_CONTEXT = re.compile(r"execute_context_(\d+)\((\d+)\)_generation_\d+\(\d+\)")
-
-
 def check_scenario(scenario: dict[str, Any], window: str) -> None:
     record = scenario["record"]
-    produced = produced_by_step(_totals(record))
-    steps = expected_steps(window, produced)
     traces = [a for a in scenario["artifacts"] if a["kind"] == "trace"]
-    if steps is None:
+    if expected_steps(window, produced(record)) is None:
         assert traces == []
         assert any(f"no trace was written for window {window} tokens" in w for w in scenario["warnings"]), scenario["warnings"]
         return
     assert scenario["plan"]["window"] == f"{window} tokens"
     assert scenario["warnings"] == []
     (trace,) = traces
+    steps = check_token_trace(window, record, scenario["trace"][Path(trace["path"]).name])
+    assert steps is not None
     print(f"window {window} tokens: expected steps {steps.start}:{steps.stop} of {len(record)}, recorded {trace['steps']}")
     assert trace["steps"] == f"{steps.start}:{steps.stop}"
-    names = scenario["trace"][Path(trace["path"]).name]
-    ours = [fields(n) for n in names if n.startswith("profwin.tokens")]
-    vllms = [n for n in names if n.startswith("execute_")]
-    # Exactly the expected steps, in order: vLLM's own annotation of each, each enclosed by ours.
-    assert vllms == [record[s]["annotation"] for s in steps]
-    assert names == [n for pair in zip([n for n in names if n.startswith("profwin.tokens")], vllms, strict=True) for n in pair]
-    for k, (s, annotation) in enumerate(zip(steps, ours, strict=True)):
-        context = _CONTEXT.fullmatch(record[s]["annotation"])
-        assert context is not None
-        assert annotation == {
-            "window_step": str(k),
-            **held(window, produced[s]),
-            "prefilling": context.group(1),
-            "prefill_tokens": context.group(2),
-            "session_step": str(s),
-        }, (s, record[s])
-
-
-def _totals(record: list[dict[str, Any]]) -> list[dict[str, int]]:
-    """Each request's tokens so far after each step, from the per-step sampled counts."""
-    made: dict[str, int] = {}
-    totals = []
-    for step in record:
-        for request, count in step["sampled"].items():
-            made[request] = made.get(request, 0) + count
-        totals.append({request: made[request] for request in step["sampled"]})
-    return totals
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -125,11 +95,11 @@ def test_per_session_token_window(per_session: dict[str, Any], name: str) -> Non
 
 def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     """The scenarios do what they say: prefill in several chunks, late admission, n copies."""
-    chunked = produced_by_step(_totals(per_session["scenarios"]["chunked-prefill"]["record"]))
+    chunked = produced(per_session["scenarios"]["chunked-prefill"]["record"])
     first_tokens = [s for s, indices in enumerate(chunked) for k in indices if k == 0]
     assert len(first_tokens) == 8
     assert max(first_tokens) - min(first_tokens) >= 4
-    late = produced_by_step(_totals(per_session["scenarios"]["admission"]["record"]))
+    late = produced(per_session["scenarios"]["admission"]["record"])
     admitted = sorted(s for s, indices in enumerate(late) for k in indices if k == 0)
     assert admitted[-1] - admitted[0] >= 10  # requests 5..10 start after others finish
     assert len(per_session["scenarios"]["n-samples"]["generated"]) == 9

@@ -12,7 +12,7 @@ prompts of different lengths, ``n > 1``, requests that finish early) it opens a
 ``profwin_vllm.session`` with a token window, generates the batch, and reports:
 
 * ``record``: the engine's own account of each step of the session, taken from vLLM's scheduler
-  (``Scheduler.update_from_output``): the step annotation vLLM writes for it
+  (``Scheduler.update_from_output``, step_record.py): the step annotation vLLM writes for it
   (``vllm.v1.utils.compute_iteration_details``, the same words as in its trace) and, for every
   request, how many tokens the model runner sampled for it in that step. Nothing of profwin's
   computes it;
@@ -32,6 +32,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from step_record import StepRecord
 from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
 
 from profwin import ProfileSpec, Window
@@ -46,40 +47,6 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     ("never-reached", "A", [(12, 4, 1)] * 2, "20:30 tokens"),
     ("admission", "B", [(30, 12, 1)] * 10, "2:8 tokens"),
 ]
-
-
-class StepRecord:
-    """vLLM's own record of each step while recording is on: hooks the scheduler's
-    ``update_from_output`` (one call per engine step, with that step's scheduler output and the
-    model runner's sampled tokens)."""
-
-    def __init__(self) -> None:
-        from vllm.v1.core.sched.scheduler import Scheduler
-        from vllm.v1.utils import compute_iteration_details
-
-        self.steps: list[dict[str, Any]] | None = None
-        original = Scheduler.update_from_output
-        record = self
-
-        def update_from_output(self: Any, scheduler_output: Any, model_runner_output: Any) -> Any:
-            if record.steps is not None:
-                details = compute_iteration_details(scheduler_output)
-                sampled = {
-                    req_id: len(tokens)
-                    for req_id, tokens in zip(model_runner_output.req_ids, model_runner_output.sampled_token_ids, strict=False)
-                }
-                record.steps.append(
-                    {
-                        "annotation": (
-                            f"execute_context_{details.num_ctx_requests}({details.num_ctx_tokens})_"
-                            f"generation_{details.num_generation_requests}({details.num_generation_tokens})"
-                        ),
-                        "sampled": {r: n for r, n in sampled.items() if r in scheduler_output.num_scheduled_tokens},
-                    }
-                )
-            return original(self, scheduler_output, model_runner_output)
-
-        Scheduler.update_from_output = update_from_output  # type: ignore[method-assign]
 
 
 def trace_names(path: Path) -> list[str]:
