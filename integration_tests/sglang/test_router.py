@@ -372,3 +372,41 @@ class _DataSource:
 
     def add_samples(self, samples: object) -> None:
         pass
+
+
+def test_slime_token_window_on_stock_workers_is_the_step_window_said_once_per_worker(
+    servers: list[Server], slime_router: Router, slime_here: Callable[..., Namespace], tmp_path: Path
+) -> None:
+    """slime's token window (``profwin_spec`` in tokens) on the router's stock workers: no server
+    plugin decides tokens there, so each worker records the window's steps (from the session start,
+    trimmed), and the record's notes say why, per worker. (With the plugin the window is decided in
+    tokens: test_token_windows.py.)"""
+    import warnings
+
+    import profwin_slime
+
+    out = tmp_path / "traces"
+    spec = {"window": "2:6 tokens", "output_dir": str(out), "activities": ["cpu"]}
+    args = slime_here(slime_router, profwin_rollouts=[0], profwin_spec=spec)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        profwin_slime.generate_rollout(args, 0, _DataSource())
+    (record,) = profwin_slime.records()
+    assert (record.rollout, record.kind, record.ok, record.error) == (0, "rollout", True, "")
+    assert sorted(r.target for r in record.results) == sorted(s.url for s in servers)
+    said = [str(w.message) for w in caught if issubclass(w.category, profwin.WindowWarning)]
+    for result in record.results:
+        details = result.details
+        assert (details["router"], details["mechanism"], details["window"], details["records"]) == (
+            "listed",
+            "trim",
+            "2:6",
+            "0:6",
+        )
+        assert any(n.startswith("the trace is in steps: window 2:6 tokens is recorded as steps 2:6") for n in details["notes"])
+        assert sum(result.target in w and "the trace is in steps" in w for w in said) == 1, said
+    for server in servers:
+        (trace,) = _trace_of(out, "rollout", 0, server.url)
+        assert count_steps(trace) == profwin.Window.parse(WINDOW).length
+        assert _kinds(trace) == _expected()
+    _none_profiling(servers, tmp_path / "after")

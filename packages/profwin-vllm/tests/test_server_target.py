@@ -132,6 +132,31 @@ def test_a_launch_config_server_that_reports_its_bounds_records_them_and_trims(
         assert note in warned
 
 
+def test_a_token_window_on_a_server_launched_for_other_bounds_is_its_steps_recorded_and_trimmed(
+    server: Fake, tmp_path: Any
+) -> None:
+    """vLLM 0.27 with the engine plugin, launched for every step (``trl vllm-serve`` with vLLM's
+    own ``--profiler-config``): a token window cannot reach it, so its steps are recorded as
+    launched and trimmed, and the warnings say both."""
+    server.routes["/profwin"] = (200, _workers([0, 0]), 0.0)
+    server.routes["/start_profile"] = (200, b"", 0.0)
+    spec = ProfileSpec(window=Window.parse("2:5 tokens"), output_dir=tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        (result,) = start_remote("vllm", [server.url], spec, version="0.27.0", timeout=5)
+    assert result.ok, result.message
+    assert (result.details["window"], result.details["records"]) == ("2:5", "0:")
+    said = " ".join(str(w.message) for w in caught if issubclass(w.category, WindowWarning))
+    assert "the trace is in steps: window 2:5 tokens is recorded as engine steps 2:5" in said
+    assert "this server was launched for engine steps 0:, not for this token window" in said
+    assert "trims each trace to window 2:5" in said
+    # Launched for this token window: as planned, in tokens.
+    token = profwin.backend("vllm").plan(spec, version="0.27.0").details
+    server.routes["/profwin"] = (200, _workers([token["delay_iterations"], token["max_iterations"]]), 0.0)
+    (result,) = start_remote("vllm", [server.url], spec.replace(output_dir=tmp_path / "b"), version="0.27.0", timeout=5)
+    assert (result.ok, result.details["window"]) == (True, "2:5 tokens")
+
+
 @pytest.mark.parametrize(
     ("reports", "message"),
     [

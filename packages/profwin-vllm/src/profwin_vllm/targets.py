@@ -32,7 +32,7 @@ from profwin.plugin import (
     render_plan,
 )
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
-from profwin_vllm.plan import fixed_at_launch, plan_for
+from profwin_vllm.plan import fixed_at_launch, launched_window, plan_for, token_fallback
 from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, mechanism, resolve_version
 
@@ -178,7 +178,14 @@ class VllmServer:
         plan = plan_for(spec, parsed, source, plugin=plugin, inactive=inactive)
         if not plan.per_session:
             bounds = launch_bounds(workers)
-            if bounds is not None and not plan.window.in_tokens:
+            launched_for_tokens = bounds == (plan.details["delay_iterations"], plan.details["max_iterations"])
+            if bounds is not None and plan.window.in_tokens and not launched_for_tokens:
+                # Launched for other bounds than this token window's: its steps, recorded and
+                # trimmed as a step window's would be, and said so (never nothing).
+                why = f"this server was launched for engine steps {launched_window(*bounds)}, not for this token window"
+                steps = plan_for(spec.replace(window=spec.window.in_steps()), parsed, source, plugin=plugin, inactive=inactive)
+                plan = steps.replace(notes=(token_fallback(spec.window, why), *steps.notes))
+            if bounds is not None:
                 plan = fixed_at_launch(plan, *bounds)  # the workers said how the server was launched
             else:
                 notes += (
