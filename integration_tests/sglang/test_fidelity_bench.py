@@ -1,7 +1,7 @@
 """benchmarks/parts/sglang_fidelity.py (the SGLang part of fidelity_bench.py) runs on a real SGLang server.
 
-The smoke run of the child: one fresh CPU server with profwin-sglang's server plugin and the
-benchmark's batch timer, profwin's relative window, and the numbers the benchmark reads are
+The smoke run of the child: one fresh CPU server with profwin-sglang's server plugin (the
+benchmark measures the plugin's exact window against the stock trim) and the benchmark's batch timer, profwin's relative window, and the numbers the benchmark reads are
 there — one ``step[DECODE]`` span per recorded batch, and a wall time for every batch of the
 profiled request and of the unprofiled reference. No timing is judged.
 """

@@ -2,7 +2,7 @@
 sends, the plugin's code never raises into the scheduler. Each request is answered (accepted, or
 refused with the reason kept in ``/server_info``), and the server serves on.
 
-The server has the plugin (the test is about it). Each case sends one ``/start_profile`` body, then
+The server has the plugin (the test is about it) and an admin API key (as SGLang asks for profiling). Each case sends one ``/start_profile`` body, then
 ``/stop_profile``, then a real request; the table of answers is printed (the closing note holds it).
 """
 

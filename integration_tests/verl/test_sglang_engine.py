@@ -1,5 +1,7 @@
 """On real, warm SGLang servers (CPU, tiny random Llama, profwin-sglang installed in the server's
-environment, admin API key): verl's rollout profiling flow with verl's functions and with
+environment, admin API key; verl launches SGLang in its own environment, so a verl user who
+installs profwin's verl and SGLang pieces there has the server plugin, and the key is verl's own
+admin key): verl's rollout profiling flow with verl's functions and with
 profwin's, from one verl config with ``profile_token_start/end`` 3:8 (sglang_flow.py). verl's
 absolute ``start_step`` starts at the next batch on a server that has run; profwin records exactly
 the batches of response tokens 3..7 of the rollout's one request (batches 3..7: its prefill gives
