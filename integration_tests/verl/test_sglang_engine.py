@@ -127,7 +127,9 @@ def test_verls_own_sglang_path_on_a_real_tokenizer_manager(
     server plugin): verl calls ``start_profile(**args)``, which SGLang 0.5.23 does not take as
     keywords (``start_profile(self, req=None)``), and 0.5.12 does. profwin's builder gives each the
     form it takes, and the trace holds the batches of tokens 3..7 (recorded from the start, trimmed
-    at relocation). verl's own builder fails on 0.5.23 with the TypeError users hit."""
+    at relocation). verl's own builder fails on 0.5.23 with the TypeError users hit; and verl's own
+    stop raises when SGLang stopped by itself at the window's end (the rollout ran on), which
+    profwin's patch takes as the stop it is (sglang_stop.py)."""
     old = sglang == "0.5.12"
     engine_python = request.getfixturevalue("old_sglang_python" if old else "sglang_python")
     model = request.getfixturevalue("old_tiny_model" if old else "tiny_model")

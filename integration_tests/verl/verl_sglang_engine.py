@@ -26,6 +26,11 @@ TOKENS = 12
 
 def main(model: str, out: str, side: str, start: int, end: int) -> None:
     import sglang
+
+    if side == "profwin":  # as VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch does: before the server module
+        import profwin_verl
+
+        profwin_verl.patch()
     import verl.workers.rollout.sglang_rollout.async_sglang_server as server_module
     from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
     from verl.utils.profiler.profile import build_rollout_dist_profiler
@@ -33,10 +38,6 @@ def main(model: str, out: str, side: str, start: int, end: int) -> None:
     from profwin.traces import TORCH_MARKER, TraceError, summarize
     from profwin_sglang._plugin import STEP_MARKER
 
-    if side == "profwin":
-        import profwin_verl
-
-        profwin_verl.patch()
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=start, profile_token_end=end)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=out, tool_config={"torch": tool})
     # 0.5.12 on CPU also needs the piecewise CUDA graph off (its runner calls torch.cpu.graph_pool_handle).

@@ -11,6 +11,7 @@ from types import ModuleType
 from typing import Any
 
 from profwin.plugin import PluginError, checked
+from profwin_verl import sglang_stop
 
 __all__ = ["NAMES", "SUPPORTED_VERL", "patch", "unpatch"]
 
@@ -57,7 +58,10 @@ def patch(*, force: bool = False) -> list[str]:
         for name in NAMES:
             _ORIGINALS[name] = getattr(config, name)
     ours = _ours()
-    return _swap({id(_ORIGINALS[name]): (name, ours[name]) for name in NAMES})
+    swapped = _swap({id(_ORIGINALS[name]): (name, ours[name]) for name in NAMES})
+    # verl's SGLang server stop takes an SGLang that stopped by itself (sglang_stop.py).
+    wrapped = sglang_stop.install()
+    return swapped + ([wrapped] if wrapped else [])
 
 
 def unpatch() -> list[str]:
@@ -65,7 +69,8 @@ def unpatch() -> list[str]:
     if not _ORIGINALS:
         return []
     ours = _ours()
-    return _swap({id(ours[name]): (name, _ORIGINALS[name]) for name in NAMES})
+    restored = sglang_stop.uninstall()
+    return _swap({id(ours[name]): (name, _ORIGINALS[name]) for name in NAMES}) + ([restored] if restored else [])
 
 
 def _swap(replacements: dict[int, tuple[str, Callable[..., Any]]]) -> list[str]:
