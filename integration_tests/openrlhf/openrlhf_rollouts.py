@@ -135,29 +135,16 @@ def _steps(path: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _names(path: Path) -> list[str]:
-    """vLLM's step annotations and profwin's token annotations in a trace, in time order (an
-    enclosing span first when two start together: profwin's annotation encloses vLLM's)."""
-    with gzip.open(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    found = [
-        e
-        for e in events
-        if e.get("ph") == "X"
-        and e.get("cat") == "user_annotation"
-        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
-    ]
-    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
-
-
 def _files(folder: Path) -> dict[str, Any]:
+    import step_record  # on the path the test gives every process
+
     found: dict[str, Any] = {}
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:
         if path.is_file():
             entry: dict[str, Any] = {"bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
             if path.name.endswith(".pt.trace.json.gz"):
                 entry["steps"] = _steps(path)
-                entry["names"] = _names(path)
+                entry["names"] = step_record.trace_names(path)
             found[path.name] = entry
     return found
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
@@ -168,6 +169,19 @@ class Server:
             t.join()
         self.generate(5)
         urllib.request.urlopen(self.url + "/health", timeout=60).read()
+
+    def post(self, path: str, body: dict[str, Any] | None = None, *, timeout: float = 120) -> tuple[int, str]:
+        """POST ``body`` as JSON to ``path`` (with the server's API key): the status and the text,
+        whatever the status."""
+        headers = {"Content-Type": "application/json"}
+        if self.api_key is not None:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        request = urllib.request.Request(self.url + path, data=json.dumps(body or {}).encode(), headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                return int(reply.status), reply.read().decode()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read().decode()
 
     def server_info(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.url + "/server_info", timeout=30) as reply:

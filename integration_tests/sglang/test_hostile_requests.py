@@ -8,9 +8,6 @@ The server has the plugin (the test is about it) and an admin API key (as SGLang
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,19 +41,6 @@ def server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPat
     yield from _serve(tiny_model, tmp_path_factory.mktemp("hostile"), plugin_site=plugin_site, api_key=ADMIN_KEY)
 
 
-def _post(server: Server, path: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(
-        server.url + path,
-        data=json.dumps(body or {}).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {ADMIN_KEY}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=120) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
 def _plugin_state(server: Server) -> dict[str, Any]:
     return dict(server.server_info()["internal_states"][0]["profwin_sglang"])
 
@@ -65,7 +49,7 @@ def _plugin_state(server: Server) -> dict[str, Any]:
 def test_a_hostile_request_is_answered_and_the_server_serves_on(server: Server, tmp_path: Path, name: str) -> None:
     fields, expected = CASES[name]
     before = _plugin_state(server)["error_count"]
-    status, text = _post(server, "/start_profile", {**BASE, "output_dir": str(tmp_path), **fields})
+    status, text = server.post("/start_profile", {**BASE, "output_dir": str(tmp_path), **fields})
     state = _plugin_state(server)
     if expected == "refused":
         assert status >= 400, (status, text)
@@ -75,7 +59,7 @@ def test_a_hostile_request_is_answered_and_the_server_serves_on(server: Server, 
         assert status == 200, (status, text)
         assert state["error_count"] == before, state
         said = "accepted"
-    _post(server, "/stop_profile")  # whatever was armed is stopped (or "not in progress")
+    server.post("/stop_profile")  # whatever was armed is stopped (or "not in progress")
     server.generate(4)  # the scheduler is alive and serving
     assert server.alive()
     print(f"HOSTILE | {name} | HTTP {status} | {said}")

@@ -10,9 +10,6 @@ must still answer.
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,19 +45,6 @@ def v2_stock_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) 
     """No plugin; started with SGLANG_EXPOSE_OWN_ENV_VARS=1 (as profwin's launch environment is),
     so it tells which profiler it runs. (0.5.12, which cannot tell: test_sglang_0_5_12.py.)"""
     yield from _v2_server(tiny_model, tmp_path_factory.mktemp("v2-stock"), plugin_site=None, expose=True)
-
-
-def _post(server: Server, path: str, body: dict[str, Any] | None = None) -> tuple[int, str]:
-    request = urllib.request.Request(
-        server.url + path,
-        data=json.dumps(body or {}).encode(),
-        headers={"Content-Type": "application/json", "Authorization": f"Bearer {ADMIN_KEY}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def _kinds(path: Path) -> list[str]:
@@ -120,7 +104,7 @@ def test_requests_the_v2_profiler_dies_of_are_refused(
     v2_plugin_server: Server, path: str, body: dict[str, Any] | None, refusal: str
 ) -> None:
     """A third party's request (not profwin's) that would kill a v2 scheduler: the plugin answers."""
-    status, text = _post(v2_plugin_server, path, body)
+    status, text = v2_plugin_server.post(path, body)
     assert status >= 400, text
     assert v2_plugin_server.alive()
     assert refusal in v2_plugin_server.log_tail(40)
@@ -131,8 +115,7 @@ def test_a_by_stage_request_still_reaches_the_v2_profiler(v2_plugin_server: Serv
     def by_stage() -> None:
         for old in tmp_path.glob("*.trace.json.gz"):  # a first try's files, when a retry runs
             old.unlink()
-        status, _ = _post(
-            v2_plugin_server,
+        status, _ = v2_plugin_server.post(
             "/start_profile",
             {"profile_by_stage": True, "num_steps": 2, "activities": ["CPU"], "output_dir": str(tmp_path)},
         )

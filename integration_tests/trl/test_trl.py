@@ -89,14 +89,20 @@ def test_enabled_as_a_user_does_and_grpo_trained_three_steps_in_each_mode(report
     assert report["stood_in"] == {"sync_weights": 2 * STEPS, "init_communicator": 1}
 
 
-def test_colocate_the_chosen_call_is_exactly_the_window_on_the_in_process_engine(report: Any) -> None:
-    run = report["colocate"]
+def _the_chosen_calls_result(run: dict[str, Any]) -> dict[str, Any]:
+    """The one in-process engine's result of generation call 1, the one chosen, as its record says."""
     assert run["warnings"] == []
     (record,) = run["records"]
     assert (record["rollout"], record["kind"], record["ok"]) == (1, "rollout", True), record["message"]
     assert record["message"] == "rollout 1: profiling stopped on 1 of 1 engine(s), 1 trace(s) collected"
     (result,) = record["results"]
     assert result["target"] == "colocate"
+    return dict(result)
+
+
+def test_colocate_the_chosen_call_is_exactly_the_window_on_the_in_process_engine(report: Any) -> None:
+    run = report["colocate"]
+    result = _the_chosen_calls_result(run)
     details = result["details"]
     # vLLM 0.27 takes the window at launch: TRL's LLM was built with profwin's launch config.
     assert (details["version"], details["mechanism"], details["records"]) == ("0.27.0", "launch-config", "2:6")
@@ -141,12 +147,7 @@ def test_colocate_a_token_window_is_what_the_token_rule_gives_from_vllms_own_rec
     assert run["global_step"] == STEPS
     assert len(run["losses"]) == STEPS, run["losses"]
     assert run["stood_in"] == {"sync_weights": STEPS, "init_communicator": 0}
-    assert run["warnings"] == []
-    (record,) = run["records"]
-    assert (record["rollout"], record["kind"], record["ok"]) == (1, "rollout", True), record["message"]
-    assert record["message"] == "rollout 1: profiling stopped on 1 of 1 engine(s), 1 trace(s) collected"
-    (result,) = record["results"]
-    assert result["target"] == "colocate"
+    result = _the_chosen_calls_result(run)
     details = result["details"]
     assert (details["version"], details["mechanism"], details["window"]) == ("0.27.0", "launch-config", "2:6 tokens")
     assert (details["delay_iterations"], details["max_iterations"]) == (2**41 + 2, 4)  # the token encoding

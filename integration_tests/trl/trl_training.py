@@ -62,6 +62,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm"))  # step_record.py
 
+from step_record import trace_names
+
 STEPS = 3
 MAX_COMPLETION = 12
 WINDOW = {"window": "2:6"}
@@ -86,22 +88,6 @@ def _steps(path: Path) -> list[dict[str, Any]]:
     ]
 
 
-def _names(path: Path) -> list[str]:
-    """vLLM's step annotations and profwin's token annotations in a trace, in time order (an
-    enclosing span first when two start together: profwin's annotation encloses vLLM's)."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    found = [
-        e
-        for e in events
-        if e.get("ph") == "X"
-        and e.get("cat") == "user_annotation"
-        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
-    ]
-    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
-
-
 def _files(folder: Path) -> dict[str, Any]:
     found: dict[str, Any] = {}
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
@@ -109,7 +95,7 @@ def _files(folder: Path) -> dict[str, Any]:
             entry: dict[str, Any] = {"bytes": path.stat().st_size}
             if path.name.endswith((".pt.trace.json.gz", ".pt.trace.json")):
                 entry["steps"] = _steps(path)
-                entry["names"] = _names(path)
+                entry["names"] = trace_names(path)
             found[path.name] = entry
     return found
 

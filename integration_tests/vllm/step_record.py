@@ -17,9 +17,29 @@ The tests derive the steps a token window records from it (record_check.py).
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
 from typing import Any
 
-__all__ = ["StepRecord", "start", "take"]
+__all__ = ["StepRecord", "start", "take", "trace_names"]
+
+
+def trace_names(path: Path) -> list[str]:
+    """vLLM's step annotations and profwin's token annotations in a trace (host side, read with
+    ``json.load``: nothing of profwin's), in time order; an enclosing span first when two start
+    together (profwin's annotation encloses vLLM's)."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    found = [
+        e
+        for e in events
+        if e.get("ph") == "X"
+        and e.get("cat") == "user_annotation"
+        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
+    ]
+    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
 
 
 class StepRecord:

@@ -24,7 +24,6 @@ The test derives the expected steps from ``record`` alone and compares.
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 import time
@@ -32,7 +31,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from step_record import StepRecord
+from step_record import StepRecord, trace_names
 from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
 
 from profwin import ProfileSpec, Window
@@ -47,21 +46,6 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     ("never-reached", "A", [(12, 4, 1)] * 2, "20:30 tokens"),
     ("admission", "B", [(30, 12, 1)] * 10, "2:8 tokens"),
 ]
-
-
-def trace_names(path: Path) -> list[str]:
-    """vLLM's step annotations and profwin's token annotations (host side), in time order."""
-    with gzip.open(path, "rt") as f:
-        events = json.load(f)["traceEvents"]
-    found = [
-        e
-        for e in events
-        if e.get("ph") == "X"
-        and e.get("cat") == "user_annotation"
-        and str(e.get("name", "")).startswith(("execute_", "profwin.tokens"))
-    ]
-    # An enclosing span first when two start together (profwin's annotation encloses vLLM's).
-    return [e["name"] for e in sorted(found, key=lambda e: (e["ts"], -e.get("dur", 0)))]
 
 
 LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
