@@ -44,7 +44,9 @@ __all__ = [
     "MAX_TIMEOUT",
     "check_timeout",
     "expand_user",
+    "file_identity",
     "open_input",
+    "parse_json",
     "parse_spec_text",
     "read_input",
     "read_spec_file",
@@ -197,6 +199,18 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bo
     return data
 
 
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What tells one state of the file at ``path`` from another (device, inode, type, size,
+    modification and change times), or ``None`` when it cannot be looked at. Every write changes
+    it (the change time moves with each write, a rename gives a new inode), so a value computed
+    from a file can be kept while this stays the same: each file is read once per command."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def read_spec_file(path: str | os.PathLike[str]) -> tuple[Any, Path]:
     """The parsed document in the spec file ``path`` and the file's path, ``~`` expanded."""
     file = expand_user(path, what="spec file")
@@ -267,6 +281,21 @@ def _check_digits(text: str) -> None:
     limit = sys.get_int_max_str_digits()
     if limit and digits > limit:
         raise ValueError(f"an integer of {digits:,} digits; the limit is {limit:,} digits")
+
+
+def parse_json(text: str | bytes, *, source: str) -> Any:
+    """JSON ``text`` (bytes: UTF-8) within the spec bounds (:data:`MAX_DEPTH` levels,
+    :data:`MAX_NODES` values, no duplicate keys, no ``NaN``, integers within Python's digit limit):
+    the one parser for the JSON files profwin reads back (state files, sidecars, manifests). Anything
+    else is a :class:`ConfigError` naming ``source``, never a ``RecursionError``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{source}: is not UTF-8 text (byte {text[exc.start : exc.start + 1]!r} at offset {exc.start})"
+            ) from None
+    return _parse_json(text, source)
 
 
 def _parse_json(text: str, source: str) -> Any:

@@ -15,7 +15,7 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
-from profwin.provenance import KEY, first_step_of, provenance
+from profwin.provenance import KEY, first_step_of, provenance, sidecar_info
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.indexing import scan
@@ -301,6 +301,9 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         )
         for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
     )
+    damaged = sidecar_info(index.path)[1]
+    if damaged:
+        notes.append(f"{Path(index.path).name}: {damaged}; summarized without it")
     if not index.parts and type(known.get("part")) is int:
         notes.append(
             f"this is part {known['part']} of window {known.get('window')}; give all its parts (or their folder) "
