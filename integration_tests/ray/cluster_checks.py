@@ -289,6 +289,18 @@ def main() -> None:
             "found": sorted(str(p.relative_to(WORK / "links")) for p in (WORK / "links").rglob("*")),
         }
 
+        # 6d. a link planted in a collect destination refuses that one file; the rest arrive
+        planted = WORK / "planted"
+        (planted / label["head"]).mkdir(parents=True)
+        (planted / label["head"] / "real.bin").symlink_to(secret / "shadow")
+        collected = profwin_ray.collect("$PROFWIN_NODE_DIR/links/**", planted)
+        report["planted"] = {
+            **collected.to_dict(),
+            "secret": (secret / "shadow").read_text(),
+            "link_kept": (planted / label["head"] / "real.bin").is_symlink(),
+            "n1_identical": filecmp.cmp(planted / label["n1"] / "real.bin", dirs["n1"] / "links" / "real.bin", shallow=False),
+        }
+
         # 6c. bounds a user can pass, and an address where no cluster is
         ray_cli = [sys.executable, "-m", "profwin", "collect", "--from", "$PROFWIN_NODE_DIR/big/*", "--to", str(WORK / "bounds")]
         report["chunk_bytes"] = {
@@ -310,7 +322,7 @@ def main() -> None:
                 "returned": returned,
                 "expected": [str(save_path / f"rollout-replica1_{n1_trace}")],
                 "identical": filecmp.cmp(returned[0], dirs["n1"] / "traces" / n1_trace, shallow=False),
-                "manifest": sorted(manifest),  # files the receiving task copied (none: already there)
+                "manifest": sorted(k for k in manifest if k != "format"),  # files the receiving task copied (none: already there)
             }
         except Exception as exc:
             report["verl"] = {"error": f"{type(exc).__name__}: {exc}"}

@@ -199,6 +199,22 @@ def test_links_in_a_nodes_folder_are_neither_followed_nor_copied(report: dict[st
     assert found == sorted([*labels, *(f"{label}/real.bin" for label in labels)])
 
 
+def test_a_link_planted_in_the_destination_refuses_that_file_only(report: dict[str, Any]) -> None:
+    """It ended the whole collection (an exception out of the copy); now that file is refused and
+    reported, nothing is written through the link, and the other node's file arrives."""
+    planted = report["planted"]
+    nodes = _by_node(planted)
+    head, n1 = (report["labels"][n] for n in ("head", "n1"))
+    (refused,) = nodes[head]["files"]
+    assert (refused["name"], refused["status"]) == ("real.bin", "failed")
+    assert refused["message"].endswith(f"{head}/real.bin' is a symbolic link; profwin never writes through one")
+    assert not nodes[head]["ok"]
+    assert [(f["name"], f["status"]) for f in nodes[n1]["files"]] == [("real.bin", "copied")]
+    assert planted["n1_identical"]
+    assert planted["secret"] == "not to be copied"  # never written through
+    assert planted["link_kept"]
+
+
 def test_chunk_bytes_out_of_bounds_and_no_cluster_are_one_clear_error(report: dict[str, Any]) -> None:
     too_small, too_large = report["chunk_bytes"]["0"], report["chunk_bytes"][str(2**62)]
     assert too_small["code"] == 2
