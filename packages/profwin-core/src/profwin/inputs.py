@@ -26,12 +26,14 @@ import codecs
 import io
 import json
 import os
+import re
 import select
 import stat
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, cast
+from urllib.parse import urlsplit
 
 from profwin.arguments import MAX_DEPTH, check_nesting, check_path, checked
 from profwin.errors import ConfigError, shown
@@ -42,9 +44,11 @@ __all__ = [
     "MAX_NODES",
     "MAX_SPEC_BYTES",
     "MAX_TIMEOUT",
+    "MAX_URL_CHARS",
     "check_timeout",
     "expand_user",
     "file_identity",
+    "normalize_url",
     "open_input",
     "parse_json",
     "parse_spec_text",
@@ -78,6 +82,53 @@ def check_timeout(timeout: object) -> float:
             path="timeout",
         )
     return float(timeout)
+
+
+MAX_URL_CHARS = 2048
+"""Longest server URL accepted (browsers and servers stop near there too)."""
+
+
+@checked
+def normalize_url(url: str) -> str:
+    """Check a server URL and return it without a trailing ``/``, with ``http://`` if no scheme.
+
+    ``"127.0.0.1:8000/"`` gives ``"http://127.0.0.1:8000"``; a path prefix is kept
+    (``"http://h:8000/sglang/"`` gives ``"http://h:8000/sglang"``). Raises
+    :class:`~profwin.ConfigError` (path ``url``) for another scheme, no host, credentials
+    (without repeating them), a query or fragment, a bad port, spaces or control characters.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"must be a URL string (got {shown(url)})", path="url")
+    text = url.strip()
+    if len(text) > MAX_URL_CHARS:
+        raise ConfigError(f"must be at most {MAX_URL_CHARS:,} characters (got {shown(text)})", path="url")
+    full = text if "://" in text else f"http://{text}"
+    if "@" in full:
+        # Only a well-formed host[:port] after the last "@" is repeated: in a malformed URL
+        # ("h:9@admin:secret") any part may be the password.
+        host = re.match(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?(?=/|$)", full.rpartition("@")[2])
+        masked = f"{full.partition('://')[0]}://***@{host.group(0) if host else '***'}"
+        raise ConfigError(
+            f"must not contain credentials (got {masked!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
+            path="url",
+        )
+    if not full.isascii() or not full.isprintable() or re.search(r"\s", full):
+        raise ConfigError(f"must be ASCII without spaces or control characters (got {shown(text)})", path="url")
+    try:
+        parts = urlsplit(full)
+    except ValueError as exc:
+        raise ConfigError(f"is not a valid URL: {exc} (got {shown(text)})", path="url") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConfigError(f"must start with http:// or https:// (got {shown(text)})", path="url")
+    if "?" in full or "#" in full:
+        raise ConfigError(f"must not have a query or fragment (got {shown(text)})", path="url")
+    if not parts.hostname:
+        raise ConfigError(f"has no host (got {shown(text)})", path="url")
+    _, colon, port = parts.netloc.rpartition("]")[2].partition(":")
+    if colon and not (port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
+        raise ConfigError(f"port must be a number from 1 to 65535 (got {shown(port)} in {shown(text)})", path="url")
+    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
 def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:
