@@ -334,6 +334,7 @@ def _check_digits(text: str) -> None:
         raise ValueError(f"an integer of {digits:,} digits; the limit is {limit:,} digits")
 
 
+@checked
 def parse_json(text: str | bytes, *, source: str) -> Any:
     """JSON ``text`` (bytes: UTF-8) within the spec bounds (:data:`MAX_DEPTH` levels,
     :data:`MAX_NODES` values, no duplicate keys, no ``NaN``, integers within Python's digit limit):
