@@ -80,13 +80,13 @@ def collect_while(
     node of ``engine`` holds its read of ``name`` past the first chunk, then letting it go on (a
     node that is killed lets go by itself); the results, leftovers and byte comparison."""
     global watching
-    ray.get(engine.hold.remote(name), timeout=60)
+    ray.get(engine.hold.remote(name), timeout=600)  # the first call: the actor may still be starting
 
     def make_fault() -> None:
         ray.get(engine.wait_held.remote(name), timeout=600)
         fault()
         if release:
-            ray.get(engine.release.remote(name), timeout=60)
+            ray.get(engine.release.remote(name), timeout=600)
 
     doer = threading.Thread(target=make_fault, name="fault")  # the test's instrument, not audited
     doer.start()
@@ -266,7 +266,7 @@ def main() -> None:
         ray.get(engines["head"].wait_held.remote("d.bin"), timeout=600)  # the copy of d.bin is under way, and waits
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=300)
-        ray.get(engines["head"].release.remote("d.bin"), timeout=60)
+        ray.get(engines["head"].release.remote("d.bin"), timeout=600)
         report["interrupted"] = {
             "code": proc.returncode,
             "stdout": json.loads(out) if out.strip() else None,

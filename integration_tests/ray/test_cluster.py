@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from ..readiness import CAP_S
+
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +29,7 @@ def report(ray_python: Path, ray_env: dict[str, str], tmp_path_factory: pytest.T
     work = tmp_path_factory.mktemp("ray-cluster")
     done = subprocess.run(
         [str(ray_python), str(HERE / "cluster_checks.py"), str(work)],
-        env=ray_env, capture_output=True, text=True, timeout=600, check=False,
+        env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
     why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
