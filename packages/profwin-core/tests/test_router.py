@@ -109,6 +109,19 @@ def test_a_router_answer_that_is_no_worker_list(stand_in: Callable[..., StandInR
         profwin.router(router.url)
 
 
+def test_a_workers_answer_past_the_cap_is_refused(stand_in: Callable[..., StandInRouter]) -> None:
+    """The cap on a router's answer (limits.md): 1 MiB, read no further."""
+    from profwin.router import MAX_WORKERS_ANSWER_BYTES
+
+    router = stand_in([])
+    router.body = {"workers": [{"url": f"http://10.0.{i // 250}.{i % 250}:8000"} for i in range(40_000)]}
+    assert len(json.dumps(router.body)) > MAX_WORKERS_ANSWER_BYTES == 1 << 20
+    with pytest.raises(
+        profwin.RouterError, match=r"^router: cannot list the router's workers: .*answer larger than 1048576 bytes"
+    ):
+        profwin.router(router.url)
+
+
 def test_an_unreachable_router_is_a_clear_error(stand_in: Callable[..., StandInRouter]) -> None:
     router = stand_in([])
     url = router.url

@@ -14,8 +14,8 @@ answers understood (each checked against the real router from the registry):
 - ``{"urls": [...]}`` from ``GET /list_workers``: older sglang-routers that have no
   ``/workers``, and vllm-router beside ``/workers``. It is asked only when ``/workers`` is 404.
 
-An answer is read up to 1 MiB (:func:`profwin.http.request`'s ``max_body``); a larger one is a
-:class:`RouterError`.
+An answer is read up to :data:`MAX_WORKERS_ANSWER_BYTES` (1 MiB, :func:`profwin.http.request`'s
+``max_body``); a larger one is a :class:`RouterError`.
 
 ``profwin start --router URL`` and ``profwin stop --router URL`` are two processes and the
 router's list may change between them: :func:`start_router` records the workers it started, and
@@ -40,8 +40,20 @@ from profwin.protocols import RemoteResult
 from profwin.remote import read_state, start_remote, state_path, stop_remote
 from profwin.spec import ProfileSpec
 
-__all__ = ["RECORD_FORMAT", "RouterError", "RouterWorkers", "against_router", "router", "start_router", "stop_router"]
+__all__ = [
+    "MAX_WORKERS_ANSWER_BYTES",
+    "RECORD_FORMAT",
+    "RouterError",
+    "RouterWorkers",
+    "against_router",
+    "router",
+    "start_router",
+    "stop_router",
+]
 
+MAX_WORKERS_ANSWER_BYTES = 1 << 20
+"""Largest ``/workers`` or ``/list_workers`` answer read (1 MiB, some 5,000 workers); a larger one
+is a :class:`RouterError`."""
 RECORD_FORMAT = Format("profwin.router-state", version=2)
 """``profwin start --router``'s record: ``router``, ``workers``, ``started``, ``keyed`` (version 1:
 the same without ``"format"``)."""
@@ -75,9 +87,10 @@ def router(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> Ro
     with an error, lists something that is not a worker URL, or lists no worker."""
     base = normalize_url(url)
     timeout = check_timeout(timeout)
-    reply = request(base, "/workers", method="GET", api_key=api_key, timeout=timeout, expect="object")
+    cap = MAX_WORKERS_ANSWER_BYTES
+    reply = request(base, "/workers", method="GET", api_key=api_key, timeout=timeout, expect="object", max_body=cap)
     if reply.status == 404:
-        reply = request(base, "/list_workers", method="GET", api_key=api_key, timeout=timeout, expect="object")
+        reply = request(base, "/list_workers", method="GET", api_key=api_key, timeout=timeout, expect="object", max_body=cap)
     if not reply.ok:
         raise RouterError(f"cannot list the router's workers: {reply.describe()}", path="router")
     urls, entries = _workers(reply.data, reply.url)
