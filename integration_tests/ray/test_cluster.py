@@ -160,6 +160,7 @@ def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
     stopped = report["interrupted"]
     assert stopped["code"] == 130, stopped["stderr"]
     result = stopped["stdout"]
+    assert isinstance(result, dict), f"stdout is not one JSON document: {result!r}"
     assert result["interrupted"]
     assert not result["ok"]
     head = _by_node(result)[report["labels"]["head"]]
