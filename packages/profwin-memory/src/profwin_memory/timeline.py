@@ -134,8 +134,7 @@ class _Reader:
         # place -> (lowest, its index, highest, its index).
         self.unbounded: dict[str, tuple[Any, int, Any, int]] = {}
         self.version: int | None = None
-        self.totals_checked = False
-        self.lacking: dict[str, list[str]] = {}  # columns a version 1 file may lack, lacked
+        self.lacking: dict[str, list[str]] = {}  # totals and columns a version 1 file may lack, lacked
 
     def fail(self, message: str) -> TimelineError:
         return TimelineError(self.stream.path, message)
@@ -196,18 +195,19 @@ class _Reader:
             if window is None or window.end is None or window.unit != "steps":
                 raise self.fail(f"steps is {_json(value)}; it must be a bounded window of steps such as '20:80'")
             self.window = window
-        elif key == "totals" and self.version is not None:
-            self.totals(value)  # else once the version is read (complete())
+        elif key == "totals":
+            self.totals(value)
         elif key == "top_ops":
             self.top_ops(value)
 
     def totals(self, totals: Any) -> None:
-        self.totals_checked = True
+        """Check the totals as soon as they are read; one a version 1 file may lack, when the
+        version is not read yet, is decided in :meth:`complete`."""
         if not isinstance(totals, dict):
             raise self.fail(f"totals is {_json(totals)}; it must be an object of {', '.join(TOTALS)} and peak_step")
         for name, rule in TOTALS.items():
-            if self.version == 1 and name in V1_OPTIONAL_TOTALS and name not in totals:
-                totals[name] = None  # an older shape: not known
+            if name not in totals and name in V1_OPTIONAL_TOTALS and self.version in (None, 1):
+                self.lacking.setdefault("totals", []).append(name)
                 continue
             self.scalar(totals, name, rule, f"totals.{name}")
         if "peak_step" not in totals:
@@ -351,11 +351,13 @@ class _Reader:
         if missing:
             raise self.fail(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; a timeline has each")
         if self.version != 1:
-            for table, lacked in self.lacking.items():
+            for place, lacked in self.lacking.items():
+                if lacked and place == "totals":
+                    raise self.fail(f"totals.{lacked[0]} is missing")
                 if lacked:
-                    raise self.fail(f"{table} lacks the column{'s' * (len(lacked) > 1)} {', '.join(lacked)}")
-        if not self.totals_checked:  # read before the version
-            self.totals(data["totals"])
+                    raise self.fail(f"{place} lacks the column{'s' * (len(lacked) > 1)} {', '.join(lacked)}")
+        for name in self.lacking.get("totals", []):  # version 1: an older shape, not known
+            data["totals"][name] = None
         assert self.window is not None
         assert self.window.end is not None
         steps = self.window.end - self.window.start
