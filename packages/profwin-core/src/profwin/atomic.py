@@ -128,11 +128,13 @@ def _put_in_place(tmp: Path, final: Path, token: str) -> None:
 @contextmanager
 def all_or_nothing() -> Iterator[None]:
     """The files :func:`atomic_path` (and :func:`write_atomic`) put in place inside the block stay
-    only if the block finishes: when it ends by an exception (an error, Ctrl-C, SIGTERM — which
-    the ``profwin`` commands turn into one), each is removed again and a regular file it replaced
-    is put back. A command that writes one result (``profwin merge``, ``trim``, a plot) runs in
-    one, so a SIGTERM that lands a moment after its output was renamed into place (the command
-    still printing) leaves no output either: the command did not finish.
+    only if the block is not stopped: when Ctrl-C or SIGTERM (which the ``profwin`` commands turn
+    into :class:`~profwin.errors.Terminated`) ends it, each is removed again and a regular file it
+    replaced is put back. A command that writes one result (``profwin merge``, ``trim``, a plot)
+    runs in one, so a SIGTERM that lands a moment after its output was renamed into place (the
+    command still printing) leaves no output either: the command did not finish. An error is not
+    a stop: a file written whole before it stays (the error says what failed; a file that could
+    not be written whole never reached its name).
 
     A replaced file is kept under a hidden hard link (``.NAME.PID-TOKEN.previous``) until the
     block ends. Blocks nest: an inner block that finishes hands its files to the outer one."""
@@ -143,6 +145,9 @@ def all_or_nothing() -> Iterator[None]:
     try:
         yield
         finished = True
+    except Exception:
+        finished = True  # an error after its files were complete (stdout closed, say) keeps them
+        raise
     finally:
         with _lock:
             _open.remove(files)

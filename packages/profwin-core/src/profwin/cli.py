@@ -701,7 +701,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 _WRITES_RESULTS = frozenset({_cmd_summarize, _cmd_diff, _cmd_merge, _cmd_trim})
 """Commands whose files are their result: each runs in :func:`~profwin.atomic.all_or_nothing`, so
-one that does not finish (an error, Ctrl-C, SIGTERM) leaves none of them, even one already renamed
+one stopped (Ctrl-C, SIGTERM) leaves none of them, even one already renamed
 into place. The others keep what they did (``demo``: the window recorded, as a session keeps it on an early
 exit; ``collect``: what arrived; ``start``/``stop``: their own
 state and rollback)."""
