@@ -57,9 +57,15 @@ DOCUMENTED: dict[str, tuple[type[BaseException], ...]] = {
     ),
 }
 # Public functions that check their arguments by hand: the error family's own helpers, which sit
-# below profwin.arguments, ``checked`` itself, and expand_user, whose errors name the field its
-# caller read the path from.
-CHECK_THEMSELVES = ("profwin.plugin.shown", "profwin.plugin.unknown_key", "profwin.plugin.checked", "profwin.plugin.expand_user")
+# below profwin.arguments, ``checked`` itself, and expand_user and spec_mapping, whose errors name
+# the field their caller read the value from.
+CHECK_THEMSELVES = (
+    "profwin.plugin.shown",
+    "profwin.plugin.unknown_key",
+    "profwin.plugin.checked",
+    "profwin.plugin.expand_user",
+    "profwin.plugin.spec_mapping",
+)
 DEPTH = 10_000
 EXAMPLES = 40
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import built_python, dist_info_site
+from ..readiness import RAY_PATIENCE
 from ..vllm.conftest import ENGINE_ENV, tiny_model, vllm_python  # noqa: F401
 
 HERE = Path(__file__).resolve().parent
@@ -33,7 +34,7 @@ def openrlhf_env(site: Path, *first: Path) -> dict[str, str]:
     env.update(ENGINE_ENV)
     # RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: pytest runs under `uv run`, and Ray would start every worker
     # with that `uv run` (the workspace's venv, which has neither ray nor vLLM).
-    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0")
+    env.update(RAY_USAGE_STATS_ENABLED="0", RAY_ENABLE_UV_RUN_RUNTIME_ENV="0", **RAY_PATIENCE)
     env["PYTHONPATH"] = os.pathsep.join(map(str, [*first, site, *sources]))
     return env
 

@@ -64,6 +64,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # integration_tests/readiness.py
+import readiness
+
 N_SAMPLES = (1, 3, 1)  # per rollout: requests per engine
 MAX_NEW_TOKENS = 12
 TOKEN_RUN = ("0", {"window": "2:6 tokens", "output_dir": "$PROFWIN_NODE_DIR/traces"})
@@ -180,13 +183,14 @@ def main(model: str, work: Path, report_path: Path) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         replaced = profwin_openrlhf.enable(settings)  # what the launcher does before OpenRLHF's train()
+    readiness.patient_ray()  # a loaded machine: Ray's node start waits as long as the node needs
     cluster = Cluster(
         initialize_head=True,
         head_node_args={"num_cpus": 2, "resources": {"trainer": 1}, "env_vars": {"PROFWIN_NODE_DIR": str(dirs["head"])}},
     )
     try:
         cluster.add_node(num_cpus=2, num_gpus=2, env_vars={"PROFWIN_NODE_DIR": str(dirs["n1"])})
-        cluster.wait_for_nodes()
+        cluster.wait_for_nodes(timeout=readiness.RAY_NODE_START_S)
         # OpenRLHF's train(): ray.init with its runtime_env, through profwin's wrapper.
         ray.init(address=cluster.address, runtime_env={"env_vars": OPENRLHF_ENV_VARS}, logging_level="WARNING")
         job_env = ray.get_runtime_context().runtime_env

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from ..readiness import CAP_S
 from ..vllm.record_check import check_token_trace
 from .conftest import HERE, openrlhf_env
 
@@ -39,7 +40,7 @@ STEP_RECORD = HERE.parent / "vllm" / "step_record.py"
 def _run(python: Path, env: dict[str, str], script: str, *args: str) -> None:
     began = time.monotonic()
     done = subprocess.run(
-        [str(python), str(HERE / script), *args], env=env, capture_output=True, text=True, timeout=1500, check=False
+        [str(python), str(HERE / script), *args], env=env, capture_output=True, text=True, timeout=CAP_S + 600, check=False
     )
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-8000:]}"
     print(f"{script}: {time.monotonic() - began:.0f} s", file=sys.stderr)

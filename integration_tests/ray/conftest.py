@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import built_python, dist_info_site
+from ..readiness import RAY_PATIENCE
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -32,5 +33,5 @@ def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
     # RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: pytest runs under `uv run`, and Ray would otherwise start
     # every worker with the same `uv run` (the workspace's venv, which has no ray).
-    extra = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    extra = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **RAY_PATIENCE}
     return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), **extra}

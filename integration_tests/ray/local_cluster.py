@@ -12,6 +12,7 @@ profwin-ray. :class:`Engine` is a node's engine: a torch decode-like loop under
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from attrs import define
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # integration_tests/readiness.py
+import readiness
 
 
 class Engine:
@@ -152,12 +156,13 @@ def local_cluster(root: Path, nodes: int = 3) -> Iterator[LocalCluster]:
     dirs = {n: root / n for n in names}
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
+    readiness.patient_ray()  # a loaded machine: Ray's node start waits as long as the node needs
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "env_vars": {"PROFWIN_NODE_DIR": str(dirs["head"])}})
     try:
         handles = {"head": cluster.head_node}
         for n in names[1:]:
             handles[n] = cluster.add_node(num_cpus=1, env_vars={"PROFWIN_NODE_DIR": str(dirs[n])})
-        cluster.wait_for_nodes()
+        cluster.wait_for_nodes(timeout=readiness.RAY_NODE_START_S)
         ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
         node_ids = {n: handles[n].node_id for n in names}
         by_id = {node_id: label for label, node_id in _alive_nodes(ray)}

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from ..readiness import CAP_S
+
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
 HERE = Path(__file__).resolve().parent
@@ -27,7 +29,7 @@ def report(ray_python: Path, ray_env: dict[str, str], tmp_path_factory: pytest.T
     work = tmp_path_factory.mktemp("ray-cluster")
     done = subprocess.run(
         [str(ray_python), str(HERE / "cluster_checks.py"), str(work)],
-        env=ray_env, capture_output=True, text=True, timeout=600, check=False,
+        env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
     why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
@@ -158,6 +160,7 @@ def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
     stopped = report["interrupted"]
     assert stopped["code"] == 130, stopped["stderr"]
     result = stopped["stdout"]
+    assert isinstance(result, dict), f"stdout is not one JSON document: {result!r}"
     assert result["interrupted"]
     assert not result["ok"]
     head = _by_node(result)[report["labels"]["head"]]
@@ -197,6 +200,22 @@ def test_links_in_a_nodes_folder_are_neither_followed_nor_copied(report: dict[st
         assert [f["name"] for f in nodes[label]["files"]] == ["real.bin"]
     found = sorted(p for p in links["found"] if not p.startswith("."))
     assert found == sorted([*labels, *(f"{label}/real.bin" for label in labels)])
+
+
+def test_a_link_planted_in_the_destination_refuses_that_file_only(report: dict[str, Any]) -> None:
+    """It ended the whole collection (an exception out of the copy); now that file is refused and
+    reported, nothing is written through the link, and the other node's file arrives."""
+    planted = report["planted"]
+    nodes = _by_node(planted)
+    head, n1 = (report["labels"][n] for n in ("head", "n1"))
+    (refused,) = nodes[head]["files"]
+    assert (refused["name"], refused["status"]) == ("real.bin", "failed")
+    assert refused["message"].endswith(f"{head}/real.bin' is a symbolic link; profwin never writes through one")
+    assert not nodes[head]["ok"]
+    assert [(f["name"], f["status"]) for f in nodes[n1]["files"]] == [("real.bin", "copied")]
+    assert planted["n1_identical"]
+    assert planted["secret"] == "not to be copied"  # never written through
+    assert planted["link_kept"]
 
 
 def test_chunk_bytes_out_of_bounds_and_no_cluster_are_one_clear_error(report: dict[str, Any]) -> None:

@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,6 +26,7 @@ import pytest
 import profwin
 
 from ..conftest import built_python
+from ..readiness import wait_ready
 
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.slow, pytest.mark.router]
@@ -97,17 +97,12 @@ def test_the_router_lists_its_workers(requirement: str, workers: list[StandInWor
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, log.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(url + "/workers", timeout=5) as reply:
-                    if len(json.loads(reply.read()).get("workers", [])) == len(workers):
-                        break
-            except (OSError, ValueError):
-                pass
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.5)
+
+        def listed() -> bool:
+            with urllib.request.urlopen(url + "/workers", timeout=5) as reply:
+                return len(json.loads(reply.read()).get("workers", [])) == len(workers)
+
+        wait_ready(listed, what=f"{requirement} on {url}", proc=proc, log=log, poll_s=0.5)
         found = profwin.router(url)
         assert sorted(found) == sorted(w.url for w in workers)
         assert found.router == url

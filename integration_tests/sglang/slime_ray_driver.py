@@ -23,6 +23,9 @@ import ray
 from slime.ray.rollout import RolloutManager
 from slime.utils.arguments import apply_custom_config
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # integration_tests/readiness.py
+import readiness
+
 
 def main() -> None:
     config = json.loads(Path(sys.argv[1]).read_text())
@@ -43,6 +46,7 @@ def main() -> None:
         )
     )
     began = time.monotonic()
+    readiness.patient_ray()  # on a loaded machine the node's raylet took over Ray's 30 s to register
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=True)
     up = time.monotonic() - began
     try:

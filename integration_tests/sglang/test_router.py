@@ -17,7 +17,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from argparse import Namespace
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ import profwin
 from profwin.traces import count_steps, summarize
 
 from ..conftest import built_python, dist_info_site
+from ..readiness import CAP_S, RAY_PATIENCE, wait_ready
 from .conftest import HERE, ROOT, Server, _free_port, _serve
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
@@ -66,20 +66,14 @@ class Router:
         ]  # fmt: skip
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        began = time.monotonic()
-        while time.monotonic() - began < 120:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"router exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
-            try:
-                with urllib.request.urlopen(self.url + "/workers", timeout=5) as reply:
-                    listed = json.loads(reply.read())["workers"]
-                if sorted(w["url"] for w in listed if w["is_healthy"]) == sorted(workers):
-                    print(f"router up on {self.url} after {time.monotonic() - began:.1f} s", file=sys.stderr)
-                    return
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.5)
-        raise RuntimeError(f"router did not list {workers} within 120 s:\n{self.log.read_text()[-3000:]}")
+
+        def listed() -> bool:
+            with urllib.request.urlopen(self.url + "/workers", timeout=5) as reply:
+                found = json.loads(reply.read()).get("workers", [])
+            return sorted(w["url"] for w in found if w["is_healthy"]) == sorted(workers)
+
+        waited = wait_ready(listed, what=f"the router on {self.url} listing {workers}", proc=self.proc, log=self.log, poll_s=0.5)
+        print(f"router up on {self.url} after {waited:.1f} s", file=sys.stderr)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -248,9 +242,10 @@ def test_slime_profiles_the_chosen_rollouts_on_every_worker_from_a_ray_actor(
     paths = [site, *(ROOT / "packages" / p / "src" for p in ("profwin-core", "profwin-sglang", "profwin-slime")), SLIME]
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PROFWIN_API_KEY")}
     env |= {"PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    env |= RAY_PATIENCE
     done = subprocess.run(
         [str(ray_python), str(HERE / "slime_ray_driver.py"), str(config)],
-        env=env, capture_output=True, text=True, timeout=600, check=False,
+        env=env, capture_output=True, text=True, timeout=CAP_S, check=False,
     )  # fmt: skip
     lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
     why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"

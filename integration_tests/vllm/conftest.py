@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import built_python, dist_info_site
+from ..readiness import wait_ready
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -123,17 +124,17 @@ class Server:
         # Own process group: teardown ends the server and its engine-core child together.
         self.proc = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
-    def wait_ready(self, timeout: float) -> None:
+    def wait_ready(self) -> float:
+        """Until ``/health`` answers: as long as the server starts (:func:`readiness.wait_ready`)."""
         from profwin.http import request
 
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vLLM server exited with {self.proc.returncode}:\n{self.log.read_text()[-4000:]}")
-            if request(self.url, "/health", method="GET", timeout=5).ok:
-                return
-            time.sleep(2)
-        raise RuntimeError(f"vLLM server not healthy after {timeout:.0f} s:\n{self.log.read_text()[-4000:]}")
+        return wait_ready(
+            lambda: request(self.url, "/health", method="GET", timeout=5).ok,
+            what=f"the vLLM server on {self.url}",
+            proc=self.proc,
+            log=self.log,
+            poll_s=2,
+        )
 
     def complete(self, prompt: list[int], max_tokens: int) -> int:
         """One completion request; returns the number of tokens generated."""
@@ -193,6 +194,6 @@ def servers(launched_servers: dict[str, Server]) -> dict[str, Server]:
     """The two servers of ``launched_servers``, healthy."""
     t0 = time.monotonic()
     for server in launched_servers.values():
-        server.wait_ready(timeout=900)
+        server.wait_ready()
     print(f"two vLLM servers healthy after another {time.monotonic() - t0:.0f} s", file=sys.stderr)
     return launched_servers

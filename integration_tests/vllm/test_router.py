@@ -28,6 +28,7 @@ from profwin.http import request
 from profwin.traces import summarize
 
 from ..conftest import built_python, end_process_group
+from ..readiness import wait_ready
 from .conftest import API_KEY, ENGINE_VERSION, REPO, Server, free_port
 from .test_server import DECODE, PREFILL, PROMPT, step_names
 
@@ -62,7 +63,7 @@ def workers(
     try:
         began = time.monotonic()
         for server in made:
-            server.wait_ready(timeout=900)
+            server.wait_ready()
         print(f"two vLLM workers healthy after {time.monotonic() - began:.0f} s", file=sys.stderr)
         yield made
     finally:
@@ -86,16 +87,14 @@ class Router:
         with open(log, "wb") as out:
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
-    def wait_ready(self, timeout: float = 120) -> None:
-        began = time.monotonic()
-        while time.monotonic() - began < timeout:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"vllm-router exited with {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+    def wait_ready(self) -> None:
+        """Until the router lists every worker: as long as it starts (:func:`readiness.wait_ready`)."""
+
+        def listed() -> bool:
             reply = request(self.url, "/workers", method="GET", timeout=5, expect="object")
-            if reply.ok and len(reply.data.get("workers", [])) == len(self.urls):
-                return
-            time.sleep(0.5)
-        raise RuntimeError(f"vllm-router did not list {self.urls} within {timeout:.0f} s:\n{self.log.read_text()[-3000:]}")
+            return reply.ok and len(reply.data.get("workers", [])) == len(self.urls)
+
+        wait_ready(listed, what=f"vllm-router on {self.url} listing {self.urls}", proc=self.proc, log=self.log, poll_s=0.5)
 
     def complete(self) -> None:
         """One completion through the router (which passes the bearer token on to the worker)."""

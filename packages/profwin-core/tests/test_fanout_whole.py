@@ -200,7 +200,9 @@ def test_a_tampered_state_file_is_refused_before_anything_acts_on_it(tmp_path: P
     [result] = s.stop()
     assert not result.ok
     assert "is damaged or not profwin's" in result.message, result.message
-    assert "stop the engine's profiler by hand" in result.message
+    assert result.message.endswith(
+        f"stopped its profiler, collected no files; the engine writes its trace in {out} (look there for what it recorded)"
+    )
     if tamper == "details":
         assert "plan.details.prefix: must be this session's prefix 's'" in result.message
     if tamper == "backend-bug":

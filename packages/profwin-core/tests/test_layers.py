@@ -24,7 +24,7 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "src" / "profwin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("profwin.errors", "profwin.arguments", "profwin.about", "profwin.lazy")),
+    ("foundation", ("profwin.errors", "profwin.arguments", "profwin.about", "profwin.lazy", "profwin.formats")),
     (
         "values",
         (

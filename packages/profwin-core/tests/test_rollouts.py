@@ -413,3 +413,16 @@ def test_rollouts_not_chosen_import_nothing_and_ask_nothing(stub_server) -> None
     )
     assert json.loads(done.stdout) == {"skipped": 1000, "records": 0, "imported": []}
     assert router.seen == []
+
+
+@pytest.mark.parametrize(
+    "router", ["ftp://router:30000", "http://admin:secret@router:30000", "not a url", "http://r:1/?t=1", "", "http://"]
+)
+def test_a_router_is_checked_as_every_server_url_is(router: str) -> None:
+    """RolloutProfiler kept any text as a router (a trainer's ``router=`` reached it unchecked);
+    it goes through core's URL check, located at ``router``, before any rollout."""
+    with pytest.raises(profwin.ConfigError) as caught:
+        profwin.RolloutProfiler("sglang", "2:6", "1", router=router)
+    assert caught.value.path == "router"
+    assert "secret" not in str(caught.value)
+    assert profwin.RolloutProfiler("sglang", "2:6", "1", router="router:30000/").router == "http://router:30000"

@@ -109,6 +109,19 @@ def test_a_router_answer_that_is_no_worker_list(stand_in: Callable[..., StandInR
         profwin.router(router.url)
 
 
+def test_a_workers_answer_past_the_cap_is_refused(stand_in: Callable[..., StandInRouter]) -> None:
+    """The cap on a router's answer (limits.md): 1 MiB, read no further."""
+    from profwin.router import MAX_WORKERS_ANSWER_BYTES
+
+    router = stand_in([])
+    router.body = {"workers": [{"url": f"http://10.0.{i // 250}.{i % 250}:8000"} for i in range(40_000)]}
+    assert len(json.dumps(router.body)) > MAX_WORKERS_ANSWER_BYTES == 1 << 20
+    with pytest.raises(
+        profwin.RouterError, match=r"^router: cannot list the router's workers: .*answer larger than 1048576 bytes"
+    ):
+        profwin.router(router.url)
+
+
 def test_an_unreachable_router_is_a_clear_error(stand_in: Callable[..., StandInRouter]) -> None:
     router = stand_in([])
     url = router.url
@@ -228,6 +241,8 @@ _TAMPERED = [
     "another router",
     "not listed at the start",
     "a tag for a worker not started",
+    "a newer version",
+    "100k deep",
 ]
 
 
@@ -254,12 +269,15 @@ def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
         record.write_text(json.dumps({**data, "workers": data["workers"] + ["http://127.0.0.1:1"] * 300_000}))
     elif tamper == "not JSON":
         record.write_bytes(b"\xff\xfe not json")
+    elif tamper == "100k deep":
+        record.write_text("[" * 100_000 + "]" * 100_000)
     else:
         changed = {
             "types": {"started": [5]},
             "another router": {"router": "http://10.0.0.1:30000"},
             "not listed at the start": {"started": [*data["started"], "http://10.0.0.2:8000"]},
             "a tag for a worker not started": {"keyed": {"http://10.0.0.3:8000": "0" * 64}},
+            "a newer version": {"format": "profwin.router-state/3"},
         }[tamper]
         record.write_text(json.dumps({**data, **changed}))
     for e in (a, b):
@@ -267,7 +285,13 @@ def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
     code, stopped = run(capsys, "stop", *common)
     assert code == 0, stopped
     assert [r["target"] for r in stopped] == [a.url, b.url]
+    says = {
+        "5 MB": "is larger than 1,048,576 bytes",
+        "a newer version": "format: is profwin.router-state version 3, written by a newer profwin; this one reads versions 1 to 2",
+        "100k deep": "nested deeper than 100 levels",
+    }.get(tamper, "")
     for result in stopped:
+        assert says in result["message"]
         assert "profwin start's record" in result["message"]
         assert "is damaged or not profwin's" in result["message"]
         assert "stopped the workers the router lists now" in result["message"]

@@ -125,13 +125,16 @@ def test_output_directory_gone_mid_window_is_refused_by_name(tmp_path: Path) -> 
 
 def test_a_failing_write_names_the_final_file_and_leaves_nothing(tmp_path: Path) -> None:
     # Root ignores read-only directories, so the write is made to fail by a file-size limit
-    # set mid-window (EFBIG), in a subprocess so the limit does not outlive the test.
+    # set mid-window (EFBIG), in a subprocess so the limit does not outlive the test. 20 bytes:
+    # less than any gzip stream (header and trailer alone are 18), so compressing the plain
+    # text torch wrote (cut at the limit) always fails too; at 100 bytes whether the compressed
+    # prefix fit depended on how well the trace's first bytes compress.
     done = run_python(
         """
         import resource, signal, torch, profwin
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         with profwin.Session(profwin.ProfileSpec(window=profwin.Window(0, 3), output_dir="out")) as s:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (100, resource.RLIM_INFINITY))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (20, resource.RLIM_INFINITY))
             for _ in range(3):
                 torch.ones(4).sum()
                 try:

@@ -181,3 +181,30 @@ def test_cli_reads_a_signed_snapshot(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "/home/u/model.py:42 forward" in done.stdout
     assert "peak growth 6.00 MiB" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("damage", "says"),
+    [
+        ("deep", "is not a readable profwin signature"),
+        ("newer", "is a snapshot signature of version 2; this profwin-memory reads version 1 (written by a newer"),
+        ("fifo", "is not a readable profwin signature"),
+    ],
+)
+def test_a_damaged_or_newer_signature_is_refused_saying_why(tmp_path: Path, damage: str, says: str) -> None:
+    """A signature nested 30,000 deep escaped as a RecursionError; one of a newer version was read
+    as if it were this one's; a FIFO there is refused at once."""
+    path = write_signed(tmp_path)
+    sidecar = sidecar_path(path)
+    record = json.loads(sidecar.read_text())
+    sidecar.unlink()
+    if damage == "deep":
+        sidecar.write_text("[" * 30_000 + "]" * 30_000)
+    elif damage == "newer":
+        sidecar.write_text(json.dumps({**record, "version": 2}))
+    else:
+        os.mkfifo(sidecar)
+    with pytest.raises(UntrustedSnapshotError) as caught:
+        load_snapshot(path)
+    assert says in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -27,7 +27,7 @@ def timeline(events: int = 20) -> dict[str, Any]:
     live = list(itertools.accumulate(sizes))
     return {
         "format": "profwin.memory-timeline",
-        "version": 1,
+        "version": 2,
         "device": "cpu",
         "steps": "3:5",
         "units": {"bytes": "bytes", "t_us": "microseconds from the start of the first step"},
@@ -154,7 +154,12 @@ MALFORMED: list[tuple[str, Edit, str]] = [
     ("open window", put("steps", "3:"), 'steps is "3:"; it must be a bounded window of steps'),
     ("steps not a window", put("steps", "a:b"), "steps start must be a non-negative integer"),
     ("another format", put("format", "chrome-trace"), 'format is "chrome-trace"; expected a profwin memory timeline'),
-    ("newer version", put("version", 2), "version is 2; this reader knows version 1"),
+    (
+        "newer version",
+        put("version", 3),
+        "version is 3; this reader reads versions 1 to 2: it was written by a newer profwin-memory (pip install -U profwin-memory)",
+    ),
+    ("version 0", put("version", 0), "version is 0; this reader reads versions 1 to 2"),
     ("no format", drop("format"), "format is missing"),
     ("invalid JSON in a column", text("4.9,", "4.9,,"), "invalid JSON in events.t_us[8]: expected a value at character"),
     (
@@ -230,3 +235,50 @@ def test_a_column_bomb_stops_at_the_limit_in_bounded_memory(
     (said,), peak_kib = in_child(child, str(bomb))
     assert said == "holds more than 268,435,456 bytes decompressed, the limit for a memory timeline"
     assert peak_kib < 100 << 10, peak_kib
+
+
+def older(data: dict[str, Any], *, lacking: tuple[str, ...], column: bool) -> dict[str, Any]:
+    """``data`` as a version 1 file may hold it: without the totals ``lacking`` (and the per-step free_count)."""
+    data = {**data, "version": 1, "totals": {k: v for k, v in data["totals"].items() if k not in lacking}}
+    if column:
+        data["per_step"] = {k: v for k, v in data["per_step"].items() if k != "free_count"}
+    return data
+
+
+@pytest.mark.parametrize("sort_keys", [False, True])
+@pytest.mark.parametrize(
+    ("lacking", "column"),
+    [
+        (("free_count",), False),
+        (("frees_of_older_blocks",), False),
+        (("free_count", "outside_steps", "frees_of_older_blocks"), True),
+    ],
+)
+def test_a_version_1_timeline_of_an_earlier_shape_is_read(
+    tmp_path: Path, fast: str, lacking: tuple[str, ...], column: bool, sort_keys: bool
+) -> None:
+    """A timeline written before the shape grew (totals.free_count, frees_of_older_blocks) was
+    refused with "totals.free_count is missing"; version 1 is read, what it lacks is null. In
+    any key order: the version may come after the totals."""
+    data = older(timeline(20), lacking=lacking, column=column)
+    path = write(tmp_path / "t.memory_timeline.json", json.dumps(data, sort_keys=sort_keys))
+    read = load_timeline(path, events=False)
+    assert read["totals"] == {**data["totals"], **dict.fromkeys(lacking)}
+    assert read["version"] == 1
+    assert load_timeline(path)["per_step"].keys() == data["per_step"].keys()
+
+
+@pytest.mark.parametrize("sort_keys", [False, True])
+def test_version_2_has_every_total_and_column(tmp_path: Path, fast: str, sort_keys: bool) -> None:
+    data = older(timeline(20), lacking=(), column=True)
+    data["version"] = 2
+    path = write(tmp_path / "t.memory_timeline.json", json.dumps(data, sort_keys=sort_keys))
+    with pytest.raises(TimelineError, match="per_step lacks the column free_count"):
+        load_timeline(path)
+
+
+def test_what_profwin_memory_writes_is_the_newest_version() -> None:
+    from profwin_memory.cpu_timeline import TIMELINE_VERSION
+    from profwin_memory.timeline import VERSION
+
+    assert TIMELINE_VERSION == VERSION == timeline()["version"] == 2

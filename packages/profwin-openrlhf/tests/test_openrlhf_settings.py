@@ -65,7 +65,8 @@ def test_the_launcher_stops_on_a_bad_flag_in_one_line_before_openrlhf_starts() -
     )  # fmt: skip
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
-        "profwin: --profwin.spec end must be > --profwin.spec start (got --profwin.spec start=6, --profwin.spec end=2)"
+        "profwin-openrlhf: error: --profwin.spec end must be > --profwin.spec start (got --profwin.spec start=6, "
+        "--profwin.spec end=2)"
     ]
 
 
@@ -145,3 +146,87 @@ def test_the_import_watcher_runs_after_the_module_executes(tmp_path: Path, monke
     assert not any(isinstance(f, _AfterImport) for f in sys.meta_path)  # it only watched once
     for name in ("watched_pkg.mod", "watched_pkg"):
         del sys.modules[name]
+
+
+DEEP = '{"window": "2:6", "x": ' + "[" * 5000 + "]" * 5000 + "}"
+
+
+@pytest.mark.parametrize("flags", [[], ["--profwin.rollouts", "1", "--profwin.spec", "2:6"]])
+def test_the_launcher_without_openrlhf_is_one_line_naming_the_install(flags: list[str]) -> None:
+    """It warned, then ended in runpy's ImportError traceback, with profwin's flags and without."""
+    assert importlib.util.find_spec("openrlhf") is None
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin_openrlhf.train_ppo_ray", *flags, "--actor.model_name_or_path", "m"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.splitlines() == [
+        "profwin-openrlhf: error: OpenRLHF is not installed in this environment, and profwin-openrlhf runs its "
+        "openrlhf.cli.train_ppo_ray: pip install 'openrlhf==0.11.*'"
+    ]
+
+
+def test_a_spec_nested_past_the_bound_is_one_line() -> None:
+    """JSON 5,000 deep in --profwin.spec escaped as a RecursionError."""
+    with pytest.raises(profwin.ConfigError) as caught:
+        split_argv(["--profwin.rollouts", "1", "--profwin.spec", DEEP])
+    assert caught.value.path == "--profwin.spec"
+    assert "nested deeper than 100 levels" in str(caught.value)
+    assert len(str(caught.value)) < 400
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin_openrlhf.train_ppo_ray", "--profwin.rollouts", "1", "--profwin.spec", DEEP],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert len(done.stderr.splitlines()) == 1
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (lambda: OpenRLHFProfiling.from_env({ENV: "{not json"}), ENV),
+        (lambda: OpenRLHFProfiling.from_env({ENV: "[" * 5000 + "]" * 5000}), ENV),
+        (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps({"rollouts": "1", "spec": DEEP})}), "--profwin.spec"),
+        (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps({"rollouts": [1.5], "spec": "2:6"})}), "--profwin.rollouts[0]"),
+        (
+            lambda: OpenRLHFProfiling.from_env(
+                {ENV: json.dumps({"format": "profwin-openrlhf.settings/9", "rollouts": "1", "spec": "2:6"})}
+            ),
+            f"{ENV}.format",
+        ),
+        (lambda: OpenRLHFProfiling.from_env(["not", "a", "mapping"]), "environ"),  # type: ignore[arg-type]
+        (lambda: OpenRLHFProfiling.from_json(5), ENV),
+        (lambda: OpenRLHFProfiling.of("1", 5), "--profwin.spec"),
+        (lambda: OpenRLHFProfiling.of("1", {"window": "2:6", "output_dir": ""}), "--profwin.spec.output_dir"),
+        (lambda: OpenRLHFProfiling(rollouts="x", spec="2:6"), "--profwin.rollouts"),
+        (lambda: OpenRLHFProfiling(rollouts="1", spec={"window": {"start": True}}), "--profwin.spec.window"),
+        (lambda: split_argv(["--profwin.rollouts", 5, "--profwin.spec", "2:6"]), "argv[1]"),  # type: ignore[list-item]
+        (lambda: split_argv("--profwin.rollouts 1"), "argv"),  # type: ignore[arg-type]
+    ],
+)
+def test_the_settings_api_takes_bad_values_as_config_errors(make: object, where: str) -> None:
+    """The PROFWIN_OPENRLHF variable, split_argv, OpenRLHFProfiling.of and the constructor let bad
+    values through (or out as RecursionError); each is a ConfigError naming where, in one line."""
+    with pytest.raises(profwin.ConfigError) as caught:
+        make()  # type: ignore[operator]
+    assert caught.value.path.startswith(where), (caught.value.path, str(caught.value))
+    assert "\n" not in str(caught.value)
+    assert len(str(caught.value)) < 600
+
+
+def test_the_settings_carry_their_version() -> None:
+    settings = OpenRLHFProfiling.of("1", "2:6")
+    data = json.loads(settings.to_json())
+    assert data["format"] == "profwin-openrlhf.settings/2"
+    del data["format"]  # version 1: written before formats carried one
+    assert OpenRLHFProfiling.from_json(json.dumps(data)) == settings
+
+
+def test_check_openrlhf_of_a_supported_version_without_openrlhf_says_so() -> None:
+    with pytest.raises(profwin.PluginError) as caught:
+        check_openrlhf("0.11.2")
+    assert str(caught.value) == (
+        "OpenRLHF 0.11.2 is a version profwin-openrlhf supports, but OpenRLHF is not installed in this environment, "
+        "so its seams cannot be checked: pip install 'openrlhf==0.11.*'"
+    )

@@ -4,6 +4,7 @@ under the copy, whole files only, and what a second run skips. Real files in a t
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from profwin_ray.files import (
     Receiver,
     already_collected,
     check_manifest,
+    destination,
     list_files,
     load_manifest,
     pattern_base,
@@ -211,3 +213,65 @@ def test_the_manifest_is_read_bounded_and_checked_before_any_copy(tmp_path: Path
     with pytest.raises(ConfigError, match=r"to: cannot write .*\.profwin-collect\.json'?: it is a"):
         check_manifest(tmp_path)
     assert victim.read_text() == "keep me"
+
+
+@pytest.mark.parametrize(
+    ("planted", "says"),
+    [
+        ("a link at the file", "is a symbolic link; profwin never writes through one"),
+        ("a link at the node's folder", "is a symbolic link; profwin never writes through one"),
+        ("a FIFO at the file", "it is a FIFO"),
+        ("a file where the node's folder goes", "is not a folder"),
+        ("a folder at the file", "it is a directory"),
+    ],
+)
+def test_what_is_planted_in_the_destination_refuses_that_file_only(tmp_path: Path, planted: str, says: str) -> None:
+    """A link planted in a collect destination ended the whole collection; it refuses that one
+    file (the collection reports it and goes on), and nothing is written through it."""
+    dest, secret = tmp_path / "dest", tmp_path / "secret"
+    secret.mkdir()
+    (secret / "b.json.gz").write_text("keep me")
+    (dest / "node").mkdir(parents=True)
+    target = dest / "node" / "sub" / "b.json.gz"
+    if planted == "a link at the file":
+        target.parent.mkdir()
+        target.symlink_to(secret / "b.json.gz")
+    elif planted == "a link at the node's folder":
+        (dest / "node" / "sub").symlink_to(secret)
+    elif planted == "a FIFO at the file":
+        target.parent.mkdir()
+        os.mkfifo(target)
+    elif planted == "a file where the node's folder goes":
+        (dest / "node" / "sub").write_text("x")
+    else:
+        target.mkdir(parents=True)
+    with pytest.raises(ConfigError, match=r"refused|cannot write") as refused:
+        destination(dest, "node/sub/b.json.gz")
+    assert says in str(refused.value)
+    assert (secret / "b.json.gz").read_text() == "keep me"
+    # The same file under another node, or a new name, is fine.
+    assert destination(dest, "other/sub/b.json.gz") == dest / "other" / "sub" / "b.json.gz"
+    for bad in ("../x", "/etc/passwd", "node/./x", ""):
+        with pytest.raises(ConfigError, match="is not a plain name"):
+            destination(dest, bad)
+
+
+def test_a_link_is_never_taken_for_a_file_already_collected(tmp_path: Path) -> None:
+    _tree(tmp_path)
+    (file,) = list_files(str(tmp_path / "sub" / "*.gz"))
+    final = tmp_path / "dest" / "node" / file.name
+    final.parent.mkdir(parents=True)
+    final.symlink_to(tmp_path / "sub" / "b.json.gz")  # the very content listed, through a link
+    assert not already_collected(final, "node/sub/b.json.gz", file, {})
+
+
+def test_the_manifest_carries_its_version(tmp_path: Path) -> None:
+    entry = {"sha256": "y", "bytes": 1, "mtime_ns": 2}
+    save_manifest(tmp_path, {"node/b": entry})
+    written = json.loads((tmp_path / MANIFEST).read_text())
+    assert written == {"format": "profwin.collect-manifest/2", "node/b": entry}
+    assert load_manifest(tmp_path) == {"node/b": entry}
+    (tmp_path / MANIFEST).write_text(json.dumps({"node/b": entry}))  # version 1: no "format"
+    assert load_manifest(tmp_path) == {"node/b": entry}
+    (tmp_path / MANIFEST).write_text(json.dumps({"format": "profwin.collect-manifest/3", "node/b": entry}))
+    assert load_manifest(tmp_path) == {}  # a newer one is not trusted: each file is checked by its checksum

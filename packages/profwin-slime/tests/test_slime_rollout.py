@@ -176,3 +176,59 @@ def test_the_settings_json_form_round_trips() -> None:
     data = config.to_dict()
     assert (data["rollouts"], data["spec"]["window"]) == ("5+3%10", "2:6")
     assert SlimeProfiling.from_dict(data) == config
+
+
+DEEP_JSON = '{"window": "2:6", "x": ' + "[" * 5000 + "]" * 5000 + "}"
+
+
+def _deep_mapping() -> dict[str, object]:
+    inner: object = []
+    for _ in range(5000):
+        inner = [inner]
+    return {"window": "2:6", "x": inner}
+
+
+@pytest.mark.parametrize(
+    ("settings", "where", "says"),
+    [
+        ({"profwin_rollouts": "1", "profwin_spec": DEEP_JSON}, "profwin_spec", "nested deeper than 100 levels"),
+        ({"profwin_rollouts": "1", "profwin_spec": _deep_mapping()}, "profwin_spec", "nested deeper than 100 levels"),
+        (
+            {"profwin_rollouts": "1", "profwin_spec": "{not json"},
+            "profwin_spec",
+            "must be a window like '20:80' or a spec as JSON",
+        ),
+        ({"profwin_rollouts": "1", "profwin_spec": 5}, "profwin_spec", "must be a window like '20:80' or a spec mapping"),
+        ({"profwin_rollouts": "1", "profwin_spec": "2:6", "profwin_eval": "yes"}, "profwin_eval", "must be true or false"),
+    ],
+)
+def test_slimes_settings_take_bad_values_as_config_errors(settings: dict[str, object], where: str, says: str) -> None:
+    """profwin_spec holding JSON 5,000 deep escaped as a RecursionError; every setting is read by
+    core's one reader of a trainer's spec and checked where it enters."""
+    import argparse
+
+    from profwin_slime.config import SlimeProfiling
+
+    with pytest.raises(profwin.ConfigError) as caught:
+        SlimeProfiling.from_args(argparse.Namespace(**settings))
+    assert caught.value.path == where, str(caught.value)
+    assert says in str(caught.value)
+    assert len(str(caught.value)) < 600
+
+
+@pytest.mark.parametrize(
+    ("fields", "where"),
+    [
+        ({"rollouts": "x", "spec": "2:6"}, "profwin_rollouts"),
+        ({"rollouts": "1", "spec": 5}, "profwin_spec"),
+        ({"rollouts": "1", "spec": "2:6", "evaluation": "yes"}, "profwin_eval"),
+        ({"rollouts": "1", "spec": "2:6", "rollout_function": 7}, "profwin_rollout_function"),
+        ({"rollouts": "1", "spec": "2:6", "rollout_function": "profwin_slime.generate_rollout"}, "profwin_rollout_function"),
+    ],
+)
+def test_slimes_settings_are_checked_however_they_are_made(fields: dict[str, object], where: str) -> None:
+    from profwin_slime.config import SlimeProfiling
+
+    with pytest.raises(profwin.ConfigError) as caught:
+        SlimeProfiling(**fields)  # type: ignore[arg-type]
+    assert caught.value.path == where, str(caught.value)

@@ -16,10 +16,15 @@ from profwin_trl.patch import check_trl
 
 @pytest.mark.parametrize("version", ["1.11.0", "1.14.2", "1.16.0", "1.16.1.dev0"])
 def test_the_supported_series_pass_the_version_rule_before_the_seams_are_looked_at(version: str) -> None:
-    """Past the version rule, the seams are imported: here, without TRL, that import is what fails."""
+    """Past the version rule, the seams are imported: here, without TRL, that import fails, and
+    says so in profwin's family with the install command (it was a ModuleNotFoundError)."""
     assert importlib.util.find_spec("trl") is None
-    with pytest.raises(ModuleNotFoundError, match="'trl'"):
+    with pytest.raises(profwin.PluginError) as caught:
         check_trl(version)
+    assert str(caught.value) == (
+        f"TRL {version} is a version profwin-trl supports, but TRL is not installed in this environment, so its "
+        "trl.generation.vllm_generation cannot be checked: pip install 'trl>=1.11,<1.17'"
+    )
 
 
 @pytest.mark.parametrize("version", ["1.10.0", "0.29.1", "1.17.0", "2.0.0"])
@@ -67,3 +72,25 @@ def test_the_plugin_is_listed_with_what_it_needs() -> None:
 
     assert (PLUGIN.name, PLUGIN.kind, PLUGIN.requires) == ("trl", "trainer", ("trl",))
     assert PLUGIN.target == "profwin_trl.patch:enable"
+
+
+@pytest.mark.parametrize(
+    ("router", "says"),
+    [
+        ("ftp://router:30000", "must start with http:// or https://"),
+        ("http://admin:secret@router:30000", "must not contain credentials (got 'http://***@router:30000')"),
+        ("not a url", "must be ASCII without spaces or control characters"),
+        ("http://router:30000/?token=x", "must not have a query or fragment"),
+        ("http://router:99999", "port must be a number from 1 to 65535"),
+    ],
+)
+def test_a_router_is_checked_as_every_server_url_is(router: str, says: str) -> None:
+    """``enable(router=...)`` took ``ftp://``, credentials in the URL and text that is no URL;
+    core's URL check (the one every server URL passes) refuses each, located at ``router``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refused before TRL is looked at: no warning
+        with pytest.raises(profwin.ConfigError) as caught:
+            profwin_trl.enable("2:6", 1, router=router)
+    assert caught.value.path == "router"
+    assert says in str(caught.value)
+    assert "secret" not in str(caught.value)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -12,7 +14,7 @@ from pathlib import Path
 from profwin.arguments import checked
 from profwin.errors import ConfigError
 
-__all__ = ["atomic_path", "check_output_path", "write_atomic"]
+__all__ = ["all_or_nothing", "atomic_path", "check_output_path", "write_atomic"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -64,11 +66,12 @@ def atomic_path(final: Path, *, suffix: str = "") -> Iterator[Path]:
     serves writers that pick a format from the name (torch writes gzip to a ``.gz`` path).
     """
     final = check_output_path(final)
-    tmp = final.with_name(f".{final.name}.{os.getpid()}-{secrets.token_hex(4)}.partial{suffix}")
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"
+    tmp = final.with_name(f".{final.name}.{token}.partial{suffix}")
     try:
         os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
         yield tmp
-        os.replace(tmp, final)
+        _put_in_place(tmp, final, token)
     except BaseException as exc:
         if not isinstance(exc, FileExistsError) or os.fspath(exc.filename or "") != os.fspath(tmp):
             tmp.unlink(missing_ok=True)  # ours: never remove what someone else put at that name
@@ -91,3 +94,73 @@ def write_atomic(path: str | os.PathLike[str], data: bytes) -> Path:
         if written != len(data) or tmp.stat().st_size != len(data):
             raise ConfigError(f"cannot write {str(final)!r}: only {tmp.stat().st_size:,} of {len(data):,} bytes reached the disk")
     return final
+
+
+# -- a command's files: all of them or none --------------------------------------------------------
+
+_lock = threading.Lock()
+_open: list[list[tuple[Path, Path | None]]] = []
+"""The :func:`all_or_nothing` blocks running, innermost last: each holds the files put in place in
+it, with the hidden copy of the file each one replaced (``None``: it was new)."""
+
+
+def _put_in_place(tmp: Path, final: Path, token: str) -> None:
+    """Rename ``tmp`` over ``final``; inside :func:`all_or_nothing`, keep what it replaces first."""
+    with _lock:
+        if not _open:
+            os.replace(tmp, final)
+            return
+        previous = final.with_name(f".{final.name}.{token}.previous")
+        kept: Path | None = previous
+        try:
+            os.link(final, previous, follow_symlinks=False)
+        except FileNotFoundError:
+            kept = None  # a new file
+        except OSError:  # no hard links here: move it aside (for a moment the name is free)
+            try:
+                os.replace(final, previous)
+            except FileNotFoundError:
+                kept = None
+        os.replace(tmp, final)
+        _open[-1].append((final, kept))
+
+
+@contextmanager
+def all_or_nothing() -> Iterator[None]:
+    """The files :func:`atomic_path` (and :func:`write_atomic`) put in place inside the block stay
+    only if the block is not stopped: when Ctrl-C or SIGTERM (which the ``profwin`` commands turn
+    into :class:`~profwin.errors.Terminated`) ends it, each is removed again and a regular file it
+    replaced is put back. A command that writes one result (``profwin merge``, ``trim``, a plot)
+    runs in one, so a SIGTERM that lands a moment after its output was renamed into place (the
+    command still printing) leaves no output either: the command did not finish. An error is not
+    a stop: a file written whole before it stays (the error says what failed; a file that could
+    not be written whole never reached its name).
+
+    A replaced file is kept under a hidden hard link (``.NAME.PID-TOKEN.previous``) until the
+    block ends. Blocks nest: an inner block that finishes hands its files to the outer one."""
+    files: list[tuple[Path, Path | None]] = []
+    with _lock:
+        _open.append(files)
+    finished = False
+    try:
+        yield
+        finished = True
+    except Exception:
+        finished = True  # an error after its files were complete (stdout closed, say) keeps them
+        raise
+    finally:
+        with _lock:
+            _open.remove(files)
+            outer = _open[-1] if _open else None
+            if finished and outer is not None:
+                outer.extend(files)
+            else:
+                for final, kept in reversed(files):
+                    with contextlib.suppress(OSError):
+                        if finished:
+                            if kept is not None:
+                                kept.unlink()
+                        elif kept is not None:
+                            os.replace(kept, final)
+                        else:
+                            final.unlink()

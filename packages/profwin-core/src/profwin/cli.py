@@ -14,7 +14,7 @@ from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import TYPE_CHECKING, Any
 
-from profwin.atomic import check_output_path
+from profwin.atomic import all_or_nothing, check_output_path
 from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json, run_cli, seconds_arg
 from profwin.discovery import backend as load_backend
 from profwin.discovery import cluster, validate_options
@@ -775,8 +775,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_WRITES_RESULTS = frozenset({_cmd_summarize, _cmd_diff, _cmd_merge, _cmd_trim})
+"""Commands whose files are their result: each runs in :func:`~profwin.atomic.all_or_nothing`, so
+one stopped (Ctrl-C, SIGTERM) leaves none of them, even one already renamed
+into place. The others keep what they did (``demo``: the window recorded, as a session keeps it on an early
+exit; ``collect``: what arrived; ``start``/``stop``: their own
+state and rollback)."""
+
+
 def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(_ray_address_first(sys.argv[1:] if argv is None else argv))
+    if args.func in _WRITES_RESULTS:
+        with all_or_nothing():
+            return int(args.func(args))
     return int(args.func(args))
 
 

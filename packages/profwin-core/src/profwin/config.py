@@ -13,15 +13,15 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from profwin.arguments import checked
+from profwin.arguments import check_nesting, checked
 from profwin.discovery import spec_formats
 from profwin.documents import join_path, plain, read_document, select
-from profwin.errors import ConfigError, unknown_key
-from profwin.inputs import expand_user, parse_spec_text
+from profwin.errors import ConfigError, shown, unknown_key
+from profwin.inputs import MAX_NODES, expand_user, parse_json, parse_spec_text
 from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
 from profwin.window import Window
 
-__all__ = ["load_spec", "spec_from_mapping", "spec_from_yaml"]
+__all__ = ["load_spec", "spec_from_mapping", "spec_from_yaml", "spec_mapping"]
 
 _SPEC_KEYS = (
     "window",
@@ -148,3 +148,40 @@ def load_spec(source: Any, *, at: str | None = None) -> ProfileSpec:
     if not isinstance(data, Mapping):
         raise ConfigError(f"a profile spec must be a mapping (got {type(data).__name__})", path=at or "")
     return spec_from_mapping(data, base_dir=base_dir, path=at or "")
+
+
+def spec_mapping(value: object, *, path: str, output_dir: str) -> dict[str, Any]:
+    """A spec as a trainer's flag or config key gives it — a window's text (``"20:80"``,
+    ``"2:6 tokens"``), a spec as JSON text, or a mapping — as the mapping :func:`spec_from_mapping`
+    reads, checked by it now (a bad one fails at launch, not in a worker), ``output_dir`` kept as
+    written (default ``output_dir``: each process that uses it resolves it). It must say the
+    window. JSON text and mappings get the bounds of every spec document (100 levels, 100,000
+    values, integers within Python's digit limit); anything else is a :class:`ConfigError` at
+    ``path``, never a ``RecursionError``. The one reader of every trainer package's spec setting
+    (profwin-openrlhf's ``--profwin.spec``, profwin-slime's ``profwin_spec``). It checks its own
+    arguments, as :func:`~profwin.inputs.expand_user` does: its errors name the caller's field."""
+    for name, given in (("path", path), ("output_dir", output_dir)):
+        if not isinstance(given, str):
+            raise ConfigError(f"must be a str (got {shown(given)})", path=name)
+    if isinstance(value, str):
+        text = value.strip()
+        if not text.startswith("{"):
+            window = Window.parse(text, field_name=path)
+            return {"window": str(window), "output_dir": output_dir}
+        try:
+            value = parse_json(text, source="the JSON text")
+        except ConfigError as exc:
+            raise ConfigError(f"must be a window like '20:80' or a spec as JSON ({exc}; got {shown(text)})", path=path) from None
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"must be a window like '20:80' or a spec mapping (got {shown(value)})", path=path)
+    check_nesting(value, path, max_nodes=MAX_NODES)
+    if "window" not in value and "profile_token_start" not in value:
+        raise ConfigError(
+            f'must say the window to record, e.g. {{"window": "20:80"}} (got keys {shown(sorted(map(str, value)))})', path=path
+        )
+    data = dict(value)
+    data.setdefault("output_dir", output_dir)
+    if not isinstance(data["output_dir"], str) or not data["output_dir"].strip():
+        raise ConfigError(f"must be a folder's path (got {shown(data['output_dir'])})", path=f"{path}.output_dir")
+    spec_from_mapping(data, path=path)  # every other key checked by the one reader
+    return data

@@ -21,6 +21,7 @@ from attrs import frozen
 
 from profwin.json_form import JsonForm, to_json
 from profwin.protocols import Artifact
+from profwin.provenance import FORMAT as PROVENANCE_FORMAT
 from profwin.provenance import KEY as PROVENANCE_KEY
 from profwin.provenance import new_session_id, profwin_version
 from profwin.session import Session
@@ -242,7 +243,7 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
         origin = {"window": f"0:{steps}", "steps": f"0:{steps}", "first_step": 0, "engine": "torch",
                   "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": 0,
                   "session": new_session_id(), "version": profwin_version()}  # fmt: skip
-        prof.add_metadata_json(PROVENANCE_KEY, json.dumps(origin))
+        prof.add_metadata_json(PROVENANCE_KEY, json.dumps(PROVENANCE_FORMAT.stamp(origin)))
     finally:
         prof.stop()
     prof.export_chrome_trace(str(path))

@@ -40,16 +40,17 @@ from attrs import field, frozen
 from profwin.about import __version__
 from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
-from profwin.inputs import MAX_TIMEOUT, check_timeout  # the deadline rule, here for the client's callers
 
-__all__ = ["MAX_TIMEOUT", "Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
+# The deadline and URL rules, here for the client's callers (they live with the inputs, so that a
+# caller can check them without importing http.client, ssl and socket).
+from profwin.inputs import MAX_TIMEOUT, MAX_URL_CHARS, check_timeout, normalize_url
+
+__all__ = ["MAX_TIMEOUT", "MAX_URL_CHARS", "Reply", "ServerClient", "check_timeout", "normalize_url", "request"]
 
 _API_KEY_HINT = " (the server wants an API key: pass --api-key, $PROFWIN_API_KEY or api_key=)"
 _DETAIL_LIMIT = 2000
 _CHUNK = 1 << 16
 _S = TypeVar("_S", bound=socket.socket)
-MAX_URL_CHARS = 2048
-"""Longest server URL accepted (browsers and servers stop near there too)."""
 
 
 @frozen
@@ -108,49 +109,6 @@ class Reply:
         detail = " ".join(self.detail.split())
         hint = _API_KEY_HINT if self.status in (401, 403) else ""
         return f"{head} returned {self.status}" + (f": {detail}" if detail else "") + hint
-
-
-@checked
-def normalize_url(url: str) -> str:
-    """Check a server URL and return it without a trailing ``/``, with ``http://`` if no scheme.
-
-    ``"127.0.0.1:8000/"`` gives ``"http://127.0.0.1:8000"``; a path prefix is kept
-    (``"http://h:8000/sglang/"`` gives ``"http://h:8000/sglang"``). Raises
-    :class:`~profwin.ConfigError` (path ``url``) for another scheme, no host, credentials
-    (without repeating them), a query or fragment, a bad port, spaces or control characters.
-    """
-    if not isinstance(url, str):
-        raise ConfigError(f"must be a URL string (got {shown(url)})", path="url")
-    text = url.strip()
-    if len(text) > MAX_URL_CHARS:
-        raise ConfigError(f"must be at most {MAX_URL_CHARS:,} characters (got {shown(text)})", path="url")
-    full = text if "://" in text else f"http://{text}"
-    if "@" in full:
-        # Only a well-formed host[:port] after the last "@" is repeated: in a malformed URL
-        # ("h:9@admin:secret") any part may be the password.
-        host = re.match(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?(?=/|$)", full.rpartition("@")[2])
-        masked = f"{full.partition('://')[0]}://***@{host.group(0) if host else '***'}"
-        raise ConfigError(
-            f"must not contain credentials (got {masked!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
-            path="url",
-        )
-    if not full.isascii() or not full.isprintable() or re.search(r"\s", full):
-        raise ConfigError(f"must be ASCII without spaces or control characters (got {shown(text)})", path="url")
-    try:
-        parts = urlsplit(full)
-    except ValueError as exc:
-        raise ConfigError(f"is not a valid URL: {exc} (got {shown(text)})", path="url") from None
-    scheme = parts.scheme.lower()
-    if scheme not in ("http", "https"):
-        raise ConfigError(f"must start with http:// or https:// (got {shown(text)})", path="url")
-    if "?" in full or "#" in full:
-        raise ConfigError(f"must not have a query or fragment (got {shown(text)})", path="url")
-    if not parts.hostname:
-        raise ConfigError(f"has no host (got {shown(text)})", path="url")
-    _, colon, port = parts.netloc.rpartition("]")[2].partition(":")
-    if colon and not (port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
-        raise ConfigError(f"port must be a number from 1 to 65535 (got {shown(port)} in {shown(text)})", path="url")
-    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
 @checked

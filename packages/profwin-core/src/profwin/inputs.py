@@ -26,12 +26,14 @@ import codecs
 import io
 import json
 import os
+import re
 import select
 import stat
 import sys
 from functools import cache
 from pathlib import Path
 from typing import Any, BinaryIO, cast
+from urllib.parse import urlsplit
 
 from profwin.arguments import MAX_DEPTH, check_nesting, check_path, checked
 from profwin.errors import ConfigError, UnreadableInput, shown
@@ -42,9 +44,13 @@ __all__ = [
     "MAX_NODES",
     "MAX_SPEC_BYTES",
     "MAX_TIMEOUT",
+    "MAX_URL_CHARS",
     "check_timeout",
     "expand_user",
+    "file_identity",
+    "normalize_url",
     "open_input",
+    "parse_json",
     "parse_spec_text",
     "read_input",
     "read_spec_file",
@@ -76,6 +82,53 @@ def check_timeout(timeout: object) -> float:
             path="timeout",
         )
     return float(timeout)
+
+
+MAX_URL_CHARS = 2048
+"""Longest server URL accepted (browsers and servers stop near there too)."""
+
+
+@checked
+def normalize_url(url: str) -> str:
+    """Check a server URL and return it without a trailing ``/``, with ``http://`` if no scheme.
+
+    ``"127.0.0.1:8000/"`` gives ``"http://127.0.0.1:8000"``; a path prefix is kept
+    (``"http://h:8000/sglang/"`` gives ``"http://h:8000/sglang"``). Raises
+    :class:`~profwin.ConfigError` (path ``url``) for another scheme, no host, credentials
+    (without repeating them), a query or fragment, a bad port, spaces or control characters.
+    """
+    if not isinstance(url, str):
+        raise ConfigError(f"must be a URL string (got {shown(url)})", path="url")
+    text = url.strip()
+    if len(text) > MAX_URL_CHARS:
+        raise ConfigError(f"must be at most {MAX_URL_CHARS:,} characters (got {shown(text)})", path="url")
+    full = text if "://" in text else f"http://{text}"
+    if "@" in full:
+        # Only a well-formed host[:port] after the last "@" is repeated: in a malformed URL
+        # ("h:9@admin:secret") any part may be the password.
+        host = re.match(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?(?=/|$)", full.rpartition("@")[2])
+        masked = f"{full.partition('://')[0]}://***@{host.group(0) if host else '***'}"
+        raise ConfigError(
+            f"must not contain credentials (got {masked!r}); pass the API key with --api-key, $PROFWIN_API_KEY or api_key=",
+            path="url",
+        )
+    if not full.isascii() or not full.isprintable() or re.search(r"\s", full):
+        raise ConfigError(f"must be ASCII without spaces or control characters (got {shown(text)})", path="url")
+    try:
+        parts = urlsplit(full)
+    except ValueError as exc:
+        raise ConfigError(f"is not a valid URL: {exc} (got {shown(text)})", path="url") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise ConfigError(f"must start with http:// or https:// (got {shown(text)})", path="url")
+    if "?" in full or "#" in full:
+        raise ConfigError(f"must not have a query or fragment (got {shown(text)})", path="url")
+    if not parts.hostname:
+        raise ConfigError(f"has no host (got {shown(text)})", path="url")
+    _, colon, port = parts.netloc.rpartition("]")[2].partition(":")
+    if colon and not (port.isdigit() and len(port) <= 5 and 0 < int(port) < 65536):
+        raise ConfigError(f"port must be a number from 1 to 65535 (got {shown(port)} in {shown(text)})", path="url")
+    return f"{scheme}://{parts.netloc}{parts.path.rstrip('/')}"
 
 
 def expand_user(path: str | os.PathLike[str], *, what: str) -> Path:
@@ -197,6 +250,18 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bo
     return data
 
 
+def file_identity(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
+    """What tells one state of the file at ``path`` from another (device, inode, type, size,
+    modification and change times), or ``None`` when it cannot be looked at. Every write changes
+    it (the change time moves with each write, a rename gives a new inode), so a value computed
+    from a file can be kept while this stays the same: each file is read once per command."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def read_spec_file(path: str | os.PathLike[str]) -> tuple[Any, Path]:
     """The parsed document in the spec file ``path`` and the file's path, ``~`` expanded."""
     file = expand_user(path, what="spec file")
@@ -267,6 +332,22 @@ def _check_digits(text: str) -> None:
     limit = sys.get_int_max_str_digits()
     if limit and digits > limit:
         raise ValueError(f"an integer of {digits:,} digits; the limit is {limit:,} digits")
+
+
+@checked
+def parse_json(text: str | bytes, *, source: str) -> Any:
+    """JSON ``text`` (bytes: UTF-8) within the spec bounds (:data:`MAX_DEPTH` levels,
+    :data:`MAX_NODES` values, no duplicate keys, no ``NaN``, integers within Python's digit limit):
+    the one parser for the JSON files profwin reads back (state files, sidecars, manifests). Anything
+    else is a :class:`ConfigError` naming ``source``, never a ``RecursionError``."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{source}: is not UTF-8 text (byte {text[exc.start : exc.start + 1]!r} at offset {exc.start})"
+            ) from None
+    return _parse_json(text, source)
 
 
 def _parse_json(text: str, source: str) -> Any:

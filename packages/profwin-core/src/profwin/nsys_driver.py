@@ -33,6 +33,7 @@ from attrs import frozen
 
 from profwin.atomic import write_atomic
 from profwin.errors import ConfigError, PluginError
+from profwin.formats import Format
 from profwin.options import flag, parse_options
 from profwin.protocols import Artifact, PluginSpec
 from profwin.spec import ProfileSpec
@@ -52,6 +53,8 @@ PLUGIN = PluginSpec(
 NVTX_STEP = "profwin step "
 """The NVTX range name of each recorded step, followed by its index in the session."""
 CAPTURE_SUFFIX = ".nsys-capture.json"
+CAPTURE_FORMAT = Format("profwin.nsys-capture", version=1)
+"""The capture note's format (``"format"``): what a reader of these notes checks first."""
 
 # Capture ranges this process opened: nsys numbers its reports the same way under
 # --capture-range-end=repeat.
@@ -171,7 +174,7 @@ class NsysDriver:
             "failed": failed,
         }
         path = self._spec.output_dir / f"{self._spec.prefix}_rank{self._rank}_{steps.slug()}.pid{os.getpid()}{CAPTURE_SUFFIX}"
-        data = json.dumps(note, indent=1).encode()
+        data = json.dumps(CAPTURE_FORMAT.stamp(note), indent=1).encode()
         write_atomic(path, data)
         return [
             Artifact(path=path.absolute(), steps=steps, bytes=len(data), rank=self._rank, kind="nsys-capture", producer="nsys")

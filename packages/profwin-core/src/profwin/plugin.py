@@ -31,10 +31,14 @@ Groups of names:
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
   :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs),
   :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``)
-  and :func:`expand_user` (``~`` and ``~user`` expanded strictly: an unknown user is a :class:`ConfigError`);
+  and :func:`expand_user` (``~`` and ``~user`` expanded strictly: an unknown user is a :class:`ConfigError`),
+  :func:`parse_json` (JSON within the spec bounds, never a ``RecursionError``);
+- files a plugin writes and reads back: :class:`Format` (their name and version under
+  :data:`FORMAT_KEY`: older versions read, newer ones refused with the version wanted);
 - spec formats (another tool's configs read as a spec): :class:`SpecFormat`,
   :data:`SPEC_FORMATS_GROUP`, the document readers :func:`read_document`, :func:`select`,
-  :func:`plain`, and :func:`spec_from_mapping`;
+  :func:`plain`, and :func:`spec_from_mapping`; a trainer's spec setting (a window's text, JSON
+  text or a mapping): :func:`spec_mapping`;
 - a plugin's package root: :func:`lazy_exports` (its public names imported on first use, so
   that loading its entry point stays cheap);
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
@@ -77,7 +81,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.arguments import checked, warn
     from profwin.atomic import atomic_path, check_output_path, write_atomic
     from profwin.cli_runner import CliParser, print_json, run_cli
-    from profwin.config import spec_from_mapping
+    from profwin.config import spec_from_mapping, spec_mapping
     from profwin.discovery import backend, cluster, engine_flavours
     from profwin.documents import plain, read_document, select
     from profwin.engine import (
@@ -91,8 +95,9 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
         VersionSource,
     )
     from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning, shown, unknown_key
+    from profwin.formats import FORMAT_KEY, Format
     from profwin.http import Reply, ServerClient, normalize_url, request
-    from profwin.inputs import expand_user, open_input, read_input
+    from profwin.inputs import expand_user, open_input, parse_json, read_input
     from profwin.json_form import JsonForm, json_ready, to_json
     from profwin.markers import TORCH_MARKER, StepMarker
     from profwin.options import at_least, choice, flag, names, parse_options
@@ -138,6 +143,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.window import Window
 
 __all__ = [
+    "FORMAT_KEY",
     "STEP_MARKER",
     "TORCH_MARKER",
     "Backend",
@@ -147,6 +153,7 @@ __all__ = [
     "EnginePlan",
     "EngineTarget",
     "EngineVersion",
+    "Format",
     "JsonForm",
     "JsonStream",
     "LocalProcess",
@@ -205,6 +212,7 @@ __all__ = [
     "names",
     "normalize_url",
     "open_input",
+    "parse_json",
     "parse_options",
     "parse_step_tokens",
     "part_name",
@@ -222,6 +230,7 @@ __all__ = [
     "session_function",
     "shown",
     "spec_from_mapping",
+    "spec_mapping",
     "summarize",
     "to_json",
     "token_claimed",
@@ -257,7 +266,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.activities": ("resolve_activities",),
         "profwin.arguments": ("checked", "warn"),
         "profwin.atomic": ("atomic_path", "check_output_path", "write_atomic"),
-        "profwin.config": ("spec_from_mapping",),
+        "profwin.config": ("spec_from_mapping", "spec_mapping"),
         "profwin.discovery": ("backend", "cluster", "engine_flavours"),
         "profwin.documents": ("plain", "read_document", "select"),
         "profwin.engine": (
@@ -279,8 +288,9 @@ __getattr__, __dir__ = lazy_exports(
             "shown",
             "unknown_key",
         ),
+        "profwin.formats": ("FORMAT_KEY", "Format"),
         "profwin.http": ("Reply", "ServerClient", "normalize_url", "request"),
-        "profwin.inputs": ("expand_user", "open_input", "read_input"),
+        "profwin.inputs": ("expand_user", "open_input", "parse_json", "read_input"),
         "profwin.json_form": ("JsonForm", "json_ready", "to_json"),
         "profwin.markers": ("TORCH_MARKER", "StepMarker"),
         "profwin.options": ("at_least", "choice", "flag", "names", "parse_options"),

@@ -33,6 +33,7 @@ def _frozen_env(value: Mapping[str, str] | None) -> Mapping[str, str] | None:
     return None if value is None else MappingProxyType(dict(value))
 
 
+@checked
 @frozen
 class LocalProcess:
     """One process on this machine.

@@ -11,6 +11,7 @@ sidecar next to it, ``<trace>.profwin.json``, written atomically. The keys, all 
 ``engine``      ``torch``, ``vllm``, ``sglang``, ...; ``engine_version``
 ``producer``    what wrote the file; ``rank``; ``session`` (one id per profiling session)
 ``version``     profwin's version; ``source`` (for a trimmed trace: the trace it was cut from)
+``format``      ``profwin.provenance/1`` (:data:`FORMAT`; none before formats had versions: 1)
 
 Every trace tool reads it (:func:`provenance`, and :func:`profwin.traces.ranks.peek` for a
 trace's top-level keys): steps keep their session numbers without ``--first-step``, a folder
@@ -22,16 +23,20 @@ remote sessions write provenance without importing the trace tools.
 from __future__ import annotations
 
 import json
+import os
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from profwin.atomic import write_atomic
 from profwin.errors import ConfigError
-from profwin.inputs import read_input
+from profwin.formats import FORMAT_KEY, Format
+from profwin.inputs import file_identity, parse_json, read_input
 
 __all__ = [
+    "FORMAT",
     "KEY",
     "SIDECAR_SUFFIX",
     "first_step_of",
@@ -39,6 +44,7 @@ __all__ = [
     "profwin_version",
     "provenance",
     "read_sidecar",
+    "sidecar_info",
     "sidecar_path",
     "write_sidecar",
 ]
@@ -47,7 +53,13 @@ KEY = "profwin"
 """The top-level key of a trace that holds its provenance."""
 SIDECAR_SUFFIX = ".profwin.json"
 MAX_SIDECAR_BYTES = 1 << 16
-"""A sidecar larger than this is not profwin's: it is ignored."""
+"""A sidecar larger than this is not profwin's: it is damaged (:func:`sidecar_info` says so)."""
+FORMAT = Format("profwin.provenance", version=1)
+"""The provenance's format, in a sidecar and under a trace's ``"profwin"`` key alike."""
+_READ: OrderedDict[tuple[str, tuple[int, ...]], tuple[dict[str, Any], str]] = OrderedDict()
+"""Sidecars read in this process, by path and :func:`~profwin.inputs.file_identity`: each is read
+once however many tools ask (a command asks for a trace's provenance up to three times)."""
+_READ_KEPT = 4096
 
 
 def profwin_version() -> str:
@@ -78,19 +90,55 @@ def write_sidecar(trace: str | Path, info: Mapping[str, Any]) -> Path:
     """Write ``info`` (JSON-ready) next to ``trace``, atomically and never through a symbolic
     link (:func:`profwin.atomic.write_atomic`); returns the sidecar's path."""
     path = sidecar_path(trace)
-    data = {k: v for k, v in info.items() if v is not None}
+    data = FORMAT.stamp({k: v for k, v in info.items() if v is not None})
     return write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())
 
 
 def read_sidecar(trace: str | Path) -> dict[str, Any]:
-    """The sidecar of ``trace``, or ``{}`` when there is none or it is not profwin's."""
+    """The sidecar of ``trace``, or ``{}`` when there is none or it cannot be read
+    (:func:`sidecar_info` says why)."""
+    return sidecar_info(trace)[0]
+
+
+def sidecar_info(trace: str | Path) -> tuple[dict[str, Any], str]:
+    """The sidecar of ``trace`` and ``""``; ``({}, "")`` when there is none; ``({}, why)`` when
+    one is there but cannot be read: not a regular file (profwin writes its sidecars as regular
+    files, so a FIFO is refused at once, never waited on), larger than :data:`MAX_SIDECAR_BYTES`,
+    not a JSON object within the spec bounds, or a format version this profwin does not read.
+    Each sidecar is read once in a process while it is unchanged (:func:`~profwin.inputs.file_identity`)."""
     path = sidecar_path(trace)
+    identity = file_identity(path)
+    if identity is None:
+        return (
+            ({}, "") if not os.path.lexists(path) else ({}, f"its provenance sidecar {path.name} cannot be read (a broken link?)")
+        )
+    key = (os.path.abspath(path), identity)
+    if key in _READ:
+        _READ.move_to_end(key)
+        data, why = _READ[key]
+        return dict(data), why
+    found = _read_one(path)
+    _READ[key] = found
+    while len(_READ) > _READ_KEPT:
+        _READ.popitem(last=False)
+    return dict(found[0]), found[1]
+
+
+def _read_one(path: Path) -> tuple[dict[str, Any], str]:
     try:
-        # The bounded reader: a FIFO or device named like a sidecar never blocks or floods.
-        data = json.loads(read_input(path, limit=MAX_SIDECAR_BYTES, what="provenance sidecar").decode("utf-8"))
-    except (OSError, ValueError, ConfigError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        # The bounded reader, regular files only: a FIFO or device named like a sidecar never blocks or floods.
+        data = parse_json(read_input(path, limit=MAX_SIDECAR_BYTES, what="provenance sidecar", pipes=False), source=path.name)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path.name}: must be a JSON object (got a {type(data).__name__})")
+        FORMAT.check(data)
+    except ConfigError as exc:
+        return {}, f"its provenance sidecar is damaged or not profwin's: {exc}"
+    except FileNotFoundError:
+        return {}, ""
+    except OSError as exc:
+        return {}, f"its provenance sidecar {path.name} cannot be read: {exc.strerror or exc}"
+    data.pop(FORMAT_KEY, None)
+    return data, ""
 
 
 def provenance(trace: str | Path, header: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -99,7 +147,7 @@ def provenance(trace: str | Path, header: Mapping[str, Any] | None = None) -> di
     found = read_sidecar(trace)
     inside = header.get(KEY) if header is not None else None
     if isinstance(inside, dict):
-        found.update(inside)
+        found.update({k: v for k, v in inside.items() if k != FORMAT_KEY})
     return found
 
 

@@ -50,8 +50,9 @@ from profwin.atomic import check_output_path, write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, TargetSkipped
 from profwin.errors import ConfigError, ProfwinError, Terminated, WindowWarning, shown
+from profwin.formats import FORMAT_KEY, Format
 from profwin.http import check_timeout
-from profwin.inputs import parse_spec_text, read_input
+from profwin.inputs import parse_json, read_input
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.provenance import new_session_id, profwin_version, write_sidecar
@@ -83,6 +84,9 @@ OnActive = Literal["error", "restart"]
 STATE_DIR = ".profwin-state"
 MAX_STATE_BYTES = 1 << 20
 """Largest state file ``profwin stop`` reads (1 MiB; profwin writes a few KiB)."""
+STATE_FORMAT = Format("profwin.state", version=2)
+"""A target's state file: ``target``, ``plan``, ``before``, ``session`` (version 1: the same, without
+``"format"``, before formats had versions)."""
 _MAX_TARGETS = 16  # in flight at once
 
 
@@ -315,6 +319,7 @@ class RemoteSession:
         the same (a crashed start may have left it running), but collect nothing."""
         name = part.target.name
         part.unknown, why = "", part.unknown
+        plan = None
         try:
             plan = part.target.plan(part.spec, self.version, self._ctx)
             part.target.stop(plan, self._ctx)
@@ -323,8 +328,13 @@ class RemoteSession:
         except Exception as exc:
             details = exc.details if isinstance(exc, TargetError) else {}
             message = str(exc) if isinstance(exc, (TargetError, ConfigError)) else _failure(exc)
-            return RemoteResult(target=name, ok=False, message=f"{why}; stopping it anyway failed: {message}", details=details)
-        return RemoteResult(target=name, ok=False, message=f"{why}; stopped its profiler, collected no files")
+            where = _trace_dir(plan, part)
+            return RemoteResult(
+                target=name, ok=False, message=f"{why}; stopping it anyway failed: {message}; {where}", details=details
+            )
+        return RemoteResult(
+            target=name, ok=False, message=f"{why}; stopped its profiler, collected no files; {_trace_dir(plan, part)}"
+        )
 
     def _stop_one(self, part: _Part) -> RemoteResult:
         name = part.target.name
@@ -419,7 +429,7 @@ class RemoteSession:
             if part.started:
                 path = self._state_file(part)
                 check_state_dir(path.parent)
-                written.append(write_atomic(path, json.dumps(part.state()).encode()))
+                written.append(write_atomic(path, json.dumps(STATE_FORMAT.stamp(part.state())).encode()))
         return written
 
     def _resume(self) -> None:
@@ -429,7 +439,8 @@ class RemoteSession:
 
     def _forget(self) -> None:
         for part in self._parts:
-            self._state_file(part).unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # none, or no state folder (said so)
+                self._state_file(part).unlink()
 
     # -- context managers -------------------------------------------------------------------
 
@@ -515,15 +526,28 @@ def check_state_dir(folder: Path) -> None:
         raise ConfigError(f"cannot keep the session's state for profwin stop in {str(folder)!r}: it is {what}", path="output_dir")
 
 
+@checked
+def read_state(path: Path, form: Format, *, what: str = "state file") -> dict[str, Any]:
+    """The document in the state file ``path`` that profwin wrote in the format ``form``: read
+    bounded (at most :data:`MAX_STATE_BYTES`, a regular file only: a FIFO, a device or a link to
+    one is refused at once), JSON within the spec bounds (100 levels, 100,000 values), an object,
+    of a version ``form`` reads (its ``"format"`` key taken off). Anything else is a
+    :class:`ConfigError` saying what is wrong; :class:`FileNotFoundError` when there is none.
+    Every state file profwin reads back goes through here: a target's, a router's record."""
+    data = parse_json(read_input(path, limit=MAX_STATE_BYTES, what=what, pipes=False), source=str(path))
+    if not isinstance(data, dict):
+        raise ConfigError(f"must be a JSON object (got a JSON {type(data).__name__})")
+    form.check(data)
+    data.pop(FORMAT_KEY, None)
+    return data
+
+
 def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> str | None:
     """Restore one target's part from its state file; ``None``, or why it cannot."""
     if not os.path.lexists(path):
-        return (
-            f"no session started by profwin for this engine in {part.spec.output_dir} "
-            "(run profwin start with the same --out first)"
-        )
+        return _no_state(path, part)
     try:
-        data = parse_spec_text(read_input(path, limit=MAX_STATE_BYTES, what="state file", pipes=False).decode(), source=str(path))
+        data = read_state(path, STATE_FORMAT)
         plan, before = _checked_state(data, part)
         check = getattr(engine, "check_state", None)
         if check is not None:  # the fields only the backend knows the meaning of
@@ -533,11 +557,47 @@ def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> 
                 raise exc.at("plan") from None
             except Exception as exc:  # the backend's own bug: refuse the state all the same
                 raise ConfigError(f"backend {engine.name!r} could not check it: {_failure(exc)}", path="plan") from None
-    except (ConfigError, UnicodeDecodeError) as exc:
-        return f"the state file {path} is damaged or not profwin's ({_excerpt(str(exc))}); stop the engine's profiler by hand"
+    except (ConfigError, OSError) as exc:
+        why = str(exc) if isinstance(exc, ConfigError) else f"cannot read it: {exc.strerror or exc}"
+        return f"the state file {path} is damaged or not profwin's ({_excerpt(why)}), so profwin start's session is not known"
     part.plan, part.before, part.started = plan, before, True
     part.session = str(data.get("session") or "")
     return None
+
+
+def _no_state(path: Path, part: _Part) -> str:
+    """Why there is no state file at ``path``: the state folder is damaged (not a folder, a link,
+    unreadable), it holds a file for this engine under another name (another profwin's), or no
+    ``profwin start`` ran with this ``--out``."""
+    folder = path.parent
+    try:
+        info = os.lstat(folder)
+    except FileNotFoundError:
+        info = None
+    except OSError as exc:
+        return f"the state folder {folder} cannot be read ({exc.strerror or exc}), so profwin start's session is not known"
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        return f"the state folder {folder} is damaged (it is {kind}), so profwin start's session is not known"
+    stem = path.name.rsplit("-", 1)[0] + "-"
+    try:
+        others = sorted(e.name for e in os.scandir(folder) if e.name.startswith(stem)) if info is not None else []
+    except OSError as exc:
+        return f"the state folder {folder} cannot be read ({exc.strerror or exc}), so profwin start's session is not known"
+    if others:
+        return (
+            f"no state file {path.name} in {folder}, but it holds {shown(others[0])} for this engine under another name "
+            "(written by another profwin version?), so profwin start's session is not known"
+        )
+    return (
+        f"no session started by profwin for this engine in {part.spec.output_dir} (run profwin start with the same --out first)"
+    )
+
+
+def _trace_dir(plan: EnginePlan | None, part: _Part) -> str:
+    """Where the engine writes its trace, for a stop that collects nothing: the user collects it."""
+    folder = plan.output_dir if plan is not None else part.spec.output_dir
+    return f"the engine writes its trace in {folder} (look there for what it recorded)"
 
 
 def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:

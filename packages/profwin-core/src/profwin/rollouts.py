@@ -52,7 +52,7 @@ from attrs import frozen
 
 from profwin.arguments import checked
 from profwin.errors import ConfigError, ProfwinError, WindowWarning, shown
-from profwin.inputs import check_timeout
+from profwin.inputs import check_timeout, normalize_url
 from profwin.json_form import JsonForm
 from profwin.protocols import Artifact, RemoteResult
 from profwin.selection import Rollouts
@@ -143,7 +143,7 @@ class RolloutProfiler:
         self.spec = as_spec(spec)
         self.rollouts = Rollouts.of(rollouts)
         self.engines = engines
-        self.router = router
+        self.router = None if router is None else _router_url(router)
         self.version = version
         self.api_key = api_key
         self.timeout = check_timeout(timeout)
@@ -369,3 +369,12 @@ class _Chosen:
             )  # fmt: skip
         self.record = record
         self.profiler._record(record)
+
+
+def _router_url(url: str) -> str:
+    """``url`` checked as every server URL is (:func:`profwin.inputs.normalize_url`: http or
+    https, a host, no credentials, no query), located at ``router``."""
+    try:
+        return normalize_url(url)
+    except ConfigError as exc:
+        raise ConfigError(exc.reason, path="router") from None

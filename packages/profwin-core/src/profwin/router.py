@@ -14,8 +14,8 @@ answers understood (each checked against the real router from the registry):
 - ``{"urls": [...]}`` from ``GET /list_workers``: older sglang-routers that have no
   ``/workers``, and vllm-router beside ``/workers``. It is asked only when ``/workers`` is 404.
 
-An answer is read up to 1 MiB (:func:`profwin.http.request`'s ``max_body``); a larger one is a
-:class:`RouterError`.
+An answer is read up to :data:`MAX_WORKERS_ANSWER_BYTES` (1 MiB, :func:`profwin.http.request`'s
+``max_body``); a larger one is a :class:`RouterError`.
 
 ``profwin start --router URL`` and ``profwin stop --router URL`` are two processes and the
 router's list may change between them: :func:`start_router` records the workers it started, and
@@ -34,13 +34,29 @@ from pathlib import Path
 from typing import Any
 
 from profwin.errors import ConfigError, shown
+from profwin.formats import Format
 from profwin.http import check_timeout, normalize_url, request
-from profwin.inputs import parse_spec_text, read_input
 from profwin.protocols import RemoteResult
-from profwin.remote import MAX_STATE_BYTES, start_remote, state_path, stop_remote
+from profwin.remote import read_state, start_remote, state_path, stop_remote
 from profwin.spec import ProfileSpec
 
-__all__ = ["RouterError", "RouterWorkers", "against_router", "router", "start_router", "stop_router"]
+__all__ = [
+    "MAX_WORKERS_ANSWER_BYTES",
+    "RECORD_FORMAT",
+    "RouterError",
+    "RouterWorkers",
+    "against_router",
+    "router",
+    "start_router",
+    "stop_router",
+]
+
+MAX_WORKERS_ANSWER_BYTES = 1 << 20
+"""Largest ``/workers`` or ``/list_workers`` answer read (1 MiB, some 5,000 workers); a larger one
+is a :class:`RouterError`."""
+RECORD_FORMAT = Format("profwin.router-state", version=2)
+"""``profwin start --router``'s record: ``router``, ``workers``, ``started``, ``keyed`` (version 1:
+the same without ``"format"``)."""
 
 
 class RouterError(ConfigError):
@@ -71,9 +87,10 @@ def router(url: str, *, api_key: str | None = None, timeout: float = 30.0) -> Ro
     with an error, lists something that is not a worker URL, or lists no worker."""
     base = normalize_url(url)
     timeout = check_timeout(timeout)
-    reply = request(base, "/workers", method="GET", api_key=api_key, timeout=timeout, expect="object")
+    cap = MAX_WORKERS_ANSWER_BYTES
+    reply = request(base, "/workers", method="GET", api_key=api_key, timeout=timeout, expect="object", max_body=cap)
     if reply.status == 404:
-        reply = request(base, "/list_workers", method="GET", api_key=api_key, timeout=timeout, expect="object")
+        reply = request(base, "/list_workers", method="GET", api_key=api_key, timeout=timeout, expect="object", max_body=cap)
     if not reply.ok:
         raise RouterError(f"cannot list the router's workers: {reply.describe()}", path="router")
     urls, entries = _workers(reply.data, reply.url)
@@ -125,12 +142,14 @@ def start_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any)
 
     def record(results: list[RemoteResult]) -> dict[str, Any]:
         started = [r.target for r in results if r.ok]
-        return {
-            "router": workers.router,
-            "workers": list(workers),
-            "started": started,
-            "keyed": _key_tags(started, kwargs.get("api_key")),
-        }
+        return RECORD_FORMAT.stamp(
+            {
+                "router": workers.router,
+                "workers": list(workers),
+                "started": started,
+                "keyed": _key_tags(started, kwargs.get("api_key")),
+            }
+        )
 
     results = start_remote(engine, list(workers), spec, record=(_state_file(engine, workers.router, spec), record), **kwargs)
     return [_tagged(r, "listed") for r in results]
@@ -143,7 +162,8 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     Without the start's record (or with one that is damaged), every worker the router lists now
     is stopped.
 
-    The record is read like every state file (bounded, a regular file, typed, for this router),
+    The record is read like every state file (:func:`profwin.remote.read_state`: at most
+    :data:`~profwin.remote.MAX_STATE_BYTES`, a regular file, versioned, typed, for this router),
     and no file chooses where the API key goes: it is sent to the workers the router lists now,
     and to a worker only the record names (it left the router, or the router cannot be asked)
     only when the record holds that URL's tag under this same key (an HMAC the start wrote,
@@ -159,8 +179,8 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     if os.path.lexists(path):
         try:
             started, tags, at_start = _read_record(path, base)
-        except (ConfigError, UnicodeDecodeError) as exc:
-            why = " ".join(str(exc).split())[:300]
+        except (ConfigError, OSError) as exc:
+            why = " ".join((str(exc) if isinstance(exc, ConfigError) else f"cannot read it: {exc.strerror or exc}").split())[:300]
             damaged = (
                 f"profwin start's record {path} is damaged or not profwin's ({why}); stopped the workers the router lists now"
             )
@@ -247,12 +267,11 @@ def _key_tags(urls: Iterable[str], api_key: str | None) -> dict[str, str]:
 
 def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str], list[str]]:
     """The workers ``profwin start`` started, their key tags, and the workers the router listed
-    then, from its record: at most
-    :data:`MAX_STATE_BYTES`, a regular file, JSON within the spec bounds, for this router, with
+    then, from its record: at most :data:`~profwin.remote.MAX_STATE_BYTES`, a regular file, JSON
+    within the spec bounds, for this router, with
     server URLs only."""
-    text = read_input(path, limit=MAX_STATE_BYTES, what="router state file", pipes=False).decode()
-    data = parse_spec_text(text, source=str(path))
-    if not isinstance(data, dict) or set(data) != {"router", "workers", "started", "keyed"}:
+    data = read_state(path, RECORD_FORMAT, what="router state file")
+    if set(data) != {"router", "workers", "started", "keyed"}:
         raise ConfigError("must be an object with exactly 'router', 'workers', 'started' and 'keyed'")
     if data["router"] != base:
         raise ConfigError(f"is for {shown(data['router'])}, not {base!r}", path="router")

@@ -39,6 +39,7 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.parts import Part, part_name
 from profwin.protocols import Artifact, PluginSpec
+from profwin.provenance import FORMAT as PROVENANCE_FORMAT
 from profwin.provenance import KEY as PROVENANCE_KEY
 from profwin.provenance import new_session_id, profwin_version
 from profwin.spec import ProfileSpec
@@ -234,7 +235,7 @@ class WindowedProfile:
                 # At the start, with the other metadata: added just before the stop, a write that
                 # fails (a full disk, a file-size limit) left an empty trace instead of an error
                 # (observed with torch 2.13). The steps recorded are the markers' own numbers.
-                record = {**self._provenance, "first_step": step}
+                record = PROVENANCE_FORMAT.stamp({**self._provenance, "first_step": step})
                 self.prof.add_metadata_json(PROVENANCE_KEY, json.dumps(record))
             self.recording = True
         # Every step gets its marker, the warm-up step too, as torch.profiler's own ``step()`` does:

@@ -32,9 +32,12 @@ from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedP
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 
-__all__ = ["TIMELINE_FORMAT", "CpuTimelineDriver", "build_timeline"]
+__all__ = ["TIMELINE_FORMAT", "TIMELINE_VERSION", "CpuTimelineDriver", "build_timeline"]
 
 TIMELINE_FORMAT = "profwin.memory-timeline"
+TIMELINE_VERSION = 2
+"""The version written: 2 has every total and column (1: written before the shape grew a version;
+the reader takes both, :data:`profwin_memory.timeline.VERSION`)."""
 _NO_OP = "(outside any op)"
 _SUFFIXES = {"json": ".memory_timeline.json", "json.gz": ".memory_timeline.json.gz"}
 
@@ -180,7 +183,7 @@ def build_timeline(roots: Iterable[Any], *, steps: Window, options: MemoryOption
         per_step["peak_live_bytes"][i] = per_step["end_live_bytes"][i] = live
     timeline: dict[str, Any] = {
         "format": TIMELINE_FORMAT,
-        "version": 1,
+        "version": TIMELINE_VERSION,
         "device": "cpu",
         "steps": str(steps),
         "units": {"bytes": "bytes", "t_us": "microseconds from the start of the first step"},

@@ -21,12 +21,14 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfwinError, checked, open_input, read_input, write_atomic
+from profwin.plugin import ConfigError, ProfwinError, checked, open_input, parse_json, read_input, write_atomic
 
 __all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 
 SIDECAR_SUFFIX = ".sig.json"
 _FORMAT = "profwin.memory-snapshot-signature"
+SIGNATURE_VERSION = 1
+"""The signature's version (under ``"version"``; a signature without one is version 1)."""
 _KEY_BYTES = 32
 MAX_SIDECAR_BYTES = 64 << 10
 """Largest signature sidecar read (64 KiB; profwin writes well under 1 KiB)."""
@@ -107,7 +109,7 @@ def sign(snapshot: Path, *, final_name: str, details: dict[str, Any]) -> Path:
     digest = _sha256(snapshot)
     record = {
         "format": _FORMAT,
-        "version": 1,
+        "version": SIGNATURE_VERSION,
         "file": final_name,
         "sha256": digest,
         "hmac_sha256": hmac.new(key, digest.encode(), hashlib.sha256).hexdigest(),
@@ -131,7 +133,9 @@ def verify(snapshot: Path) -> dict[str, Any]:
     try:
         if not os.path.lexists(sidecar):
             raise FileNotFoundError(sidecar)
-        record = json.loads(read_input(sidecar, limit=MAX_SIDECAR_BYTES, what="snapshot signature").decode("utf-8"))
+        record = parse_json(
+            read_input(sidecar, limit=MAX_SIDECAR_BYTES, what="snapshot signature", pipes=False), source=sidecar.name
+        )
     except FileNotFoundError:
         raise UntrustedSnapshotError(
             f"{snapshot} has no profwin signature ({sidecar.name} is missing), so profwin did not write it; {advice}"
@@ -140,6 +144,15 @@ def verify(snapshot: Path) -> dict[str, Any]:
         raise UntrustedSnapshotError(f"{sidecar} is not a readable profwin signature ({exc}); {advice}") from None
     if not isinstance(record, dict) or record.get("format") != _FORMAT:
         raise UntrustedSnapshotError(f"{sidecar} is not a profwin snapshot signature; {advice}")
+    version = record.get("version", 1)
+    if type(version) is not int or not 1 <= version <= SIGNATURE_VERSION:
+        newer = (
+            " (written by a newer profwin-memory: pip install -U profwin-memory)" if type(version) is int and version > 1 else ""
+        )
+        raise UntrustedSnapshotError(
+            f"{sidecar} is a snapshot signature of version {version!r}; this profwin-memory reads version "
+            f"{SIGNATURE_VERSION}{newer}; {advice}"
+        )
     key = _read_key(key_file())
     if key is None:
         raise UntrustedSnapshotError(

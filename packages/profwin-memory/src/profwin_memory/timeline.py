@@ -48,8 +48,16 @@ MAX_TIMELINE_BYTES = 256 << 20
 """Largest CPU memory timeline read, decompressed (256 MiB; profwin writes a few MB per window)."""
 MAX_HEADER_CHARS = 1 << 20
 """The values other than ``events``, ``per_step`` and ``ops``, together, as JSON text (a few KiB in a real file)."""
-VERSION = 1
-"""The timeline version this reader knows (the writer's ``version``)."""
+VERSION = 2
+"""The newest timeline version this reader knows (what :mod:`profwin_memory.cpu_timeline` writes).
+Version 1 is read too: timelines written before the version moved (the shape grew without it:
+``totals.frees_of_older_blocks`` came later, so a version 1 file may lack it, and any total but
+the bytes, counts and peaks of the first writer, :data:`V1_OPTIONAL_TOTALS`, and the per-step
+``free_count``); what it lacks is ``null``. Version 2 has every value."""
+V1_OPTIONAL_TOTALS = ("free_count", "outside_steps", "frees_of_older_blocks")
+"""Totals a version 1 timeline may lack (read as ``null``)."""
+V1_OPTIONAL_COLUMNS = {"per_step": ("free_count",), "events": ()}
+"""Columns a version 1 timeline may lack."""
 
 _EXPECTED = f"a profwin memory timeline: a JSON object with format {TIMELINE_FORMAT!r}"
 
@@ -125,6 +133,8 @@ class _Reader:
         # Where a step or op index was read before the bound it is checked against:
         # place -> (lowest, its index, highest, its index).
         self.unbounded: dict[str, tuple[Any, int, Any, int]] = {}
+        self.version: int | None = None
+        self.lacking: dict[str, list[str]] = {}  # totals and columns a version 1 file may lack, lacked
 
     def fail(self, message: str) -> TimelineError:
         return TimelineError(self.stream.path, message)
@@ -171,8 +181,12 @@ class _Reader:
         """Check a top-level value other than the tables as soon as it is read."""
         if key == "format" and value != TIMELINE_FORMAT:
             raise self.fail(f"format is {_json(value)}; expected {_EXPECTED}")
-        if key == "version" and (type(value) is not int or value != VERSION):
-            raise self.fail(f"version is {_json(value)}; this reader knows version {VERSION}")
+        if key == "version":
+            if type(value) is not int or not 1 <= value <= VERSION:
+                newer = type(value) is int and value > VERSION
+                advice = ": it was written by a newer profwin-memory (pip install -U profwin-memory)" if newer else ""
+                raise self.fail(f"version is {_json(value)}; this reader reads versions 1 to {VERSION}{advice}")
+            self.version = value
         if key == "steps":
             try:
                 window = Window.parse(value, field_name="steps") if isinstance(value, str) else None
@@ -187,9 +201,14 @@ class _Reader:
             self.top_ops(value)
 
     def totals(self, totals: Any) -> None:
+        """Check the totals as soon as they are read; one a version 1 file may lack, when the
+        version is not read yet, is decided in :meth:`complete`."""
         if not isinstance(totals, dict):
             raise self.fail(f"totals is {_json(totals)}; it must be an object of {', '.join(TOTALS)} and peak_step")
         for name, rule in TOTALS.items():
+            if name not in totals and name in V1_OPTIONAL_TOTALS and self.version in (None, 1):
+                self.lacking.setdefault("totals", []).append(name)
+                continue
             self.scalar(totals, name, rule, f"totals.{name}")
         if "peak_step" not in totals:
             raise self.fail("totals.peak_step is missing")
@@ -238,6 +257,9 @@ class _Reader:
                 if stream.expect(",}", f"',' or '}}' after {table}.{name}") == "}":
                     break
         missing = [name for name in rules if name not in lengths]
+        lacking = [name for name in missing if name in V1_OPTIONAL_COLUMNS[table] and self.version in (None, 1)]
+        self.lacking[table] = lacking  # may be lacked by a version 1 file: checked once the version is known
+        missing = [name for name in missing if name not in lacking]
         if missing:
             raise self.fail(f"{table} lacks the column{'s' * (len(missing) > 1)} {', '.join(missing)}")
         first = next(iter(rules))
@@ -328,6 +350,14 @@ class _Reader:
         missing = [key for key in ("version", "steps", "totals", "per_step", "top_ops") if key not in data]
         if missing:
             raise self.fail(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} missing; a timeline has each")
+        if self.version != 1:
+            for place, lacked in self.lacking.items():
+                if lacked and place == "totals":
+                    raise self.fail(f"totals.{lacked[0]} is missing")
+                if lacked:
+                    raise self.fail(f"{place} lacks the column{'s' * (len(lacked) > 1)} {', '.join(lacked)}")
+        for name in self.lacking.get("totals", []):  # version 1: an older shape, not known
+            data["totals"][name] = None
         assert self.window is not None
         assert self.window.end is not None
         steps = self.window.end - self.window.start

@@ -27,11 +27,22 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, Rollouts, Window, checked, shown, spec_from_mapping
+from profwin.plugin import (
+    FORMAT_KEY,
+    ConfigError,
+    Format,
+    ProfileSpec,
+    Rollouts,
+    checked,
+    parse_json,
+    shown,
+    spec_from_mapping,
+    spec_mapping,
+)
 
-__all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "OpenRLHFProfiling", "split_argv"]
+__all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "SETTINGS_FORMAT", "OpenRLHFProfiling", "split_argv"]
 
 DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
 """Where each engine writes its traces when the spec names no ``output_dir`` (on its node), and
@@ -40,47 +51,41 @@ ENV = "PROFWIN_OPENRLHF"
 """The environment variable that carries the settings (JSON) to OpenRLHF's Ray workers."""
 FLAGS = ("--profwin.rollouts", "--profwin.spec")
 """The launcher's flags."""
+SETTINGS_FORMAT = Format("profwin-openrlhf.settings", version=2, package="profwin-openrlhf")
+"""What :data:`ENV` carries: ``rollouts`` and ``spec`` (version 1: the same without ``"format"``)."""
 
 
 def _spec_data(value: object, path: str) -> dict[str, Any]:
-    """The spec's mapping form, checked now (a bad window fails at launch, not in a worker)."""
-    if isinstance(value, str):
-        text = value.strip()
-        if not text.startswith("{"):
-            window = Window.parse(text, field_name=path)
-            return {"window": str(window), "output_dir": DEFAULT_OUTPUT_DIR}
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"must be a window like '2:6' or a spec as JSON ({exc}; got {shown(text)})", path=path) from None
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"must be a window like '2:6' or a spec mapping (got {shown(value)})", path=path)
-    if "window" not in value and "profile_token_start" not in value:
-        raise ConfigError(f'must say the window to record, e.g. {{"window": "2:6"}} (got keys {sorted(value)})', path=path)
-    data = dict(value)
-    data.setdefault("output_dir", DEFAULT_OUTPUT_DIR)
-    if not isinstance(data["output_dir"], str) or not data["output_dir"].strip():
-        raise ConfigError(f"must be a folder's path (got {shown(data['output_dir'])})", path=f"{path}.output_dir")
-    spec_from_mapping(data, path=path)  # every other key checked by core's one reader
-    return data
+    """The spec's mapping form, checked now by core's one reader of a trainer's spec setting."""
+    return spec_mapping(value, path=path, output_dir=DEFAULT_OUTPUT_DIR)
+
+
+def _rollouts(value: object) -> Rollouts:
+    return Rollouts.of(value, path="--profwin.rollouts")
+
+
+def _spec(value: object) -> dict[str, Any]:
+    return _spec_data(value, "--profwin.spec")
 
 
 @frozen(kw_only=True)
 class OpenRLHFProfiling:
-    """profwin-openrlhf's settings.
+    """profwin-openrlhf's settings, checked however they are made (:meth:`of`, the constructor,
+    :meth:`from_json`): a bad value is a :class:`~profwin.ConfigError` naming the flag, the value
+    and the rule.
 
     Attributes:
         rollouts: which rollouts are profiled (rollout *k*: the *k*-th ``generate_samples`` call).
         spec: the spec's mapping form, its ``output_dir`` as written (see :meth:`spec_here`).
     """
 
-    rollouts: Rollouts
-    spec: Mapping[str, Any]
+    rollouts: Rollouts = field(converter=_rollouts)
+    spec: Mapping[str, Any] = field(converter=_spec)
 
     @classmethod
     def of(cls, rollouts: object, spec: object) -> OpenRLHFProfiling:
         """Settings from the two values, checked; a :class:`~profwin.ConfigError` names the flag at fault."""
-        return cls(rollouts=Rollouts.of(rollouts, path="--profwin.rollouts"), spec=_spec_data(spec, "--profwin.spec"))
+        return cls(rollouts=rollouts, spec=spec)
 
     def spec_here(self) -> ProfileSpec:
         """The spec in this process: ``output_dir`` with ``~`` and ``$VARIABLES`` resolved here."""
@@ -89,22 +94,32 @@ class OpenRLHFProfiling:
         return spec_from_mapping(data, path="--profwin.spec")
 
     def to_json(self) -> str:
-        """The form :data:`ENV` carries."""
-        return json.dumps({"rollouts": str(self.rollouts), "spec": dict(self.spec)})
+        """The form :data:`ENV` carries (:data:`SETTINGS_FORMAT`)."""
+        return json.dumps(SETTINGS_FORMAT.stamp({"rollouts": str(self.rollouts), "spec": dict(self.spec)}))
 
     @classmethod
-    def from_json(cls, text: str) -> OpenRLHFProfiling:
+    def from_json(cls, text: object) -> OpenRLHFProfiling:
+        """The settings :meth:`to_json` wrote (version 1: without ``"format"``), checked; anything
+        else is a :class:`~profwin.ConfigError` at :data:`ENV`."""
+        if not isinstance(text, str):
+            raise ConfigError(f"must be profwin-openrlhf's settings as JSON text (got {shown(text)})", path=ENV)
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"must be profwin-openrlhf's settings as JSON ({exc})", path=ENV) from None
-        if not isinstance(data, dict) or set(data) != {"rollouts", "spec"}:
+            data = parse_json(text, source="the JSON text")
+        except ConfigError as exc:
+            raise ConfigError(f"must be profwin-openrlhf's settings as JSON ({exc}; got {shown(text)})", path=ENV) from None
+        if not isinstance(data, dict) or set(data) - {FORMAT_KEY} != {"rollouts", "spec"}:
             raise ConfigError(f"must be an object with 'rollouts' and 'spec' (got {shown(data)})", path=ENV)
+        try:
+            SETTINGS_FORMAT.check(data)
+        except ConfigError as exc:
+            raise exc.at(ENV) from None
         return cls.of(data["rollouts"], data["spec"])
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> OpenRLHFProfiling | None:
         """The settings in :data:`ENV`, or ``None`` when it is unset."""
+        if environ is not None and not isinstance(environ, Mapping):
+            raise ConfigError(f"must be a mapping of environment variables (got {shown(environ)})", path="environ")
         text = (os.environ if environ is None else environ).get(ENV)
         return None if not text else cls.from_json(text)
 

@@ -56,8 +56,17 @@ def check_openrlhf(version: str | None = None) -> str:
             f"profwin-openrlhf profiles OpenRLHF {SUPPORTED_OPENRLHF}.x (its RolloutRayActor and SamplesGenerator), "
             f"and OpenRLHF is {version}: its seams may differ"
         )
-    engines = importlib.import_module(ENGINE_MODULE)
-    generator = importlib.import_module(GENERATOR_MODULE)
+    try:
+        engines = importlib.import_module(ENGINE_MODULE)
+        generator = importlib.import_module(GENERATOR_MODULE)
+    except Exception as exc:  # OpenRLHF missing (a version given), or its modules failing to import
+        missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "openrlhf"
+        if missing:
+            raise PluginError(
+                f"OpenRLHF {version} is a version profwin-openrlhf supports, but OpenRLHF is not installed in this "
+                f"environment, so its seams cannot be checked: pip install 'openrlhf=={SUPPORTED_OPENRLHF}.*'"
+            ) from None
+        raise PluginError(f"OpenRLHF {version}'s {ENGINE_MODULE} cannot be imported: {type(exc).__name__}: {exc}") from None
     try:
         base = original_class(engines.RolloutRayActor)
     except AttributeError:

@@ -349,7 +349,12 @@ class _Copy:
         read = _on(self.ray, node_id, node.read_chunk)
         for i, file in enumerate(listed):
             key = f"{name}/{file.name}"
-            final = (self.dest / name if self.per_node else self.dest) / file.name
+            try:  # a link or anything else planted in the destination refuses this file only
+                final = node.destination(self.dest, key if self.per_node else file.name)
+            except ConfigError as exc:
+                result.files.append(FileResult(file.name, "failed", 0, message=str(exc)))
+                self.progress.update(name, done=1)
+                continue
             if node.already_collected(final, key, file, self.manifest):
                 result.files.append(FileResult(file.name, "skipped", file.bytes, file.sha256, str(final)))
                 self.progress.update(name, done=1)
@@ -359,6 +364,11 @@ class _Copy:
                 receiver.write_all(self._chunks(read, file, node_id))
             except (FileChanged, _TaskFailed) as exc:
                 result.files.append(FileResult(file.name, "failed", receiver.received, message=str(exc)))
+                result.bytes_moved += receiver.received
+                continue
+            except (ConfigError, OSError) as exc:  # written here: the destination refused it (a disk full, a folder planted)
+                why = str(exc) if isinstance(exc, ConfigError) else f"cannot write it: {exc.strerror or exc}"
+                result.files.append(FileResult(file.name, "failed", receiver.received, message=why))
                 result.bytes_moved += receiver.received
                 continue
             except (_NodeFailed, _Cancelled) as exc:

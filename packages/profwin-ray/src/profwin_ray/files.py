@@ -21,13 +21,16 @@ from typing import IO, Any
 from attrs import frozen
 
 from profwin.plugin import (
+    FORMAT_KEY,
     ConfigError,
+    Format,
     Summary,
     TraceError,
     TraceFacts,
     Window,
     atomic_path,
     check_output_path,
+    parse_json,
     read_input,
     summarize,
     trace_facts,
@@ -37,11 +40,13 @@ from profwin.plugin import (
 
 __all__ = [
     "MANIFEST",
+    "MANIFEST_FORMAT",
     "MAX_MANIFEST_BYTES",
     "FileChanged",
     "NodeFile",
     "Receiver",
     "check_manifest",
+    "destination",
     "list_files",
     "load_manifest",
     "on_node",
@@ -61,6 +66,10 @@ second run skips what already arrived without reading it again."""
 MAX_MANIFEST_BYTES = 64 << 20
 """Largest manifest read (64 MiB, some 400,000 files); a larger or damaged one is ignored (each
 file already there is then checked by its checksum)."""
+MANIFEST_FORMAT = Format("profwin.collect-manifest", version=2, package="profwin-ray")
+"""The manifest: ``"<node>/<file>"`` -> its ``sha256``, ``bytes`` and local ``mtime_ns`` (version 1:
+the same without ``"format"``). One of a version this profwin does not read is ignored, as a
+damaged one is."""
 _GLOB = frozenset("*?[")
 # A file on a node is read only through its own name: never through a symbolic link (one swapped
 # in after the listing included), never blocking on a FIFO swapped in.
@@ -296,11 +305,15 @@ def load_manifest(dest: Path) -> dict[str, dict[str, Any]]:
     read), and only its well-formed entries. A missing or damaged one is empty: the files already
     in ``dest`` are then checked by their checksum."""
     try:
-        data = json.loads(read_input(dest / MANIFEST, limit=MAX_MANIFEST_BYTES, what="collect manifest", pipes=False))
-    except (OSError, ValueError, RecursionError):  # ConfigError is a ValueError
+        data = parse_json(
+            read_input(dest / MANIFEST, limit=MAX_MANIFEST_BYTES, what="collect manifest", pipes=False), source=MANIFEST
+        )
+        if not isinstance(data, dict):
+            return {}
+        MANIFEST_FORMAT.check(data)
+    except (OSError, ValueError):  # ConfigError is a ValueError
         return {}
-    if not isinstance(data, dict):
-        return {}
+    data.pop(FORMAT_KEY, None)
     return {
         key: entry
         for key, entry in data.items()
@@ -322,17 +335,45 @@ def check_manifest(dest: Path) -> None:
 
 
 def save_manifest(dest: Path, entries: dict[str, dict[str, Any]]) -> None:
-    write_atomic(dest / MANIFEST, json.dumps(entries, indent=1, sort_keys=True).encode())
+    write_atomic(dest / MANIFEST, json.dumps(MANIFEST_FORMAT.stamp(entries), indent=1, sort_keys=True).encode())
+
+
+def destination(root: Path, name: str) -> Path:
+    """``root/name``, where a collected file is written, if nothing planted there can turn the write
+    elsewhere: ``name`` is relative and goes nowhere above ``root``, no part of it below ``root`` is
+    a symbolic link or anything but a folder, and the file itself is new or a regular file. Else a
+    :class:`ConfigError` saying what is there: the caller refuses that one file, reports it and
+    goes on with the others."""
+    parts = name.split("/")
+    if os.path.isabs(name) or any(part in ("", ".", "..") for part in parts):
+        raise ConfigError(f"refused: {name!r} is not a plain name under {str(root)!r}")
+    here = root
+    for i, part in enumerate(parts):
+        here = here / part
+        try:
+            mode = os.lstat(here).st_mode
+        except FileNotFoundError:
+            break  # from here on, all made new
+        except OSError as exc:
+            raise ConfigError(f"refused: cannot look at {str(here)!r}: {exc.strerror or exc}") from None
+        if stat.S_ISLNK(mode):
+            raise ConfigError(f"refused: {str(here)!r} is a symbolic link; profwin never writes through one")
+        last = i == len(parts) - 1
+        if last and not stat.S_ISREG(mode):
+            check_output_path(here)  # says what it is (a FIFO, a device, a folder)
+        if not last and not stat.S_ISDIR(mode):
+            raise ConfigError(f"refused: {str(here)!r} is not a folder")
+    return root / name
 
 
 def already_collected(final: Path, key: str, file: NodeFile, manifest: dict[str, dict[str, Any]]) -> bool:
     """Whether ``final`` already holds ``file`` (same checksum): trusted from the manifest while
     the local file's size and mtime are what it recorded, else read again."""
     try:
-        info = final.stat()
+        info = final.lstat()
     except OSError:
         return False
-    if info.st_size != file.bytes:
+    if not stat.S_ISREG(info.st_mode) or info.st_size != file.bytes:
         return False
     entry = manifest.get(key, {})
     if entry.get("bytes") == info.st_size and entry.get("mtime_ns") == info.st_mtime_ns:

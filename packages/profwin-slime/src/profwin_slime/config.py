@@ -25,13 +25,11 @@ settings go. An entry point of your own may add them as flags instead
 from __future__ import annotations
 
 import argparse
-import json
-from collections.abc import Mapping
 from typing import Any
 
-from attrs import frozen
+from attrs import field, frozen
 
-from profwin.plugin import ConfigError, JsonForm, ProfileSpec, Rollouts, Window, checked, shown, spec_from_mapping
+from profwin.plugin import ConfigError, JsonForm, ProfileSpec, Rollouts, checked, shown, spec_from_mapping, spec_mapping
 
 __all__ = [
     "DEFAULT_OUTPUT_DIR",
@@ -55,9 +53,32 @@ DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
 worker's node; slime's ``tools/profile_rollout.py`` uses ``/tmp/sglang_profile`` the same way)."""
 
 
+def _as_rollouts(value: object) -> Rollouts:
+    return Rollouts.of(value, path="profwin_rollouts")
+
+
+def _as_spec(value: object) -> ProfileSpec:
+    return value if isinstance(value, ProfileSpec) else _spec(value)
+
+
+def _check_function(_: object, __: object, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            f"must be a dotted path like 'package.module.function' (got {shown(value)})", path="profwin_rollout_function"
+        )
+    rollout_function(argparse.Namespace(profwin_rollout_function=value))
+
+
+def _check_flag(_: object, __: object, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be true or false (got {shown(value)})", path="profwin_eval")
+
+
 @frozen(kw_only=True)
 class SlimeProfiling(JsonForm):
-    """profwin-slime's settings, read from slime's ``args`` by :meth:`from_args`.
+    """profwin-slime's settings, read from slime's ``args`` by :meth:`from_args` and checked
+    however they are made (the constructor too): a bad value is a :class:`~profwin.ConfigError`
+    naming the key (``profwin_spec``), the value and the rule.
 
     Attributes:
         rollouts: which rollouts are profiled.
@@ -66,10 +87,10 @@ class SlimeProfiling(JsonForm):
         rollout_function: the dotted path of the function profwin-slime calls.
     """
 
-    rollouts: Rollouts
-    spec: ProfileSpec
-    evaluation: bool = False
-    rollout_function: str = DEFAULT_ROLLOUT_FUNCTION
+    rollouts: Rollouts = field(converter=_as_rollouts)
+    spec: ProfileSpec = field(converter=_as_spec)
+    evaluation: bool = field(default=False, validator=_check_flag)
+    rollout_function: str = field(default=DEFAULT_ROLLOUT_FUNCTION, validator=_check_function)
 
     @classmethod
     def from_args(cls, args: Any) -> SlimeProfiling | None:
@@ -81,8 +102,6 @@ class SlimeProfiling(JsonForm):
         evaluation = getattr(args, "profwin_eval", None)
         if evaluation is None:
             evaluation = False
-        if not isinstance(evaluation, bool):
-            raise ConfigError(f"must be true or false (got {shown(evaluation)})", path="profwin_eval")
         return cls(
             rollouts=Rollouts.of(rollouts, path="profwin_rollouts"),
             spec=_spec(getattr(args, "profwin_spec", None)),
@@ -95,22 +114,7 @@ def _spec(value: object) -> ProfileSpec:
     path = "profwin_spec"
     if value is None:
         raise ConfigError("must say the window to record in each profiled rollout, e.g. '20:80'", path=path)
-    if isinstance(value, str):
-        text = value.strip()
-        if not text.startswith("{"):
-            window = Window.parse(text, field_name=path)
-            return ProfileSpec(window=window, output_dir=DEFAULT_OUTPUT_DIR)
-        try:
-            value = json.loads(text)
-        except ValueError as exc:
-            raise ConfigError(f"must be a window like '20:80' or a spec as JSON ({exc}; got {shown(text)})", path=path) from None
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"must be a window like '20:80' or a spec mapping (got {shown(value)})", path=path)
-    if "window" not in value and "profile_token_start" not in value:
-        raise ConfigError(f"must say the window to record, e.g. {{window: '20:80'}} (got keys {sorted(value)})", path=path)
-    data = dict(value)
-    data.setdefault("output_dir", DEFAULT_OUTPUT_DIR)
-    return spec_from_mapping(data, path=path)
+    return spec_from_mapping(spec_mapping(value, path=path, output_dir=DEFAULT_OUTPUT_DIR), path=path)
 
 
 def rollout_function(args: Any) -> str:

@@ -88,7 +88,16 @@ def check_trl(version: str | None = None) -> str:
             f"profwin-trl profiles TRL {first[0]}.{first[1]} to {last[0]}.{last[1]} (VLLMGeneration, and trl vllm-serve "
             f"as vLLM's own server), and TRL is {version}: its seams may differ"
         )
-    module = importlib.import_module(GENERATION_MODULE)
+    try:
+        module = importlib.import_module(GENERATION_MODULE)
+    except Exception as exc:  # TRL missing (a version given), or its module failing to import
+        missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "trl"
+        if missing:
+            raise PluginError(
+                f"TRL {version} is a version profwin-trl supports, but TRL is not installed in this environment, so its "
+                f"{GENERATION_MODULE} cannot be checked: pip install 'trl>={first[0]}.{first[1]},<{last[0]}.{last[1] + 1}'"
+            ) from None
+        raise PluginError(f"TRL {version}'s {GENERATION_MODULE} cannot be imported: {type(exc).__name__}: {exc}") from None
     generation = getattr(module, "VLLMGeneration", None)
     if not callable(getattr(generation, "generate", None)) or not callable(getattr(generation, "_init_vllm", None)):
         raise PluginError(f"TRL {version}'s {GENERATION_MODULE} has no VLLMGeneration.generate/_init_vllm")

@@ -34,6 +34,7 @@ from profwin.markers import StepMarker
 from profwin.traces.reader import fast_module, numpy_or_none
 from profwin.traces.scan import (
     _LAUNCHES,
+    MAX_NAME_CHARS,
     MAX_NAMES,
     OTHER_NAMES,
     TraceIndex,
@@ -49,6 +50,13 @@ SEGMENT = 1 << 14
 """Events gathered before a vectorized pass; bounds the temporary arrays (a few MiB)."""
 MAX_RAW_NAMES = 4 * MAX_NAMES
 """Distinct event names looked up by dictionary; past it new names share one entry (markers excepted)."""
+MAX_RAW_NAME_CHARS = 16 << 20
+"""Characters of the event names kept as dictionary keys, all together: a name is remembered (its
+kind looked up once) only while it is at most :data:`~profwin.traces.scan.MAX_NAME_CHARS` long and
+within this budget. Any other is looked up each time it comes and held by no table: an operator's
+by its cut name (what its totals are kept under anyway), a step marker's or an annotation's under
+one entry per marker (their events are read one by one, names and all). So names cost at most this
+much memory, however many and long they are (262,000 annotations of 1 KiB held 270 MB here)."""
 MAX_KINDS = 1 << 16
 """Distinct ``(ph, cat, name, pid, tid)`` kinds remembered; past it the table starts again."""
 LANE_LOOP = 64
@@ -162,7 +170,9 @@ class ColumnFiller(_Filler):
         self.thread_counts = np.zeros(0, np.int64)
         self.cat_ids: dict[Any, int] = {}
         self.cat_flags = np.zeros((0, 4), bool)  # not an op, device work, runtime call, gpu_*
-        self.raw_names: dict[Any, int] = {}
+        self.raw_names: dict[Any, int] = {}  # names remembered (within MAX_RAW_NAME_CHARS) -> name_text id
+        self.raw_chars = 0  # characters of the names in raw_names
+        self.shared_names: dict[Any, int] = {}  # a cut name, or a marker, -> the id its uncounted names share
         self.name_text: list[str] = []
         self.name_marker: list[StepMarker | None] = []
         self.name_launch = np.zeros(0, bool)
@@ -193,7 +203,7 @@ class ColumnFiller(_Filler):
         for batch, offsets, lengths in batches:
             if type(batch[0]) is dict:
                 batch = [_Event(e) for e in batch]
-            if not n and len(self.kind_ids) > MAX_KINDS:  # a trace of ever new names: start the table again
+            if not n and len(self.kind_keys) > MAX_KINDS:  # a trace of ever new names: start the table again
                 self._restart_kinds()
             # All a segment needs of a batch is taken while its structs are in the CPU's cache,
             # and only the few read one by one later are kept: 0.07 CPU s per 256 MiB less than
@@ -251,24 +261,32 @@ class ColumnFiller(_Filler):
         if not missing:
             return found
         keys = list(map(_KIND_OF, _pick(events, missing)))
-        self._new_kinds(list(dict.fromkeys(keys)))
-        found[missing] = np.fromiter(map(ids.__getitem__, keys), np.int64, len(keys))
+        fresh = self._new_kinds(list(dict.fromkeys(keys)))
+        found[missing] = np.fromiter(map(fresh.__getitem__, keys), np.int64, len(keys))
         return found
 
-    def _new_kinds(self, new: list[tuple[Any, ...]]) -> None:
+    def _new_kinds(self, new: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], int]:
+        """Register the kinds ``new`` and return their ids; a kind is remembered (looked up by
+        :meth:`_kinds` from then on) only when its name is (:meth:`_new_names`)."""
         np = self.np
         cats = [c for c in dict.fromkeys(k[1] for k in new) if c not in self.cat_ids]
         if cats:
             self._new_categories(cats)
-        names = [n for n in dict.fromkeys(k[2] for k in new) if n not in self.raw_names]
-        if names:
-            self._new_names(names)
+        names = {n: self.raw_names.get(n, -1) for n in dict.fromkeys(k[2] for k in new)}
+        unknown = [n for n, i in names.items() if i < 0]
+        if unknown:
+            names.update(self._new_names(unknown))
+        fresh = {}
         for key in new:
-            self.kind_ids[key] = len(self.kind_keys)
-            self.kind_keys.append(key)
+            fresh[key] = len(self.kind_keys)
+            if key[2] in self.raw_names:
+                self.kind_ids[key] = fresh[key]
+                self.kind_keys.append(key)
+            else:  # its name held by no table: the kind keeps its thread only
+                self.kind_keys.append((key[0], key[1], None, key[3], key[4]))
         ph = np.array([_PH.get(k[0], 2) for k in new], np.int8)
         cat = np.array([self.cat_ids[k[1]] for k in new], np.int64)
-        name = np.array([self.raw_names[k[2]] for k in new], np.int64)
+        name = np.array([names[k[2]] for k in new], np.int64)
         not_op, is_kernel, is_runtime, is_gpu = self.cat_flags[cat].T
         complete = ph == 0
         # What timed_events and the metadata read of a kind's events, decided once per kind.
@@ -280,6 +298,7 @@ class ColumnFiller(_Filler):
         self.kind_thread = np.concatenate([self.kind_thread, np.full(len(new), -1, np.int64)])
         self.kind_kept = np.concatenate([self.kind_kept, kept])
         self.kind_linked = np.concatenate([self.kind_linked, linked])
+        return fresh
 
     def _threads(self, kind: Any, timed: Any) -> Any:
         """Each timed event's thread id (-1 for untimed events); threads new to a kind found at
@@ -312,30 +331,56 @@ class ColumnFiller(_Filler):
             rows.append((*self.category(text), text.startswith("gpu_")))
         self.cat_flags = self.np.concatenate([self.cat_flags, self.np.array(rows, bool).reshape(-1, 4)])
 
-    def _new_names(self, new: list[Any]) -> None:
-        np, ids = self.np, self.raw_names
+    def _new_names(self, new: list[Any]) -> dict[Any, int]:
+        """The name ids of names not seen before (or not remembered): a name at most
+        :data:`MAX_NAME_CHARS` long is remembered while the names remembered hold at most
+        :data:`MAX_RAW_NAME_CHARS` characters (and :data:`MAX_RAW_NAMES` names, markers excepted);
+        any other shares an entry no table keys by its whole text (see :data:`MAX_RAW_NAME_CHARS`)."""
+        ids = self.raw_names
+        found: dict[Any, int] = {}
         launch, kinds, marks = [], [], []
         for name in new:
             text = name if type(name) is str else str(name)
             marker = self.matcher.match(text, None)
-            if len(self.name_text) >= MAX_RAW_NAMES and marker is None:
-                shared = ids.get(OTHER_NAMES)
-                if shared is not None:
-                    ids[name] = shared
+            if len(text) > MAX_NAME_CHARS or self.raw_chars + len(text) > MAX_RAW_NAME_CHARS:
+                # Not remembered: a marker's events are read one by one, names and all, so its
+                # entry needs no text; an operator's totals are kept under its cut name anyway.
+                shared: Any = (
+                    marker if marker is not None else text if len(text) <= MAX_NAME_CHARS else text[: MAX_NAME_CHARS - 1] + "…"
+                )
+                if self.raw_chars + MAX_NAME_CHARS > MAX_RAW_NAME_CHARS and marker is None:
+                    shared = OTHER_NAMES
+                if shared in self.shared_names:
+                    found[name] = self.shared_names[shared]
                     continue
-                text = OTHER_NAMES
-            ids[name] = len(self.name_text)
+                self.raw_chars += MAX_NAME_CHARS
+                found[name] = self.shared_names[shared] = len(self.name_text)
+                text = marker.producer if marker is not None else shared
+            else:
+                if len(self.name_text) >= MAX_RAW_NAMES and marker is None:  # one entry for the rest
+                    if OTHER_NAMES in self.shared_names:
+                        found[name] = self.shared_names[OTHER_NAMES]
+                        continue
+                    text = OTHER_NAMES
+                    found[name] = self.shared_names[OTHER_NAMES] = len(self.name_text)
+                else:
+                    self.raw_chars += len(text)
+                    found[name] = ids[name] = len(self.name_text)
             self.name_text.append(text)
             self.name_marker.append(marker)
             launch.append(text in _LAUNCHES)
             kinds.append(kernel_kind(text))
             marks.append(marker is not None)
+        if not launch:
+            return found
+        np = self.np
         self.name_launch = np.concatenate([self.name_launch, np.array(launch, bool)])
         self.name_kind = np.concatenate([self.name_kind, np.array(kinds, np.int8)])
         self.name_marks = np.concatenate([self.name_marks, np.array(marks, bool)])
         grow = 2 * len(self.name_text) - len(self.op_of)
         if grow > 0:
             self.op_of = np.concatenate([self.op_of, np.full(grow, -1, np.int64)])
+        return found
 
     # -- one segment -----------------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from profwin.atomic import atomic_path, check_output_path
 from profwin.errors import ConfigError, shown
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
+from profwin.provenance import FORMAT as PROVENANCE_FORMAT
 from profwin.provenance import profwin_version, provenance
 from profwin.traces.indexing import scan
 from profwin.traces.ranks import pick_session, rank_hint, trace_files
@@ -205,7 +206,7 @@ def _merge(
     with atomic_path(target) as tmp, _open_out(tmp, gz=target.name.endswith(".gz")) as f:
         header = {key: value for key, value in inputs[0].header.items() if key not in _NOT_MOVED}
         before = [key for key in inputs[0].keys_before_events if key in header]
-        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)},\n".encode())
+        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(PROVENANCE_FORMAT.stamp(meta))},\n".encode())
         for key in before:
             f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n".encode())
         f.write(b'  "traceEvents": [\n  ')

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from profwin.atomic import atomic_path
 from profwin.errors import PluginError
 
 if TYPE_CHECKING:  # a plot of one kind imports neither of the other kinds' modules
@@ -39,7 +40,8 @@ def _save(fig: Any, ax: Any, title: str, png_path: str | Path) -> Path:
     ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=10)
     fig.tight_layout()
     path = Path(png_path)
-    fig.savefig(path, dpi=DPI)
+    with atomic_path(path, suffix=path.suffix) as tmp:  # complete or not at all, never through a link
+        fig.savefig(tmp, dpi=DPI, format=path.suffix.lstrip(".").lower() or None)
     return path
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import statistics
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,9 @@ from attrs import frozen
 
 from profwin.arguments import checked
 from profwin.errors import ConfigError
+from profwin.inputs import file_identity
 from profwin.json_form import JsonForm
-from profwin.provenance import SIDECAR_SUFFIX, provenance, read_sidecar
+from profwin.provenance import FORMAT, KEY, SIDECAR_SUFFIX, provenance, sidecar_info, sidecar_path
 from profwin.traces.parts import join_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
@@ -105,13 +107,28 @@ def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The provenance of ``trace`` and its top-level keys before the events, without reading
     the events (profwin writes its ``"profwin"`` key there, Kineto its ``distributedInfo``).
     Both ``{}`` when the file cannot be read as a trace."""
+    origin, header, _ = _peek(trace)
+    return origin, header
+
+
+def _peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """:func:`peek`, and what was wrong when the trace's header or its sidecar cannot be read."""
+    found, problem = sidecar_info(trace)
     try:
         with read_trace(trace, fast=False) as reader:
             next(reader.raw_events(), None)
             header = dict(reader.header)
-    except (TraceError, RuntimeError):
-        return read_sidecar(trace), {}
-    return provenance(trace, header), header
+    except TraceError as exc:
+        return found, {}, exc.reason
+    except RuntimeError as exc:
+        return found, {}, str(exc)
+    inside = header.get(KEY)
+    if isinstance(inside, dict):
+        try:
+            FORMAT.check(inside)
+        except ConfigError as exc:
+            problem = problem or f"its provenance ({KEY!r} key) cannot be read: {exc}"
+    return provenance(trace, header), header, problem
 
 
 @checked
@@ -138,8 +155,11 @@ def _traces_in(folder: Path) -> list[Path]:
 
 
 def _is_trace(path: Path) -> bool:
+    """Named like a trace and not a folder: a FIFO, a device or a broken link named so is listed
+    too, and reading it says what is wrong with it (a part that cannot be read is never taken for
+    a part left out)."""
     name = path.name
-    return not name.startswith(".") and name.endswith(_SUFFIXES) and not name.endswith(SIDECAR_SUFFIX) and path.is_file()
+    return not name.startswith(".") and name.endswith(_SUFFIXES) and not name.endswith(SIDECAR_SUFFIX) and not path.is_dir()
 
 
 def _hidden(path: Path, root: Path) -> bool:
@@ -192,24 +212,51 @@ class TraceFacts:
     """The window its provenance names."""
     part: int | None = None
     """Its number among its window's parts (:mod:`profwin.parts`); ``None``: a whole trace."""
+    problem: str | None = None
+    """What is wrong with it when its header or its provenance cannot be read (``None``: nothing):
+    :func:`~profwin.traces.join_parts` reports it, so a part that cannot be read is never taken for
+    a part left out."""
+
+
+_FACTS: OrderedDict[tuple[str, Any, Any], TraceFacts] = OrderedDict()
+"""Facts read in this process, by path and the :func:`~profwin.inputs.file_identity` of the trace
+and its sidecar: a command asks for a trace's facts up to three times (one trace or many, the
+session, the parts), and each file is read once."""
+_FACTS_KEPT = 4096
 
 
 @checked
 def trace_facts(path: str | Path) -> TraceFacts:
-    """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its events)."""
-    origin, header = peek(path)
-    session, window, part = origin.get("session"), origin.get("window"), origin.get("part")
+    """The :class:`TraceFacts` of the trace at ``path`` (its header and provenance only, not its
+    events), read once while the trace and its sidecar are unchanged."""
     try:
-        mtime_ns = os.stat(path).st_mtime_ns
-    except OSError:  # not there (or not readable): summarizing it says so
-        mtime_ns = 0
+        sidecar: Any = file_identity(sidecar_path(path))
+    except ConfigError:  # a path without a file name: reading it says so
+        sidecar = None
+    identity = file_identity(path)
+    key = (os.path.abspath(path), identity, sidecar)
+    if identity is not None and key in _FACTS:
+        _FACTS.move_to_end(key)
+        return _FACTS[key]
+    facts = _read_facts(path, 0 if identity is None else identity[4])
+    if identity is not None:
+        _FACTS[key] = facts
+        while len(_FACTS) > _FACTS_KEPT:
+            _FACTS.popitem(last=False)
+    return facts
+
+
+def _read_facts(path: str | Path, mtime_ns: int) -> TraceFacts:
+    origin, header, problem = _peek(path)
+    session, window, part = origin.get("session"), origin.get("window"), origin.get("part")
     return TraceFacts(
         path=str(path),
         rank=rank_hint(Path(path), origin, header),
         session=session if isinstance(session, str) else None,
-        mtime_ns=mtime_ns,
+        mtime_ns=mtime_ns,  # 0: not there (or not readable): summarizing it says so
         window=window if isinstance(window, str) else None,
         part=part if type(part) is int and part > 0 else None,
+        problem=problem or None,
     )
 
 

@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from attrs import define, field
 
+from profwin.errors import shown
 from profwin.markers import StepMarker
 from profwin.traces.reader import Record, TraceError
 from profwin.traces.steps import Marker, MarkerMatcher
@@ -48,6 +49,7 @@ __all__ = [
     "MAX_NAMES",
     "MAX_NAME_CHARS",
     "MAX_THREADS",
+    "MAX_TOKENS_CHARS",
     "OTHER_NAMES",
     "SPILL_ROWS",
     "Columns",
@@ -69,6 +71,10 @@ MAX_LABEL_CHARS = 200
 """Step markers' names (the step's label) are cut to this many characters."""
 MAX_NAME_CHARS = 1024
 """Names are cut to this many characters (with ``…``) before they are kept."""
+MAX_TOKENS_CHARS = 320
+"""The longest ``profwin.tokens`` annotation kept: longer than any that follows the form (every
+key with 18 digits is 288 characters), so a longer one is counted as refused and never held: a
+trace's annotations cost at most :data:`MAX_MARKERS` times this, whatever their names' length."""
 MAX_ID_CHARS = 256
 """A ``pid`` or ``tid`` written as a string longer than this is refused."""
 OTHER_NAMES = "(other names past the limit)"
@@ -174,6 +180,10 @@ class TraceIndex:
     """GPU-side copies of step annotations: where each step's device work ends."""
     tokens: list[Span] = field(factory=list)
     """Host-side ``profwin.tokens`` spans: what each step held (:mod:`profwin.traces.tokens`)."""
+    tokens_too_long: int = 0
+    """``profwin.tokens`` spans whose name is longer than :data:`MAX_TOKENS_CHARS`: refused, not kept."""
+    tokens_too_long_first: str = ""
+    """The first of them, cut for a message (:func:`profwin.errors.shown`)."""
     names: list[tuple[str, bool]] = field(factory=list)
     """``(name, is_kernel)`` for each name id in :attr:`timed`."""
     placed: Columns = field(factory=lambda: Columns("qidd"))
@@ -413,9 +423,13 @@ class _Filler:
         is an operator (name id -1)."""
         index = self.index
         if marker is TOKENS_MARKER:
-            if len(index.tokens) >= MAX_MARKERS:
+            if len(index.tokens) + index.tokens_too_long >= MAX_MARKERS:
                 raise TraceError(index.path, f"more than {MAX_MARKERS:,} profwin.tokens annotations")
-            index.tokens.append((pid, ts, end, name[:MAX_NAME_CHARS]))  # a real one is under 300 characters
+            if len(name) > MAX_TOKENS_CHARS:  # follows no form: counted, never held
+                index.tokens_too_long += 1
+                index.tokens_too_long_first = index.tokens_too_long_first or shown(name)
+                return -1
+            index.tokens.append((pid, ts, end, name))
             return -1
         if marker is None:
             marker = self.matcher.match(name, None) if cat == "gpu_user_annotation" else None

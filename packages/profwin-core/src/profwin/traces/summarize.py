@@ -15,13 +15,13 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
-from profwin.provenance import KEY, first_step_of, provenance
+from profwin.provenance import KEY, first_step_of, provenance, sidecar_info
 from profwin.traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin.traces.device import DeviceStat, device_stats
 from profwin.traces.indexing import scan
 from profwin.traces.parts import check_steps
 from profwin.traces.reader import Progress, TraceError
-from profwin.traces.scan import TraceIndex, require_events
+from profwin.traces.scan import MAX_TOKENS_CHARS, TraceIndex, require_events
 from profwin.traces.steps import Step, as_window, marker_spans, number_steps, select_steps
 from profwin.traces.tokens import StepTokens, parse_step_tokens, step_tokens
 from profwin.window import Window
@@ -287,6 +287,11 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         spans = marker_spans(index.markers, producer, first_step=_first_step(index, first_step))
         tokens, token_notes = step_tokens(index.tokens, spans)
         notes += token_notes
+    if index.tokens_too_long:
+        notes.append(
+            f"{index.tokens_too_long:,} profwin.tokens spans are longer than any annotation that follows the form "
+            f"({MAX_TOKENS_CHARS} characters) and are left out; the first: {index.tokens_too_long_first}"
+        )
     stats = tuple(
         StepStat(
             number=s.number,
@@ -301,6 +306,9 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         )
         for i, s in sorted(enumerate(by_start), key=lambda pair: pair[1].number)
     )
+    damaged = sidecar_info(index.path)[1]
+    if damaged:
+        notes.append(f"{Path(index.path).name}: {damaged}; summarized without it")
     if not index.parts and type(known.get("part")) is int:
         notes.append(
             f"this is part {known['part']} of window {known.get('window')}; give all its parts (or their folder) "

@@ -26,6 +26,7 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError
 from profwin.json_form import JsonForm
 from profwin.markers import StepMarker
+from profwin.provenance import FORMAT as PROVENANCE_FORMAT
 from profwin.provenance import provenance
 from profwin.traces.columnar import kept_spans, numpy_or_none
 from profwin.traces.indexing import file_size, part_progress, scan
@@ -181,7 +182,7 @@ def _write(
         header = {k: v for k, v in index.header.items() if k != TRIM_KEY}
         before = [k for k in index.keys_before_events if k != TRIM_KEY]
         # The provenance first, so that a tool reading only the keys before the events sees it.
-        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(meta)},\n")
+        f.write(f"{{\n  {json.dumps(TRIM_KEY)}: {json.dumps(PROVENANCE_FORMAT.stamp(meta))},\n")
         for key in before:
             f.write(f"  {json.dumps(key)}: {json.dumps(header[key])},\n")
         f.write('  "traceEvents": [\n  ')
