@@ -675,7 +675,7 @@ def nothing_recorded(
         return f"the engine reported an error: {_excerpt(str(engine_error))}"
     if plan.mechanism in ("by-stage", "none"):
         return None
-    unit = "token window" if window.in_tokens else "window"
+    unit = "window"  # a token window says so itself ("20:80 tokens")
     if ran is not None and not window.in_tokens and ran <= window.start:
         last = f"the last step seen was step {ran - 1}" if ran else "it ran no step"
         return f"{unit} {window} was never reached: the engine ran {ran} step(s) in this session ({last}); recording starts at step {window.start}"
