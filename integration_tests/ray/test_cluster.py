@@ -221,7 +221,9 @@ def test_a_link_planted_in_the_destination_refuses_that_file_only(report: dict[s
 def test_chunk_bytes_out_of_bounds_and_no_cluster_are_one_clear_error(report: dict[str, Any]) -> None:
     too_small, too_large = report["chunk_bytes"]["0"], report["chunk_bytes"][str(2**62)]
     assert too_small["code"] == 2
-    assert too_small["stderr"].endswith("error: argument --chunk-bytes: must be an integer >= 1024 (got '0')\n")
+    assert too_small["stderr"] == (
+        "profwin: error: argument --chunk-bytes: must be an integer >= 1024 (got '0') (see: profwin collect --help)\n"
+    )
     assert too_large["code"] == 2
     assert too_large["stderr"] == (
         f"profwin: error: chunk_bytes: must be an integer number of bytes from 1,024 to 1,073,741,824 (got {2**62})\n"

@@ -55,7 +55,9 @@ class SglangBackend:
             return dict(body)
         try:
             from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType
-        except ImportError:  # installed but not importable here: no tokenizer manager runs here either
+        except Exception:  # noqa: BLE001 - installed but not importable here (a dependency missing, a half-
+            # installed namespace package raising KeyError from importlib): no tokenizer manager runs here
+            # either, and a builder must not raise into its trainer
             return dict(body)
         fields = {key: value for key, value in body.items() if value is not None}
         return {"req": build_profile_req(ProfileReq, ProfileReqType, fields)}
