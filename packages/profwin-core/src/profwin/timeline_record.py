@@ -264,20 +264,27 @@ class TimelineRecorder:
         self._rows.append(row)
         self._row = row
 
-    def end(self) -> None:
-        """The step that began last has ended."""
-        row = self._row
+    def end(self, step: int | None = None, *, now_us: int | None = None) -> None:
+        """The step that began last (or step ``step``, when it is still in memory: an engine that
+        processes a batch's result after the next batch began) has ended."""
+        if step is None:
+            row = self._row
+        else:
+            index = step - self._first
+            row = self._rows[index] if 0 <= index < len(self._rows) else None
         if row is not None and row[3] is None:
-            row[3] = (time.perf_counter_ns() - self._t0) // 1000 - row[2]
+            row[3] = ((time.perf_counter_ns() - self._t0) // 1000 if now_us is None else now_us) - row[2]
 
     def tick(self) -> None:
-        """A step boundary of an in-process loop: the step in progress ends, the next begins."""
-        self.end()
+        """A step boundary of an in-process loop: the step in progress ends, the next begins (at
+        the same instant: a loop's steps tile its time)."""
+        now = (time.perf_counter_ns() - self._t0) // 1000
+        self.end(now_us=now)
         if len(self._rows) >= self.part_steps:
             self._write_part()
         step = self.steps
         self.steps = step + 1
-        row = [step, None, (time.perf_counter_ns() - self._t0) // 1000, None, None, None, None, None, None, None, None, None]
+        row = [step, None, now, None, None, None, None, None, None, None, None, None]
         self._rows.append(row)
         self._row = row
 
