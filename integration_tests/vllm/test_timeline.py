@@ -167,3 +167,40 @@ def test_the_timeline_and_the_trace_share_a_session_and_say_where_the_window_sit
     else:  # a step window vLLM records itself: its own annotations of exactly those steps
         start, end = (int(v) for v in scenario["window"].split(":"))
         assert [n for n in names if n.startswith("execute_")] == [s["annotation"] for s in scenario["record"][start:end]]
+
+
+def test_one_view_and_the_command_on_vllms_files(report: dict[str, Any], tmp_path: Path) -> None:
+    """``profwin merge --timeline`` of a real vLLM trace and its timeline holds to Perfetto's rules,
+    with the window's slice where vLLM's first recorded step is; ``profwin timeline`` reads the
+    files as written (a real CLI process)."""
+    from ..traces.perfetto_rules import by_process, check_perfetto_trace
+
+    scenario = report["scenarios"]["admission"]
+    (trace,) = [Path(a["path"]) for a in scenario["artifacts"] if a["kind"] == "trace"]
+    (timeline,) = [Path(a["path"]) for a in scenario["artifacts"] if a["kind"] == "timeline"]
+    out = tmp_path / "one-view.json.gz"
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin", "merge", str(trace), "--timeline", str(timeline), "-o", str(out), "--json"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    merged = check_perfetto_trace(out)
+    processes = by_process(merged)
+    assert sorted(processes) == [1, 2]
+    first = min((e for e in processes[1] if str(e.get("name", "")).startswith("execute_")), key=lambda e: e["ts"])
+    window = next(e for e in processes[2] if str(e.get("name", "")).startswith("window 2:8 tokens"))
+    assert window["ts"] == pytest.approx(first["ts"], abs=100.0)  # the timeline's step start is the hook's, around vLLM's
+    requests = [e for e in processes[2] if str(e.get("name", "")).startswith("request ")]
+    assert len(requests) == len(scenario["timelines"][0]["request_rows"]) == 10
+    counters = {e["name"] for e in processes[2] if e["ph"] == "C"}
+    assert counters == {"batch", "tokens", "prefill tokens"}  # vLLM's worker has no queue lengths
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin", "timeline", str(timeline.parent), "--session", scenario["timeline_sidecars"][0]["session"], "--json"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    (rank,) = json.loads(done.stdout)["ranks"]
+    assert rank["steps"] == len(scenario["record"])
+    assert rank["requests"] == 10
+    assert rank["peak_batch"] == 4  # max_num_seqs
+    assert rank["window_steps"] == scenario["timelines"][0]["window_steps"]
+    assert rank["tokens"] == sum(n for n, _ in scenario["outputs"])

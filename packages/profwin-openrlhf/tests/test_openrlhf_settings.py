@@ -145,3 +145,16 @@ def test_the_import_watcher_runs_after_the_module_executes(tmp_path: Path, monke
     assert not any(isinstance(f, _AfterImport) for f in sys.meta_path)  # it only watched once
     for name in ("watched_pkg.mod", "watched_pkg"):
         del sys.modules[name]
+
+
+def test_one_flag_switches_the_session_timeline_on() -> None:
+    settings, rest = split_argv(["--profwin.rollouts", "1", "--profwin.timeline", "--profwin.spec", "2:6", "--x", "y"])
+    assert rest == ["--x", "y"]
+    assert settings is not None
+    assert settings.spec_here().timeline is True
+    assert OpenRLHFProfiling.from_json(settings.to_json()).spec_here().timeline is True  # travels to the workers
+    settings, _ = split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6"])
+    assert settings is not None
+    assert settings.spec_here().timeline is False
+    with pytest.raises(profwin.ConfigError, match="--profwin.timeline: takes no value"):
+        split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6", "--profwin.timeline=maybe"])

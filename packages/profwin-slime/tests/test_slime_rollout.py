@@ -176,3 +176,20 @@ def test_the_settings_json_form_round_trips() -> None:
     data = config.to_dict()
     assert (data["rollouts"], data["spec"]["window"]) == ("5+3%10", "2:6")
     assert SlimeProfiling.from_dict(data) == config
+
+
+def test_one_key_switches_the_session_timeline_on() -> None:
+    config = SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80", profwin_timeline=True))
+    assert config is not None
+    assert config.spec.timeline is True
+    parsed = profwin_slime.add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--profwin-rollouts", "1", "--profwin-spec", "20:80", "--profwin-timeline"]
+    )
+    flagged = SlimeProfiling.from_args(parsed)
+    assert flagged is not None
+    assert flagged.spec.timeline is True
+    off = SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80"))
+    assert off is not None
+    assert off.spec.timeline is False
+    with pytest.raises(profwin.ConfigError, match="profwin_timeline: must be true or false"):
+        SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80", profwin_timeline="yes"))
