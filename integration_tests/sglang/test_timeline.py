@@ -115,6 +115,7 @@ def _expected(result: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, t
                 "step": k, "counter": ct, "batch": len(counts), "prefilling": len(prefilled),
                 "prefill_tokens": sum(prefilled.values()), "decoding": len(counts) - len(prefilled),
                 "produced": len(indices), "token_median": ordered[(len(ordered) - 1) // 2] if ordered else None,
+                "token_min": ordered[0] if ordered else None, "token_max": ordered[-1] if ordered else None,
                 "running": running, "waiting": waiting,
             }
         )  # fmt: skip
@@ -170,3 +171,12 @@ def test_timeline_is_sglangs_own_record(recorded_server: Server, tmp_path: Path,
         assert result["generated"] == [3, 4, 5, 7, 9, 12]
     if name == "chunked-prefill":  # a prompt of 45 words in chunks of 64 tokens: prefills that share a batch
         assert any(r["prefilling"] >= 2 for r in rows)
+
+
+def test_timeline_cost_benchmark(recorded_server: Server) -> None:
+    """benchmarks/timeline_cost.py runs (smoke size) against this live server with the plugin."""
+    from ..test_benchmarks import run_smoke
+
+    out = run_smoke("timeline_cost.py", "--sglang-url", recorded_server.url, "--api-key", str(recorded_server.api_key))
+    assert "| SGLang 0.5.23 (" in out
+    assert "timeline bytes per 1,000 steps: sglang " in out

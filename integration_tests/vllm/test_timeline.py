@@ -75,6 +75,8 @@ def expected_steps(record: list[dict[str, Any]]) -> list[dict[str, int | None]]:
                 "decoding": generation,
                 "produced": sum(step["sampled"].values()),
                 "token_median": ordered[(len(ordered) - 1) // 2] if ordered else None,
+                "token_min": ordered[0] if ordered else None,
+                "token_max": ordered[-1] if ordered else None,
             }
         )
     return rows

@@ -109,7 +109,7 @@ def test_a_rollouts_rows_are_what_the_engine_fed(tmp_path: Path) -> None:
         (2, 0, 0, 2, 2),
         (2, 0, 0, 2, 2),
     ]
-    assert [r["token_median"] for r in rows[:3]] == [0, 1, 2]
+    assert [(r["token_median"], r["token_min"], r["token_max"]) for r in rows[:3]] == [(0, 0, 0), (1, 1, 1), (2, 2, 2)]
     assert [r["step"] for r in rows] == list(range(len(rows)))
     assert all(r["dur_us"] >= 0 and r["start_us"] >= 0 for r in rows)
     requests = {r[0]: dict(zip(data["request_fields"], r, strict=True)) for r in data["request_rows"]}
@@ -288,7 +288,13 @@ def test_phases_tail_and_finishing_times_of_a_long_tail(tmp_path: Path) -> None:
     assert spans[1][0] <= a
     assert b <= spans[1][1]
     medians = [r[9] for r in timeline.steps[a:b]]
-    assert rank.suggested_tokens == f"{min(medians)}:{max(medians) + 1}"
+    assert rank.suggested_steps_tokens == f"{min(medians)}:{max(medians) + 1}"
+    # In tokens: the token the request furthest ahead makes at the first suggested step; a token
+    # window from there opens at that step (this rollout admits as requests finish: the one
+    # furthest ahead first reaches it there).
+    ahead = timeline.steps[a][11]
+    assert rank.suggested_tokens == f"{ahead}:{ahead + 20}"
+    assert rank.suggested_tokens_open == min(s for s, r in enumerate(timeline.steps) if r[11] >= ahead)
 
 
 def test_several_ranks_and_their_imbalance(tmp_path: Path) -> None:

@@ -156,5 +156,5 @@ def test_one_flag_switches_the_session_timeline_on() -> None:
     settings, _ = split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6"])
     assert settings is not None
     assert settings.spec_here().timeline is False
-    with pytest.raises(profwin.ConfigError, match="--profwin.timeline: takes no value"):
+    with pytest.raises(profwin.ConfigError, match=r"--profwin\.timeline: takes no value"):
         split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6", "--profwin.timeline=maybe"])

@@ -21,6 +21,9 @@ Per step (:data:`STEP_FIELDS`, one array each, ``null`` where the recorder canno
     produced        response tokens the step produces (a request finishing its prefill makes its
                     token 0; a chunk before the last makes none)
     token_median    the lower median of those tokens' indices (a request's k-th token has index k)
+    token_min       the smallest of them
+    token_max       the largest: the request furthest ahead (a token window opens where it first
+                    reaches the window's start)
     running         the engine's running set when the step began (SGLang's running batch)
     waiting         requests queued and not yet admitted (SGLang's waiting queue)
 
@@ -89,7 +92,7 @@ VERSION = 1
 SUFFIX = ".timeline.json"
 STEP_FIELDS: tuple[str, ...] = (
     "step", "counter", "start_us", "dur_us", "batch", "prefilling", "prefill_tokens", "decoding", "produced",
-    "token_median", "running", "waiting",
+    "token_median", "token_min", "token_max", "running", "waiting",
 )  # fmt: skip
 REQUEST_FIELDS: tuple[str, ...] = ("id", "admitted", "first_token", "last_token", "output", "finish")
 FINISHES: tuple[str, ...] = ("length", "stop", "abort", "ended")
@@ -158,11 +161,12 @@ def timeline_artifacts(paths: Iterable[Path], *, prefix: str | None, producer: s
     return found
 
 
-def _median(values: list[int]) -> int | None:
+def _spread(values: list[int]) -> tuple[int | None, int | None, int | None]:
+    """The lower median, the least and the largest of ``values`` (sorted in place: one sort)."""
     if not values:
-        return None
+        return None, None, None
     values.sort()
-    return values[(len(values) - 1) // 2]
+    return values[(len(values) - 1) // 2], values[0], values[-1]
 
 
 @checked
@@ -259,8 +263,9 @@ class TimelineRecorder:
         if len(requests) > MAX_OPEN_REQUESTS:
             self._done.append(requests.pop(next(iter(requests))))
         decoding = None if batch is None or prefilling is None else batch - prefilling
+        made = len(indices)
         row = [step, counter, (time.perf_counter_ns() - self._t0) // 1000, None, batch, prefilling, prefill_tokens, decoding,
-               len(indices), _median(indices), running, waiting]  # fmt: skip
+               made, *_spread(indices), running, waiting]  # fmt: skip
         self._rows.append(row)
         self._row = row
 
@@ -284,7 +289,7 @@ class TimelineRecorder:
             self._write_part()
         step = self.steps
         self.steps = step + 1
-        row = [step, None, now, None, None, None, None, None, None, None, None, None]
+        row = [step, None, now, *([None] * (len(STEP_FIELDS) - 3))]
         self._rows.append(row)
         self._row = row
 

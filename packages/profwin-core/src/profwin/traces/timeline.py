@@ -273,7 +273,14 @@ class RankTimeline(JsonForm):
     window_tokens: str | None
     """The median request's tokens in the window's steps (``"20:80"``)."""
     suggested_steps: str | None
+    """``--length`` steps in the middle of steady decode (``"45:61"``)."""
+    suggested_steps_tokens: str | None
+    """The median request's tokens in those steps: "tokens 4:24 of most requests fall in steps 45:61"."""
     suggested_tokens: str | None
+    """A token window that opens at those steps (``"60:76"``): its start is the token the request
+    furthest ahead produces at their first step (a token window opens where any request reaches it)."""
+    suggested_tokens_open: int | None
+    """The step that token window opens at: the first step where a request produces a token in it."""
     steady_tokens: str | None
     """The median request's tokens across steady decode."""
     step_ms: dict[str, float]
@@ -340,14 +347,26 @@ def analyze(timeline: Timeline, *, length: int = 32) -> RankTimeline:
     window = timeline.window_steps
     medians = [r[_STEP["token_median"]] for r in rows]
     place, window_tokens = _place(window, bounds, medians, len(rows), periods, total_us)
-    suggested_steps = suggested_tokens = steady_tokens = None
+    suggested_steps = suggested_steps_tokens = suggested_tokens = steady_tokens = None
+    opens: int | None = None
     if "steady" in bounds and bounds["steady"][1] > bounds["steady"][0]:
         a, b = bounds["steady"]
         steady_tokens = _tokens(medians[a:b])
         n = min(max(length, 1), b - a)
         first = a + (b - a - n) // 2
         suggested_steps = f"{first}:{first + n}"
-        suggested_tokens = _tokens(medians[first : first + n])
+        suggested_steps_tokens = _tokens(medians[first : first + n])
+        ahead = next((r[_STEP["token_max"]] for r in rows[first:] if r[_STEP["token_max"]] is not None), None)
+        if ahead is not None:
+            suggested_tokens = f"{ahead}:{ahead + n}"
+            opens = next(
+                (
+                    r[_STEP["step"]]
+                    for r in rows
+                    if r[_STEP["token_max"]] is not None and r[_STEP["token_max"]] >= ahead and r[_STEP["token_min"]] < ahead + n
+                ),
+                None,
+            )
     known_durations = sorted(d for d in durations if d is not None)
     step_ms = (
         {"median": known_durations[(len(known_durations) - 1) // 2] / 1000, "max": known_durations[-1] / 1000}
@@ -364,7 +383,8 @@ def analyze(timeline: Timeline, *, length: int = 32) -> RankTimeline:
         tail_share=round(tail_us / total_us, 4) if peak and total_us else 0.0, finished_s=finished_s,
         finished_step=finished_step, window=window_text if isinstance(window_text, str) else None,
         window_steps=None if window is None else str(window), window_place=place, window_tokens=window_tokens,
-        suggested_steps=suggested_steps, suggested_tokens=suggested_tokens, steady_tokens=steady_tokens,
+        suggested_steps=suggested_steps, suggested_steps_tokens=suggested_steps_tokens, suggested_tokens=suggested_tokens,
+        suggested_tokens_open=opens, steady_tokens=steady_tokens,
         step_ms=step_ms, notes=tuple(notes),
     )  # fmt: skip
 
@@ -467,10 +487,14 @@ def render_timeline(report: TimelineReport) -> str:
         lines.append(f"  {window}{r.window_place}" + (f"; median tokens {r.window_tokens}" if r.window_tokens else ""))
         if r.suggested_steps:
             lines.append(
-                f"  suggested window: steps {r.suggested_steps} (--window {r.suggested_steps}), the median request's "
-                f"tokens {r.suggested_tokens} there (--window '{r.suggested_tokens} tokens'); "
-                f"steady decode spans steps {r.phases[1].steps}, tokens {r.steady_tokens}"
+                f"  suggested window: steps {r.suggested_steps} (--window {r.suggested_steps}), in the middle of steady decode "
+                f"(steps {r.phases[1].steps}); tokens {r.suggested_steps_tokens} of the median request fall in them"
             )
+            if r.suggested_tokens is not None:
+                lines.append(
+                    f"    in tokens: --window '{r.suggested_tokens} tokens' opens at step {r.suggested_tokens_open}, when the "
+                    f"request furthest ahead reaches token {r.suggested_tokens.split(':')[0]}"
+                )
         lines += [f"  note: {n}" for n in r.notes]
     if report.imbalance:
         lines.append("imbalance across ranks/engines (slowest / fastest):")
@@ -501,7 +525,7 @@ def plot_timeline(report: TimelineReport, timelines: Sequence[Timeline], png_pat
             top, gantt = axes[2 * k][0], axes[2 * k + 1][0]
             _draw(timeline, rank, top, gantt)
         title = "session timeline" + (f": {report.ranks[0].label}" if n == 1 else f" of {n} ranks/engines")
-        axes[0][0].set_title(title, fontsize=10)
+        fig.suptitle(title, fontsize=10)
         path = Path(png_path)
         fig.tight_layout()
         fig.savefig(path, dpi=DPI)
@@ -532,7 +556,7 @@ def _draw(timeline: Timeline, rank: RankTimeline, top: Any, gantt: Any) -> None:
             starts, [b or 0 for b in batches], where="post", color="tab:blue", linewidth=1.2, label="batch (requests in the step)"
         )
         twin = top.twinx()
-        twin.step(starts, [p or 0 for p in produced], where="post", color="tab:purple", linewidth=0.8, alpha=0.7,
+        twin.step(starts, [p or 0 for p in produced], where="post", color="tab:purple", linewidth=0.9, linestyle=":",
                   label="tokens produced per step")  # fmt: skip
         twin.set_ylabel("tokens per step", color="tab:purple", fontsize=8)
         waiting = [r[_STEP["waiting"]] for r in rows]
