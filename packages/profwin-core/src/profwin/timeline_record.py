@@ -118,6 +118,7 @@ def encode(start: int | None) -> int:
     return FLAG + (start or 0)
 
 
+@checked
 def decode(start: object) -> tuple[object, bool]:
     """``(the start value without the flag, whether the flag was there)``; any other value as it is."""
     if isinstance(start, int) and not isinstance(start, bool) and FLAG <= start < 2 * FLAG:

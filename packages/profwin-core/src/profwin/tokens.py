@@ -222,6 +222,7 @@ def encode(window: Window) -> tuple[int, int]:
     return TOKEN_BASE + window.start, window.length or 0
 
 
+@checked
 def claimed(start: object) -> bool:
     """Whether a start value lies in the range token windows own (``TOKEN_BASE`` up to twice
     it): an engine plugin refuses one there that :func:`decode` does not read, rather than arm a

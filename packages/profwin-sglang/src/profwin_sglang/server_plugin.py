@@ -22,6 +22,12 @@ registers :func:`register` there, which installs two hooks in each scheduler pro
     this plugin with the v2 profiler's own start and stop, and any request the v2 profiler cannot
     take is answered with an error naming ``SGLANG_PROFILE_V2`` instead of reaching it.
 
+  - a ``start_step`` carrying profwin's timeline flag (:func:`profwin.plugin.decode_timeline`,
+    ``record: [timeline]``) loses it, and once the request is taken, the scheduler's session
+    timeline starts: its ``run_batch`` and ``process_batch_result`` are wrapped on the instance
+    until the stop, each batch read by :func:`_batch_tokens` with the waiting queue and the running
+    batch, its end and finished requests after its result (:class:`_Timeline`);
+
   Any other request passes through untouched, so clients that send absolute steps see stock
   behaviour. While a window is armed, one more function runs per batch (the manager's
   ``_profile_batch_predicate``, replaced on the instance and given back when the window ends);

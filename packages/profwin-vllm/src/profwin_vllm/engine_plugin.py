@@ -20,6 +20,15 @@ stops vLLM's own profiler (``Worker.profile``) accordingly, each recorded step w
 ``profwin.tokens`` annotation. The wrapper removes itself when the window closes. A session
 with an ordinary window passes through untouched.
 
+The session timeline (``record: [timeline]``, :mod:`profwin.timeline_record`) travels as profwin's
+flag on the same ``delay_iterations`` (:func:`profwin.plugin.decode_timeline`): the wrapper takes it
+off (a step window's bounds go to vLLM as they were, and vLLM records that window itself), keeps
+``execute_model`` wrapped from the start to the stop, and before each step gives the step's
+numbers (the same reader, :func:`produced_tokens`, with each token's request) and around it its
+time to a :class:`profwin.plugin.TimelineRecorder`, which writes the file into the worker's trace
+folder at the stop. Workers report ``timeline`` (:data:`TIMELINE`) so that clients send the flag
+only where it is understood.
+
 Nothing here is imported by profwin itself; this module imports vLLM and torch only inside the
 engine, and never lets an error of its own reach vLLM: a hook that cannot install is logged and
 the worker does not report token windows, so clients fall back to step windows.
@@ -408,12 +417,15 @@ class _Hooks:
 
 def _recorded_steps(delay: object, limit: object) -> Any:
     """The session steps vLLM's own profiler records for ``delay_iterations``/``max_iterations``
-    (profwin_vllm.plan.launched_window), or ``None`` for values that are not counts."""
+    (vLLM's off-by-one: step ``delay - 1`` first, ``limit`` of them, 0 for no limit; delay 0
+    records as 1 does: plan.py's ``launched_window``, which this module sits below), or ``None``
+    for values that are not counts."""
     if type(delay) is not int or type(limit) is not int or delay < 0 or limit < 0:
         return None
-    from profwin_vllm.plan import launched_window
+    from profwin.plugin import Window
 
-    return launched_window(delay, limit)
+    start = max(delay, 1) - 1
+    return Window(start, None if limit == 0 else start + limit)
 
 
 def _parameters(fn: Callable[..., Any]) -> Iterable[str]:
