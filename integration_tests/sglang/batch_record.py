@@ -14,6 +14,14 @@ count grew. ``prefilled`` is what the batch computed of the request's prompt, SG
 ``batch.extend_lens`` entry of that row, for the rows an extend batch (``EXTEND``, ``MIXED``)
 prefilled: every row but the running requests a mixed batch decodes (``batch.decoding_reqs``).
 Nothing of profwin's computes it. Without the variable the plugin does nothing.
+
+With ``PROFWIN_BATCH_QUEUES`` set too, it also runs before ``Scheduler.run_batch`` (once per
+batch, before SGLang counts it) and appends to that file the scheduler's own queues there::
+
+    <forward_iter> <waiting> <running>
+
+``waiting`` the length of ``scheduler.waiting_queue``, ``running`` that of
+``scheduler.running_batch.reqs``, ``forward_iter`` the number SGLang is about to give the batch.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import os
 from typing import Any
 
 _TARGET = "sglang.srt.managers.scheduler.Scheduler.process_batch_result"
+_RUN = "sglang.srt.managers.scheduler.Scheduler.run_batch"
 
 
 def _recorder(path: str) -> Any:
@@ -39,6 +48,15 @@ def _recorder(path: str) -> Any:
     return after
 
 
+def _queues(path: str) -> Any:
+    def before(scheduler: Any, *args: Any, **kwargs: Any) -> None:
+        running = getattr(scheduler.running_batch, "reqs", None) or ()
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"{scheduler.forward_ct + 1} {len(scheduler.waiting_queue)} {len(running)}\n")
+
+    return before
+
+
 def register() -> None:
     """Entry point of group ``sglang.srt.plugins``."""
     path = os.environ.get("PROFWIN_BATCH_RECORD")
@@ -47,3 +65,6 @@ def register() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     HookRegistry.register(_TARGET, _recorder(path), HookType.AFTER)
+    queues = os.environ.get("PROFWIN_BATCH_QUEUES")
+    if queues:
+        HookRegistry.register(_RUN, _queues(queues), HookType.BEFORE)

@@ -167,3 +167,24 @@ def test_vllm_builder_exports_the_window_for_vllm_0_12(tmp_path: Path, monkeypat
     assert plan_0_12.env["VLLM_PROFILER_DELAY_ITERS"] == os.environ["VLLM_PROFILER_DELAY_ITERS"] == "3"
     assert os.environ["VLLM_PROFILER_MAX_ITERS"] == "3"
     assert os.environ["VLLM_TORCH_PROFILER_DIR"] == rollout_trace_dir(config(tmp_path), 0)  # verl's value, as verl sets it
+
+
+def test_one_key_of_profwins_beside_verls_tool_blocks_asks_for_the_session_timeline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sglang_python: Path, sglang_here: Any
+) -> None:
+    """``tool_config.profwin.timeline: true`` (verl keeps ``tool_config`` an open mapping): the
+    SGLang engine launched from here runs the server plugin, so its start carries the timeline's
+    flag on top of the token window; where the engine cannot record one (no vLLM here), the window
+    is sent as without the key, with a warning that says why."""
+    monkeypatch.delenv("SGLANG_PLUGINS", raising=False)
+    sglang_here(sglang_python)
+    cfg = config(tmp_path, tool_config={"torch": TOOL, "profwin": {"timeline": True}})
+    with pytest.warns(UserWarning, match="does not support memory profiling"):
+        args = build_sglang_profiler_args(cfg, TOOL, 0)
+    assert args["start_step"] == 2**43 + 2**41 + 2  # profwin.timeline_record.FLAG on the encoded token window
+    assert args["num_steps"] == 3
+    with pytest.warns(WindowWarning, match="no session timeline is recorded: vLLM is not installed in this environment"):
+        sent = json.loads(build_vllm_profiler_args(cfg, TOOL, 0)["profiler_config"])
+    assert (sent["delay_iterations"], sent["max_iterations"]) == (3, 3)
+    with pytest.raises(profwin.ConfigError, match=r"tool_config\.profwin\.timeline: must be true or false"):
+        build_sglang_profiler_args(config(tmp_path, tool_config={"profwin": {"timeline": "yes"}}), TOOL, 0)

@@ -42,7 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("spec", ("profwin.spec", "profwin.activities", "profwin.options", "profwin.documents")),
-    ("plugin protocols", ("profwin.protocols", "profwin.engine", "profwin.parts")),
+    ("plugin protocols", ("profwin.protocols", "profwin.engine", "profwin.parts", "profwin.timeline_record")),
     ("discovery", ("profwin.discovery",)),
     (
         "loading and running",

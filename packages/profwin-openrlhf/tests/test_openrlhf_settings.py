@@ -230,3 +230,16 @@ def test_check_openrlhf_of_a_supported_version_without_openrlhf_says_so() -> Non
         "OpenRLHF 0.11.2 is a version profwin-openrlhf supports, but OpenRLHF is not installed in this environment, "
         "so its seams cannot be checked: pip install 'openrlhf==0.11.*'"
     )
+
+
+def test_one_flag_switches_the_session_timeline_on() -> None:
+    settings, rest = split_argv(["--profwin.rollouts", "1", "--profwin.timeline", "--profwin.spec", "2:6", "--x", "y"])
+    assert rest == ["--x", "y"]
+    assert settings is not None
+    assert settings.spec_here().timeline is True
+    assert OpenRLHFProfiling.from_json(settings.to_json()).spec_here().timeline is True  # travels to the workers
+    settings, _ = split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6"])
+    assert settings is not None
+    assert settings.spec_here().timeline is False
+    with pytest.raises(profwin.ConfigError, match=r"--profwin\.timeline: takes no value"):
+        split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6", "--profwin.timeline=maybe"])

@@ -232,3 +232,20 @@ def test_slimes_settings_are_checked_however_they_are_made(fields: dict[str, obj
     with pytest.raises(profwin.ConfigError) as caught:
         SlimeProfiling(**fields)  # type: ignore[arg-type]
     assert caught.value.path == where, str(caught.value)
+
+
+def test_one_key_switches_the_session_timeline_on() -> None:
+    config = SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80", profwin_timeline=True))
+    assert config is not None
+    assert config.spec.timeline is True
+    parsed = profwin_slime.add_arguments(argparse.ArgumentParser()).parse_args(
+        ["--profwin-rollouts", "1", "--profwin-spec", "20:80", "--profwin-timeline"]
+    )
+    flagged = SlimeProfiling.from_args(parsed)
+    assert flagged is not None
+    assert flagged.spec.timeline is True
+    off = SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80"))
+    assert off is not None
+    assert off.spec.timeline is False
+    with pytest.raises(profwin.ConfigError, match="profwin_timeline: must be true or false"):
+        SlimeProfiling.from_args(_args(profwin_rollouts="1", profwin_spec="20:80", profwin_timeline="yes"))

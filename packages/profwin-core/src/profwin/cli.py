@@ -566,20 +566,40 @@ def _cmd_merge(args: argparse.Namespace) -> int:
 
     with trace_command():
         result = merge(
-            args.trace, args.output, window=args.window, first_step=args.first_step, session=args.session, progress=progress
-        )
+            args.trace, args.output, window=args.window, first_step=args.first_step, session=args.session, progress=progress,
+            timelines=args.timeline or (),
+        )  # fmt: skip
     if args.json:
         _print_json(result.to_dict())
     else:
+        timelines = sum(t.producer == "profwin.timeline" for t in result.traces)
         print(
-            f"{result.path}: {len(result.traces)} traces, one process each, aligned on step {result.aligned_step} "
-            f"({result.events:,} events, {result.bytes:,} bytes)"
+            f"{result.path}: {len(result.traces) - timelines} traces"
+            + (f" and {timelines} session timeline(s)" if timelines else "")
+            + f", one process each, aligned on step {result.aligned_step} ({result.events:,} events, {result.bytes:,} bytes)"
         )
         for t in result.traces:
             print(f"  pid {t.pid}: {t.label}, {t.producer} steps {t.steps}, times {t.shift_us:+,.3f} us")
         for note in result.notes:
             print(f"note: {note}", file=sys.stderr)
         print(how_to_view([result.path]))
+    return 0
+
+
+def _cmd_timeline(args: argparse.Namespace) -> int:
+    from profwin.traces.timeline import plot_timeline, read_timelines, render_timeline, timeline_report
+
+    if args.plot:
+        _check_plot(args.plot, args.timeline)
+    report = timeline_report(args.timeline, session=args.session, length=args.length)
+    if args.plot:
+        timelines, _ = read_timelines(args.timeline, session=args.session)
+        plot_timeline(report, timelines, args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+    if args.json:
+        _print_json(report.to_dict())
+    else:
+        print(render_timeline(report))
     return 0
 
 
@@ -758,8 +778,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--session", metavar="ID", help="of traces from several profiling sessions, this one (default: each rank's newest)"
     )
+    p.add_argument(
+        "--timeline", action="append", metavar="FILE|DIR",
+        help="also the session's timeline (record: [timeline]): counter tracks, one slice per request, the window marked; repeatable",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(func=_cmd_merge)
+
+    p = sub.add_parser(
+        "timeline", help="where a rollout's time goes: phases, the long tail, where the window sits, a suggested window"
+    )
+    p.add_argument(
+        "timeline", nargs="+", metavar="FILE|DIR",
+        help="session timelines (*.timeline.json, record: [timeline]): files, or a folder of them; several ranks or engines are compared",
+    )  # fmt: skip
+    p.add_argument(
+        "--session", metavar="ID", help="of timelines from several profiling sessions, this one (default: the newest, said so)"
+    )
+    p.add_argument(
+        "--length", type=int_arg(1, MAX_STEP), default=32, metavar="N", help="steps of the suggested window (default 32)"
+    )
+    p.add_argument(
+        "--plot", metavar="PNG",
+        help="draw batch size and tokens per step over time (phases and the window shaded) and each request's lifespan; needs matplotlib",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print as JSON")
+    p.set_defaults(func=_cmd_timeline)
 
     p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
     p.add_argument(

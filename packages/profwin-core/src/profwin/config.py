@@ -74,7 +74,7 @@ def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str 
 
     Keys: ``window`` (``"20:80"`` or ``{start, end}``) or verl's ``profile_token_start`` /
     ``profile_token_end``; ``activities``; ``record`` (a list of ``shapes``, ``stack``,
-    ``memory``, ``flops``, ``modules``); ``output_dir`` (relative paths are resolved against
+    ``memory``, ``flops``, ``modules``, ``timeline``); ``output_dir`` (relative paths are resolved against
     ``base_dir``, default the working directory); ``prefix``; ``ranks`` (``all``, a rank or a
     list); ``options`` (per-plugin mappings); ``on_unavailable`` (``error`` or ``drop``);
     ``part_steps`` and ``part_events`` (the bounds of one part trace of a long window, or ``null``).

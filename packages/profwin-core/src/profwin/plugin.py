@@ -28,6 +28,10 @@ Groups of names:
   :func:`decode_tokens` (how a token window travels in an engine's own start fields; :func:`token_claimed`:
   a start value in the token windows' range, refused when it decodes to no window),
   :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
+- the session timeline (an engine-side plugin records it for ``record: [timeline]``):
+  :class:`TimelineRecorder` (a few numbers per step and per request, written beside the trace),
+  :func:`encode_timeline` / :func:`decode_timeline` (how the request for it travels in an engine's
+  own start field) and :func:`timeline_artifacts` (a session's timeline files among its new files);
 - reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
   :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs),
   :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``)
@@ -116,6 +120,9 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.rollouts import RolloutProfiler, RolloutRecord
     from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
+    from profwin.timeline_record import TimelineRecorder, timeline_artifacts
+    from profwin.timeline_record import decode as decode_timeline
+    from profwin.timeline_record import encode as encode_timeline
     from profwin.tokens import TokenRule
     from profwin.tokens import claimed as token_claimed
     from profwin.tokens import decode as decode_tokens
@@ -178,6 +185,7 @@ __all__ = [
     "TargetContext",
     "TargetError",
     "TargetSkipped",
+    "TimelineRecorder",
     "TokenRule",
     "TraceError",
     "TraceFacts",
@@ -195,7 +203,9 @@ __all__ = [
     "choose_session",
     "cluster",
     "count_steps",
+    "decode_timeline",
     "decode_tokens",
+    "encode_timeline",
     "encode_tokens",
     "engine_flavours",
     "engine_plugin_missing",
@@ -232,6 +242,7 @@ __all__ = [
     "spec_from_mapping",
     "spec_mapping",
     "summarize",
+    "timeline_artifacts",
     "to_json",
     "token_claimed",
     "token_steps",
@@ -309,6 +320,12 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
+        "profwin.timeline_record": (
+            "TimelineRecorder",
+            "decode_timeline=decode",
+            "encode_timeline=encode",
+            "timeline_artifacts",
+        ),
         "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_claimed=claimed"),
         "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.traces": (

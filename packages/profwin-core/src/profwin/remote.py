@@ -39,7 +39,7 @@ import os
 import re
 import stat
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -174,7 +174,8 @@ class RemoteSession:
     """A profiling session on one or several live engines of one backend (see the module doc).
 
     ``prefixes``: each target's file prefix (default: the spec's, or ``PREFIX-N`` for several);
-    :class:`profwin.RolloutProfiler` names files by rollout and engine this way.
+    :class:`profwin.RolloutProfiler` names files by rollout and engine this way. ``tags``: more
+    provenance written beside every collected file (JSON values; the rollout profiler's rollout).
 
     Attributes:
         spec: the spec the session was opened with.
@@ -192,6 +193,7 @@ class RemoteSession:
         timeout: float = 30.0,
         on_active: OnActive = "error",
         prefixes: Sequence[str] | None = None,
+        tags: Mapping[str, Any] | None = None,
     ) -> None:
         if not targets:
             raise ConfigError("give at least one engine object or server URL", path="target")
@@ -205,6 +207,8 @@ class RemoteSession:
         self.artifacts: list[Artifact] = []
         self.session_id = new_session_id()
         """Written with every collected trace (its provenance), so a folder tells sessions apart."""
+        self.tags: dict[str, Any] = dict(tags or {})
+        """More provenance for every collected file (:class:`profwin.RolloutProfiler`: the rollout)."""
         self._ctx = TargetContext(timeout=timeout)
         # Servers on one machine may share a directory and a rank: one prefix each tells them apart.
         if prefixes is not None:
@@ -360,7 +364,7 @@ class RemoteSession:
         reason = nothing_recorded(plan, artifacts, written=written, ran=ran, engine_error=engine_error)
         said = [f"the engine reported an error: {_excerpt(str(engine_error))}"] if engine_error and not reason else []
         notes = notes + said + ([] if reason else _window_notes(plan, artifacts))
-        _record_provenance(plan, artifacts, part.session or self.session_id)
+        _record_provenance(plan, artifacts, part.session or self.session_id, self.tags)
         traces = sum(a.kind == "trace" for a in artifacts)
         message = f"stopped; {len(artifacts)} file(s), {traces} trace(s) in {plan.output_dir}"
         return RemoteResult(
@@ -723,18 +727,24 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
     ]
 
 
-def _record_provenance(plan: EnginePlan, artifacts: list[Artifact], session: str) -> None:
-    """A sidecar next to each collected trace: the engine wrote the file, so what profwin knows
-    of it (window, steps, engine, version, rank, session) travels beside it."""
+def _record_provenance(plan: EnginePlan, artifacts: list[Artifact], session: str, tags: Mapping[str, Any]) -> None:
+    """A sidecar next to each collected trace and session timeline: the engine wrote the file, so
+    what profwin knows of it (window, steps, engine, version, rank, session, and the session's
+    ``tags``: a rollout profiler's rollout) travels beside it. A timeline's ``trace_steps`` are
+    the steps its rank's trace holds: where the window sits in it."""
+    traced = {a.rank: a.steps for a in artifacts if a.kind == "trace" and a.steps is not None}
     for artifact in artifacts:
-        if artifact.kind != "trace" or not artifact.path.is_file():
+        if artifact.kind not in ("trace", "timeline") or not artifact.path.is_file():
             continue
         info = {
             "window": str(plan.window), "steps": None if artifact.steps is None else str(artifact.steps),
             "first_step": None if artifact.steps is None else artifact.steps.start, "engine": plan.engine,
             "engine_version": plan.version, "producer": artifact.producer, "rank": artifact.rank, "session": session,
-            "version": profwin_version(),
+            "version": profwin_version(), **tags,
         }  # fmt: skip
+        if artifact.kind == "timeline":
+            trace_steps = traced.get(artifact.rank)
+            info.update(kind="timeline", first_step=None, trace_steps=None if trace_steps is None else str(trace_steps))
         try:
             write_sidecar(artifact.path, info)
         except (OSError, ConfigError) as exc:  # the trace is there all the same; say why it has no sidecar

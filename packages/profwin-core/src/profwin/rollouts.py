@@ -45,6 +45,7 @@ import re
 import threading
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +83,8 @@ class RolloutRecord(JsonForm):
         results: each engine's result: the start's when the start failed, else the stop's.
         artifacts: the files collected, each with the steps it holds.
         overlapped: the other rollouts that ran through this profiler during this one's session.
+        timelines: the session timelines among the artifacts (``record: [timeline]``), one per
+            engine rank: ``profwin timeline`` reads them (each names this rollout beside it).
     """
 
     rollout: int
@@ -92,6 +95,7 @@ class RolloutRecord(JsonForm):
     results: tuple[RemoteResult, ...] = ()
     artifacts: tuple[Artifact, ...] = ()
     overlapped: tuple[str, ...] = ()
+    timelines: tuple[Path, ...] = ()
 
 
 Engines = Any
@@ -182,8 +186,9 @@ class RolloutProfiler:
         tag = f"-{kind}{rollout_id}"
         prefixes = [_prefix(self.spec.prefix, tag, target.name) for target in targets]
         session = RemoteSession(
-            backend, targets, self.spec, version=self.version, timeout=self.timeout, on_active=self.on_active, prefixes=prefixes
-        )
+            backend, targets, self.spec, version=self.version, timeout=self.timeout, on_active=self.on_active,
+            prefixes=prefixes, tags={"rollout": rollout_id, "rollout_kind": kind},
+        )  # fmt: skip
         return session, [t.name for t in targets]
 
     def _against_router(self, results: list[RemoteResult], started: list[str]) -> list[RemoteResult]:
@@ -366,6 +371,7 @@ class _Chosen:
             record = RolloutRecord(
                 rollout=self.rollout_id, kind=self.kind, ok=not failed and not overlapped, message=message, error=error,
                 results=tuple(results), artifacts=artifacts, overlapped=overlapped,
+                timelines=tuple(a.path for a in artifacts if a.kind == "timeline"),
             )  # fmt: skip
         self.record = record
         self.profiler._record(record)

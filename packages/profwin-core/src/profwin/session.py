@@ -15,6 +15,7 @@ from profwin.parts import Part, PartPlan, PartsMemoryError, is_memory_error, use
 from profwin.protocols import Artifact, Driver, Profiler
 from profwin.provenance import new_session_id
 from profwin.spec import ProfileSpec
+from profwin.timeline_record import TimelineRecorder
 from profwin.window import Window
 
 __all__ = ["Session", "current_rank"]
@@ -76,12 +77,17 @@ class Session:
     one opened before the next part's first. Memory running out is a
     :class:`~profwin.parts.PartsMemoryError` naming the window and the parts already written.
 
+    With ``record: [timeline]`` (``spec.timeline``) the session also times every step from the
+    start to the close, not only the window's, and writes them beside the trace
+    (:mod:`profwin.timeline_record`; an artifact of kind ``timeline``, with the trace's session id):
+    then each :meth:`step` also reads the clock.
+
     A rank that the spec does not select only counts steps.
     """
 
     __slots__ = (
-        "_driver", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_wake", "artifacts",
-        "nothing_recorded", "rank", "spec", "steps",
+        "_driver", "_edge", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_timeline",
+        "_wake", "artifacts", "nothing_recorded", "rank", "spec", "steps",
     )  # fmt: skip
 
     def __init__(
@@ -115,6 +121,8 @@ class Session:
         self._part: Part | None = None
         self._part_start = 0
         self._part_end: int | None = None
+        self._timeline: TimelineRecorder | None = None
+        self._edge: float = 0  # with a timeline: the step of the next window edge (_wake is every step)
 
     @property
     def active(self) -> bool:
@@ -140,8 +148,15 @@ class Session:
             self._part = Part(window=self.spec.window, index=0, session=new_session_id())
         self._first = max(self.spec.window.start - self._plugin.lead_steps, 0)
         self._wake = self._first
+        if self.spec.timeline:
+            self._timeline = TimelineRecorder(
+                self.spec.output_dir, prefix=self.spec.prefix, rank=self.rank, engine=self._plugin.name,
+                session=None if self._part is None else self._part.session, window=str(self.spec.window),
+            )  # fmt: skip
+            self._timeline.tick()  # step 0 begins
+            self._edge, self._wake = self._wake, 1
         if self._first == 0:
-            self._boundary()
+            self._boundary(ticked=True)
         return self
 
     def step(self) -> None:
@@ -160,6 +175,7 @@ class Session:
             return self.artifacts
         self._state = "closed"
         self._wake = _NEVER
+        self._edge = _NEVER
         if not self.active:
             ranks = ", ".join(map(str, self.spec.ranks))
             self.nothing_recorded = (
@@ -178,6 +194,7 @@ class Session:
                 # right after the boundary that opened it.
                 ran_here = Window(max(ran.start, self._part_start), ran.end) if ran.end > self._part_start else None  # type: ignore[operator]
             self._close_driver(driver, ran_here, failed=failed)
+        self._close_timeline(failed=failed)
         if ran is None:
             last = f"the last was step {self.steps - 1}" if self.steps else "none ran"
             self.nothing_recorded = (
@@ -215,12 +232,39 @@ class Session:
             # user needs is which parts survived. The original error is chained.
             raise PartsMemoryError(self.spec.window, step=self.steps, written=self.artifacts, cause=exc) from exc
 
+    def _close_timeline(self, *, failed: bool) -> None:
+        """Write the timeline: the steps that ran (the one in progress too when it failed)."""
+        timeline, self._timeline = self._timeline, None
+        if timeline is None:
+            return
+        if not failed:
+            timeline.drop_last()  # the step begun by the last step() call never ran
+        ran = self.spec.window.clip(timeline.steps)
+        if ran is not None:
+            timeline.set_window(ran)
+        if timeline.header["session"] is None:
+            timeline.header["session"] = new_session_id()
+        timeline.close()
+        self.artifacts.extend(timeline.artifacts(self._plugin if isinstance(self._plugin, str) else self._plugin.name))
+
     # -- window edges -----------------------------------------------------------------------
 
-    def _boundary(self) -> None:
+    def _boundary(self, *, ticked: bool = False) -> None:
         if self._state == "new":
             self.steps -= 1
             raise RuntimeError("profwin.Session.step() was called before start(): enter the session (`with session:`) first")
+        if self._timeline is not None:
+            if not ticked:
+                self._timeline.tick()  # step `steps` begins
+            if self.steps < self._edge:
+                self._wake = self.steps + 1
+                return
+            self._edge_reached()
+            self._edge, self._wake = self._wake, min(self._wake, self.steps + 1)
+            return
+        self._edge_reached()
+
+    def _edge_reached(self) -> None:
         step, window = self.steps, self.spec.window
         if self._driver is None:
             self._open(step, window.start)
@@ -256,6 +300,9 @@ class Session:
                 if is_memory_error(exc):
                     raise PartsMemoryError(window, step=step, written=self.artifacts, cause=exc) from exc
                 raise
+        if self._timeline is not None and self._timeline.header["session"] is None:
+            # The trace's session id (a driver that makes its own says it): the two files share it.
+            self._timeline.header["session"] = getattr(self._driver, "session", None)
         self._wake = step + 1
 
     def _close_driver(self, driver: Driver, steps: Window | None, *, failed: bool) -> None:

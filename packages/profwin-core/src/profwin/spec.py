@@ -21,8 +21,10 @@ __all__ = ["ACTIVITIES", "PART_EVENTS", "PART_STEPS", "RECORD_OPTIONS", "Profile
 ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 """Activities a spec may ask for; ``None`` in a spec means "CPU plus the accelerator present"."""
 
-RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules")
-"""What a spec may record besides timings, each a bool field of :class:`ProfileSpec`."""
+RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules", "timeline")
+"""What a spec may record besides timings, each a bool field of :class:`ProfileSpec`: the first
+five are the profiler's own settings; ``timeline`` is the session timeline
+(:mod:`profwin.timeline_record`), a few numbers per step for the whole session, beside the trace."""
 
 PART_STEPS = 1000
 """Default :attr:`ProfileSpec.part_steps`: the most steps one part trace of a long window holds."""
@@ -140,7 +142,10 @@ class ProfileSpec:
         window: the steps to record, counted from the session start.
         activities: ``cpu``/``cuda``/``npu``/``xpu``; ``None`` means CPU plus the accelerator
             present at run time.
-        shapes, stack, memory, flops, modules: what to record besides timings.
+        shapes, stack, memory, flops, modules: what the profiler records besides timings.
+        timeline: also record the session timeline (:mod:`profwin.timeline_record`): each step's
+            batch, tokens and time and each request's lifespan, for the whole session (start to
+            stop, not only the window), written beside the window's trace.
         output_dir: where traces go; made absolute at construction, created by
             :meth:`prepare_output_dir` before profiling starts.
         prefix: file-name prefix, 1-128 chars of ``[A-Za-z0-9._-]`` (vLLM's rule).
@@ -164,6 +169,7 @@ class ProfileSpec:
     memory: bool = field(default=False, validator=_check_bool)
     flops: bool = field(default=False, validator=_check_bool)
     modules: bool = field(default=False, validator=_check_bool)
+    timeline: bool = field(default=False, validator=_check_bool)
     output_dir: Path = field(default=Path("profwin-traces"), converter=_to_path)
     prefix: str = field(default="profwin", validator=_check_prefix)
     ranks: RankSelection = field(default=(0,), converter=_to_ranks, validator=_check_ranks)

@@ -310,6 +310,8 @@ class TorchDriver:
                   "session": new_session_id() if part is None else part.session, "version": profwin_version()}  # fmt: skip
         if part is not None:
             origin["part"] = part.index
+        self.session: str = str(origin["session"])
+        """The profiling session's id in the trace's provenance (a session timeline shares it)."""
         self._window = WindowedProfile(
             torch, window=window, first_step=first_step, metadata=_distributed_info(torch, rank), provenance=origin, **kwargs
         )

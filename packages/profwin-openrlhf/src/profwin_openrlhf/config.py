@@ -11,6 +11,8 @@ Two flags on OpenRLHF's command line, read (and removed) by the launcher
 ``--profwin.spec S``      the window (``"2:6"``, ``"2:6 tokens"``) or a profwin spec as JSON
                           (``{"window": "2:6", "output_dir": "/shared/traces", ...}``); it must
                           say the window
+``--profwin.timeline``    also record each profiled rollout's session timeline on every engine,
+                          beside its window (``record: [timeline]``; no value)
 ========================= ======================================================================
 
 The spec's ``output_dir`` (default :data:`DEFAULT_OUTPUT_DIR`) is kept as written and resolved in
@@ -42,7 +44,7 @@ from profwin.plugin import (
     spec_mapping,
 )
 
-__all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "SETTINGS_FORMAT", "OpenRLHFProfiling", "split_argv"]
+__all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "SETTINGS_FORMAT", "SWITCHES", "OpenRLHFProfiling", "split_argv"]
 
 DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
 """Where each engine writes its traces when the spec names no ``output_dir`` (on its node), and
@@ -50,7 +52,9 @@ where the trainer's copies of them land (on the trainer's node)."""
 ENV = "PROFWIN_OPENRLHF"
 """The environment variable that carries the settings (JSON) to OpenRLHF's Ray workers."""
 FLAGS = ("--profwin.rollouts", "--profwin.spec")
-"""The launcher's flags."""
+"""The launcher's flags that take a value."""
+SWITCHES = ("--profwin.timeline",)
+"""The launcher's flags that take none."""
 SETTINGS_FORMAT = Format("profwin-openrlhf.settings", version=2, package="profwin-openrlhf")
 """What :data:`ENV` carries: ``rollouts`` and ``spec`` (version 1: the same without ``"format"``)."""
 
@@ -83,9 +87,14 @@ class OpenRLHFProfiling:
     spec: Mapping[str, Any] = field(converter=_spec)
 
     @classmethod
-    def of(cls, rollouts: object, spec: object) -> OpenRLHFProfiling:
-        """Settings from the two values, checked; a :class:`~profwin.ConfigError` names the flag at fault."""
-        return cls(rollouts=rollouts, spec=spec)
+    def of(cls, rollouts: object, spec: object, *, timeline: bool = False) -> OpenRLHFProfiling:
+        """Settings from the values, checked; a :class:`~profwin.ConfigError` names the flag at fault.
+        ``timeline`` (``--profwin.timeline``) adds ``timeline`` to the spec's ``record``."""
+        data = _spec_data(spec, "--profwin.spec")
+        if timeline:
+            recorded = data.get("record") or []
+            data["record"] = [*recorded, "timeline"] if "timeline" not in recorded else list(recorded)
+        return cls(rollouts=rollouts, spec=data)
 
     def spec_here(self) -> ProfileSpec:
         """The spec in this process: ``output_dir`` with ``~`` and ``$VARIABLES`` resolved here."""
@@ -126,9 +135,9 @@ class OpenRLHFProfiling:
 
 @checked
 def split_argv(argv: Sequence[str]) -> tuple[OpenRLHFProfiling | None, list[str]]:
-    """profwin's flags taken out of OpenRLHF's command line: the settings (``None`` when neither
-    flag is given) and the arguments left for OpenRLHF. Both flags take a value, as
-    ``--profwin.spec 2:6`` or ``--profwin.spec=2:6``."""
+    """profwin's flags taken out of OpenRLHF's command line: the settings (``None`` when none is
+    given) and the arguments left for OpenRLHF. ``--profwin.rollouts`` and ``--profwin.spec`` take a
+    value, as ``--profwin.spec 2:6`` or ``--profwin.spec=2:6``; ``--profwin.timeline`` none."""
     values: dict[str, str] = {}
     rest: list[str] = []
     args = list(argv)
@@ -136,6 +145,14 @@ def split_argv(argv: Sequence[str]) -> tuple[OpenRLHFProfiling | None, list[str]
     while i < len(args):
         arg = args[i]
         flag, eq, inline = arg.partition("=")
+        if flag in SWITCHES:
+            if eq and inline.lower() not in ("true", "1"):
+                raise ConfigError(f"takes no value (got {shown(inline)})", path=flag)
+            if flag in values:
+                raise ConfigError("is given twice", path=flag)
+            values[flag] = "true"
+            i += 1
+            continue
         if flag not in FLAGS:
             if arg.startswith("--profwin."):
                 raise ConfigError(f"is not one of profwin-openrlhf's flags {list(FLAGS)}", path=flag)
@@ -157,4 +174,5 @@ def split_argv(argv: Sequence[str]) -> tuple[OpenRLHFProfiling | None, list[str]
     missing = [f for f in FLAGS if f not in values]
     if missing:
         raise ConfigError(f"is needed with {', '.join(sorted(values))}", path=missing[0])
-    return OpenRLHFProfiling.of(values["--profwin.rollouts"], values["--profwin.spec"]), rest
+    timeline = "--profwin.timeline" in values
+    return OpenRLHFProfiling.of(values["--profwin.rollouts"], values["--profwin.spec"], timeline=timeline), rest

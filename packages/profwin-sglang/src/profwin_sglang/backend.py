@@ -40,8 +40,9 @@ class SglangBackend:
         # The engine is started from this process: its environment says which profiler it runs.
         profiler = profiler_from_env(os.environ.get(V2_ENV, "0"))
         return plan_for(
-            spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "", profiler=profiler
-        )
+            spec, version=sglang_version(), given=False, plugin=relative, device=None, inactive=inactive or "", profiler=profiler,
+            timeline_plugin=(inactive is None) if spec.timeline else None,
+        )  # fmt: skip
 
     def tokenizer_manager_args(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments of this process's ``TokenizerManager.start_profile`` for a

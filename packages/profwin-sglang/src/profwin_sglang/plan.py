@@ -25,6 +25,7 @@ from profwin.plugin import (
     EngineVersion,
     ProfileSpec,
     checked,
+    encode_timeline,
     engine_flavours,
     is_session_prefix,
     resolve_activities,
@@ -130,6 +131,7 @@ _DETAILS = (
     "profiler_source",
     "forward_ct",
     "plugin_errors",
+    "timeline",
 )
 _MAX_SCHEDULERS = 65_536
 
@@ -173,6 +175,7 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
     ):
         raise ConfigError(f"must be a list of batch counts (got {shown(counters)})", path="details.forward_ct")
     for key, allowed in (
+        ("timeline", (bool,)),
         ("client_profile_id", (bool,)),
         ("plugin", (bool, type(None))),
         ("plugin_inactive", (str, type(None))),
@@ -252,6 +255,7 @@ def plan_for(
     token_plugin: bool | None = None,
     forward_ct: Sequence[int] = (),
     plugin_errors: int | None = None,
+    timeline_plugin: bool | None = None,
 ) -> EnginePlan:
     """The plan for ``spec`` on a server of ``version`` whose server plugin answered (``plugin``).
 
@@ -269,7 +273,9 @@ def plan_for(
     ``forward_ct``: each scheduler's batch counter as the plugin reported it before the start
     (kept in the plan's details: the stop compares the trace with how many batches ran since).
     ``plugin_errors``: how many errors the plugin had kept before the start (the stop reports
-    the ones after it)."""
+    the ones after it). ``timeline_plugin``: every scheduler's plugin records session timelines
+    (``None``: not asked); the session timeline (``record: [timeline]``) is asked for only then
+    (its flag on ``start_step``), else the window is recorded without one and a note says why."""
     options = options_of(spec)
     feats = features(version) if version else (features(None) if plugin is None else _UNKNOWN)
     running, source = (profiler, profiler_source) if options.profiler == "auto" else (options.profiler, "declared")
@@ -295,6 +301,16 @@ def plan_for(
     activities, dropped = activities_for(spec, device, options=options)
     body = profile_request(spec, chosen, activities=activities, profile_id=profile_id or new_profile_id(), options=options)
     notes = [chosen.warning] if chosen.warning else []
+    timeline = bool(spec.timeline and timeline_plugin)
+    if timeline:
+        body["start_step"] = encode_timeline(body.get("start_step"))
+    elif spec.timeline:
+        why = inactive or (
+            "the server was not asked"
+            if timeline_plugin is None
+            else "its schedulers do not report that the plugin records timelines"
+        )
+        notes.append(f"no session timeline is recorded: {why}; the timeline needs {_PLUGIN}")
     if plugin is None and chosen.trims:
         notes.append(
             f"sent by hand, this request records steps {chosen.recorded} of the session: keep {chosen.window} with "
@@ -339,6 +355,7 @@ def plan_for(
             "profiler_source": source if known else "assumed",
             "forward_ct": list(forward_ct),
             "plugin_errors": plugin_errors,
+            "timeline": timeline,
         },
     )
 

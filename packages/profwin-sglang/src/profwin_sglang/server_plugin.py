@@ -22,6 +22,12 @@ registers :func:`register` there, which installs two hooks in each scheduler pro
     this plugin with the v2 profiler's own start and stop, and any request the v2 profiler cannot
     take is answered with an error naming ``SGLANG_PROFILE_V2`` instead of reaching it.
 
+  - a ``start_step`` carrying profwin's timeline flag (:func:`profwin.plugin.decode_timeline`,
+    ``record: [timeline]``) loses it, and once the request is taken, the scheduler's session
+    timeline starts: its ``run_batch`` and ``process_batch_result`` are wrapped on the instance
+    until the stop, each batch read by :func:`_batch_tokens` with the waiting queue and the running
+    batch, its end and finished requests after its result (:class:`_Timeline`);
+
   Any other request passes through untouched, so clients that send absolute steps see stock
   behaviour. While a window is armed, one more function runs per batch (the manager's
   ``_profile_batch_predicate``, replaced on the instance and given back when the window ends);
@@ -56,7 +62,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PROTOCOL", "RELATIVE_BASE", "decode_relative", "register", "unavailable_here", "warm_profiler"]
+__all__ = ["PROTOCOL", "RELATIVE_BASE", "TIMELINE", "decode_relative", "register", "unavailable_here", "warm_profiler"]
 
 RELATIVE_BASE = 1 << 40
 """Offset that marks a ``start_step`` as relative; 2**40 batches is decades of serving."""
@@ -67,6 +73,11 @@ profiler are reported by keys of their own (``token_windows``, ``profiler``)."""
 
 TOKEN_WINDOWS = 1
 """Version of the token windows, reported as ``token_windows`` beside :data:`PROTOCOL`."""
+
+TIMELINE = 1
+"""Version of the session timeline the plugin records (``record: [timeline]``), reported as
+``timeline``: clients send the timeline flag (:func:`profwin.plugin.encode_timeline`) only to
+servers whose every scheduler says it."""
 
 STATE_KEY = "profwin_sglang"
 
@@ -148,9 +159,10 @@ def _output(success: bool, message: str) -> Any:
     return ProfileReqOutput(success=success, message=message)
 
 
-def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
+def _batch_tokens(batch: Any, pairs: list[tuple[str, int]] | None = None) -> tuple[list[int], int, int]:
     """What one SGLang batch computes, read before it runs: the response-token index of every
-    token it produces, how many requests have prompt tokens in it, and how many.
+    token it produces, how many requests have prompt tokens in it, and how many. ``pairs``, when
+    given, receives ``(rid, index)`` for each of those tokens (the session timeline's record).
 
     A request's sequence after the batch is ``seq_lens_cpu[i]`` long (the prompt plus the tokens
     produced before, plus the one this batch feeds); it produces the token of index
@@ -180,6 +192,8 @@ def _batch_tokens(batch: Any) -> tuple[list[int], int, int]:
             prefill_tokens += int(extend_lens[i])
         if req is not chunked:
             produced.append(length - len(req.origin_input_ids))
+            if pairs is not None:
+                pairs.append((req.rid, produced[-1]))
     return produced, prefilling, prefill_tokens
 
 
@@ -334,6 +348,175 @@ class _Window:
         return was
 
 
+_FINISHES = {"FINISH_LENGTH": "length", "FINISH_ABORT": "abort"}  # any other SGLang finish reason is a stop
+
+
+def _finish_reason(req: Any) -> str:
+    """SGLang's finish reason of a finished request as the timeline says it: length, abort or stop."""
+    return _FINISHES.get(type(req.finished_reason).__name__, "stop")
+
+
+def _scheduler_of(manager: Any) -> Any:
+    """The scheduler a profiler manager belongs to: SGLang 0.5.23 builds the manager with
+    ``get_forward_ct=lambda: self.forward_ct``, whose closure holds the scheduler (the manager
+    keeps no reference of its own); ``None`` when it is not there."""
+    for cell in getattr(manager.get_forward_ct, "__closure__", None) or ():
+        found = cell.cell_contents
+        if callable(getattr(found, "run_batch", None)) and callable(getattr(found, "process_batch_result", None)):
+            return found
+    return None
+
+
+class _Timeline:
+    """The session timeline of one scheduler (``record: [timeline]``), from the start request to
+    the stop: the scheduler's ``run_batch`` and ``process_batch_result`` wrapped on the instance
+    (given back at the stop), each batch read before it runs (:func:`_batch_tokens`, the token
+    windows' reader) and its finished requests after SGLang processed its result."""
+
+    def __init__(self, scheduler: Any, recorder: Any) -> None:
+        self.scheduler = scheduler
+        self.recorder = recorder
+        self.rows: dict[int, int] = {}  # a batch's forward_iter -> its step, until its result is processed
+        self.seen: set[str] = set()  # requests the session has held
+        self.run_batch = scheduler.run_batch
+        self.process_batch_result = scheduler.process_batch_result
+        scheduler.run_batch = self.on_run_batch
+        scheduler.process_batch_result = self.on_result
+        self.failed = False
+        self.first_ct: int | None = None  # the batch counter of the session's step 0
+        self.window_ct: tuple[int, int | None] | None = None  # a step window: (its first batch's counter, its length)
+        self.token_window: _Window | None = None
+
+    def on_run_batch(self, batch: Any, *args: Any, **kwargs: Any) -> Any:
+        if not self.failed:
+            try:
+                self._begin(batch)
+            except Exception as exc:  # the timeline ends; the batch runs as SGLang's
+                self._fail(exc)
+        return self.run_batch(batch, *args, **kwargs)
+
+    def _begin(self, batch: Any) -> None:
+        scheduler, recorder = self.scheduler, self.recorder
+        pairs: list[tuple[str, int]] = []
+        _, prefilling, prefill_tokens = _batch_tokens(batch, pairs)
+        seen = self.seen
+        admitted = [r.rid for r in batch.reqs if r.rid not in seen]
+        seen.update(admitted)
+        running = getattr(scheduler.running_batch, "reqs", None)
+        recorder.begin(
+            batch=len(batch.reqs), prefilling=prefilling, prefill_tokens=prefill_tokens, produced=pairs, admitted=admitted,
+            counter=scheduler.forward_ct + 1, running=None if running is None else len(running),
+            waiting=len(scheduler.waiting_queue),
+        )  # fmt: skip
+        self.rows[scheduler.forward_ct + 1] = recorder.steps - 1  # run_batch counts this batch first thing
+        if self.first_ct is None:
+            self.first_ct = scheduler.forward_ct + 1
+        if len(self.rows) > 64:  # results never processed (a batch dropped): forget the oldest
+            self.rows.pop(next(iter(self.rows)))
+
+    def on_result(self, batch: Any, result: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = self.process_batch_result(batch, result, *args, **kwargs)
+        if not self.failed:
+            try:
+                step = self.rows.pop(int(getattr(batch, "forward_iter", -1)), None)
+                if step is not None:
+                    self.recorder.end(step)
+                for req in batch.reqs:
+                    if req.finished():
+                        self.recorder.finish(req.rid, _finish_reason(req))
+            except Exception as exc:
+                self._fail(exc)
+        return answer
+
+    def _fail(self, exc: BaseException) -> None:
+        self.failed = True
+        _record_error(f"the session timeline stopped early, at forward_ct={self.scheduler.forward_ct}", exc)
+        self.detach()
+
+    def detach(self) -> None:
+        for name in ("run_batch", "process_batch_result"):
+            if self.scheduler.__dict__.get(name) == getattr(self, "on_run_batch" if name == "run_batch" else "on_result"):
+                del self.scheduler.__dict__[name]  # the class's own method again
+
+    def window_steps(self) -> Any:
+        """The session steps the window's trace holds, as far as this scheduler knows them."""
+        from profwin.plugin import Window
+
+        rule = None if self.token_window is None else self.token_window.rule
+        if rule is not None:
+            return None if rule.opened_at is None else Window(rule.opened_at, rule.opened_at + rule.recorded)
+        ran = self.recorder.steps
+        if self.window_ct is None or self.first_ct is None:
+            return None
+        start = self.window_ct[0] - self.first_ct
+        end = ran if self.window_ct[1] is None else min(ran, start + self.window_ct[1])
+        return Window(start, end) if 0 <= start < end else None
+
+    def stop(self) -> None:
+        """The stop: unhook, say where the window sat, write the file; whatever fails is kept for
+        the client, never raised."""
+        self.detach()
+        if self.failed:
+            return
+        try:
+            self.recorder.set_window(self.window_steps())
+            self.recorder.close()
+        except Exception as exc:
+            _record_error("writing the session timeline failed", exc)
+
+
+def _arm_timeline(manager: Any, req: Any, asked: str | None) -> None:
+    """Start recording a session timeline on this scheduler, or keep why not (never raises).
+    ``req``: the start request as SGLang (or profwin's window) took it; ``asked``: its window."""
+    try:
+        scheduler = _scheduler_of(manager)
+        if scheduler is None:
+            _record_error("no session timeline: this SGLang's scheduler could not be found from its profiler manager")
+            return
+        import sglang
+        from sglang.srt.runtime_context import get_parallel
+
+        from profwin.plugin import TimelineRecorder
+
+        folder = req.output_dir if req.output_dir is not None else os.getenv("SGLANG_TORCH_PROFILER_DIR", "/tmp")
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        recorder = TimelineRecorder(
+            folder, prefix=req.profile_prefix or "sglang", rank=int(get_parallel().tp_rank), engine="sglang",
+            engine_version=getattr(sglang, "__version__", None), window=asked,
+        )  # fmt: skip
+        timeline = _Timeline(scheduler, recorder)
+        window = _windows.get(id(manager))
+        forward_ct = int(scheduler.forward_ct)
+        if window is not None and window.rule is not None:
+            timeline.token_window = window
+        elif window is not None and window.first is not None:  # a relative window profwin runs (v2)
+            timeline.window_ct = (window.first, window.count or None)
+        elif req.start_step is None or isinstance(req.start_step, int):  # SGLang's own: now, or the rewritten start
+            first = forward_ct + 1 if req.start_step is None else max(int(req.start_step), forward_ct + 1)
+            timeline.window_ct = (first, req.num_steps or None)
+        _timelines[id(manager)] = timeline
+    except Exception as exc:
+        _record_error("no session timeline: it could not start", exc)
+
+
+def _asked(start_step: object, num_steps: object) -> str | None:
+    """The window a start request asks for, in words, for the timeline's header (read before the
+    plugin rewrites a relative start)."""
+    from profwin.plugin import decode_tokens
+
+    count = num_steps if isinstance(num_steps, int) and num_steps > 0 else None
+    tokens = decode_tokens(start_step, count or 0)
+    if tokens is not None:
+        return str(tokens)
+    if isinstance(start_step, int) and RELATIVE_BASE <= start_step < 2 * RELATIVE_BASE:
+        first = start_step - RELATIVE_BASE
+        return f"{first}:{'' if count is None else first + count}"
+    if start_step is None:
+        return f"0:{'' if count is None else count}"
+    return None
+
+
+_timelines: dict[int, _Timeline] = {}  # manager id -> its session timeline
 _windows: dict[int, _Window] = {}  # manager id -> its armed window
 
 
@@ -349,14 +532,47 @@ _PASS = object()  # _decide's answer: let SGLang's own handler take the (maybe r
 
 
 def _handle(original: Any, manager: Any, req: Any) -> Any:
-    """``SchedulerProfilerManager._profile`` with profwin's windows and the v2 guard. Whatever
-    goes wrong in profwin's own code is answered as a refusal (and kept for the client): a
-    profile request never raises into the scheduler because of profwin."""
+    """``SchedulerProfilerManager._profile`` with profwin's windows, the session timeline and the
+    v2 guard. Whatever goes wrong in profwin's own code is answered as a refusal (and kept for the
+    client): a profile request never raises into the scheduler because of profwin.
+
+    A start request whose ``start_step`` carries the timeline's flag (:func:`profwin.plugin.decode_timeline`)
+    is taken without it, and once SGLang (or profwin's window) accepted it, the scheduler's
+    timeline starts; a stop request ends it (and writes it) before anything else."""
+    timeline = False
+    asked: str | None = None
     try:
+        timeline = _take_timeline_flag(manager, req)
+        if timeline:
+            asked = _asked(req.start_step, req.num_steps)
         answer = _decide(manager, req)
     except Exception as exc:
         return _output(False, _record_error("profwin refused the profile request after an error of its own", exc))
-    return original(manager, req) if answer is _PASS else answer
+    if answer is _PASS:
+        answer = original(manager, req)
+    if timeline and getattr(answer, "success", False):
+        _arm_timeline(manager, req, asked)
+    return answer
+
+
+def _take_timeline_flag(manager: Any, req: Any) -> bool:
+    """A stop ends the scheduler's timeline (written now); a start's ``start_step`` loses the
+    timeline's flag (0, profwin's "now", is SGLang's ``None``). Whether the start asks for one."""
+    from sglang.srt.managers.io_struct import ProfileReqType
+
+    kind = getattr(req, "req_type", None) or getattr(req, "type", None)
+    if kind != ProfileReqType.START_PROFILE:
+        running = _timelines.pop(id(manager), None)
+        if running is not None:
+            running.stop()
+        return False
+    from profwin.plugin import decode_timeline
+
+    start, flagged = decode_timeline(req.start_step)
+    if not flagged:
+        return False
+    req.start_step = start or None
+    return id(manager) not in _timelines  # a second start while one runs is SGLang's to refuse
 
 
 def _decide(manager: Any, req: Any) -> Any:
@@ -454,6 +670,7 @@ def _report_capability(result: Any, controller: Any, *args: Any, **kwargs: Any) 
                 "protocol": PROTOCOL,
                 "relative_base": RELATIVE_BASE,
                 "token_windows": TOKEN_WINDOWS,
+                "timeline": TIMELINE,
                 "profiler": "v2" if _profile_v2() else "v1",
                 "forward_ct": int(controller.scheduler.forward_ct),
                 "error_count": _error_count,

@@ -35,7 +35,7 @@ from profwin.plugin import (
 )
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import plan_for
-from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS, V2_ENV, unavailable_here
+from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TIMELINE, TOKEN_WINDOWS, V2_ENV, unavailable_here
 from profwin_sglang.structs import build_profile_req
 from profwin_sglang.traces import collect
 from profwin_sglang.versions import features, plugin_inactive_reason, sglang_version
@@ -72,6 +72,7 @@ class ServerInfo:
             on every scheduler the server lists (one entry each in ``internal_states``): a relative
             start is honoured only if each one rewrites it.
         token_windows: the plugin decides token windows, on every scheduler.
+        timeline: the plugin records session timelines, on every scheduler.
         profiler: ``v2`` (``SGLANG_PROFILE_V2=1``) or ``v1``, as the server told it; ``None``: it
             cannot say.
         profiler_source: who told it: ``plugin`` (profwin's, any protocol), ``env`` (the server's
@@ -94,6 +95,7 @@ class ServerInfo:
     device: str | None
     plugin: bool
     token_windows: bool = False
+    timeline: bool = False
     profiler: str | None = None
     profiler_source: str | None = None
     foreign_plugin: str = ""
@@ -113,6 +115,7 @@ class ServerInfo:
         reporting = [o for o in entries if _speaks(o)]
         plugin = bool(states) and len(reporting) == len(states)
         token_windows = plugin and all(o.get("token_windows") == TOKEN_WINDOWS for o in reporting)
+        timeline = plugin and all(o.get("timeline") == TIMELINE for o in reporting)
         # Which profiler runs is told by any plugin entry, of any protocol (the key is the same).
         kinds = {o.get("profiler") for o in entries}
         source: str | None = None
@@ -146,6 +149,7 @@ class ServerInfo:
             device=device if isinstance(device, str) else None,
             plugin=plugin,
             token_windows=token_windows,
+            timeline=timeline,
             profiler=profiler,
             profiler_source=source,
             foreign_plugin=foreign,
@@ -273,6 +277,7 @@ class _Sglang:
             profiler=profiler,
             profiler_source=source,
             token_plugin=info.token_windows,
+            timeline_plugin=info.timeline,
             forward_ct=info.forward_cts,
             plugin_errors=info.error_count,
         )

@@ -20,7 +20,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, TraceError, Window, checked, count_steps, token_steps, trim
+from profwin.plugin import (
+    TORCH_MARKER,
+    Artifact,
+    EnginePlan,
+    TraceError,
+    Window,
+    checked,
+    count_steps,
+    timeline_artifacts,
+    token_steps,
+    trim,
+)
 from profwin_sglang._plugin import STEP_MARKER
 
 __all__ = ["collect", "trim_in_place"]
@@ -111,6 +122,8 @@ def collect(
         )
     if plan.mechanism == "trim" and any(a.kind == "memory-snapshot" for a in artifacts):
         notes.append(f"memory snapshots cannot be trimmed and hold steps {plan.records}")
+    if plan.details.get("timeline"):  # the schedulers wrote it at the stop, before they answered
+        artifacts += timeline_artifacts(files(), prefix=str(plan.details["prefix"]), producer=producer)
     return artifacts, notes
 
 

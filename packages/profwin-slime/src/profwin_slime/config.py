@@ -17,6 +17,8 @@ settings go. An entry point of your own may add them as flags instead
                            JSON text (``{"window": "20:80", "output_dir": ..., "activities": ...}``);
                            it must say the window
 ``profwin_eval``           also profile evaluation rollouts (default false)
+``profwin_timeline``       also record each profiled rollout's session timeline beside its window
+                           (``record: [timeline]``; default false): ``profwin timeline`` reads it
 ``profwin_rollout_function`` the function profwin-slime calls (default slime's own default,
                            :data:`DEFAULT_ROLLOUT_FUNCTION`)
 ========================== =====================================================================
@@ -85,6 +87,9 @@ class SlimeProfiling(JsonForm):
         spec: what each profiled rollout records (window, activities, ``output_dir``).
         evaluation: evaluation rollouts are profiled too (their files say ``eval<id>``).
         rollout_function: the dotted path of the function profwin-slime calls.
+
+    ``profwin_timeline: true`` sets the spec's ``timeline`` (the session timeline of every engine,
+    beside the window's traces; each rollout's record names its files).
     """
 
     rollouts: Rollouts = field(converter=_as_rollouts)
@@ -102,9 +107,13 @@ class SlimeProfiling(JsonForm):
         evaluation = getattr(args, "profwin_eval", None)
         if evaluation is None:
             evaluation = False
+        timeline = getattr(args, "profwin_timeline", None)
+        if timeline is not None and not isinstance(timeline, bool):
+            raise ConfigError(f"must be true or false (got {shown(timeline)})", path="profwin_timeline")
+        spec = _spec(getattr(args, "profwin_spec", None))
         return cls(
             rollouts=Rollouts.of(rollouts, path="profwin_rollouts"),
-            spec=_spec(getattr(args, "profwin_spec", None)),
+            spec=spec.replace(timeline=True) if timeline else spec,
             evaluation=evaluation,
             rollout_function=rollout_function(args),
         )
@@ -143,8 +152,8 @@ def rollout_function(args: Any) -> str:
 
 @checked
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add ``--profwin-rollouts``, ``--profwin-spec``, ``--profwin-eval`` and
-    ``--profwin-rollout-function`` to slime's parser: for an entry point of your own,
+    """Add ``--profwin-rollouts``, ``--profwin-spec``, ``--profwin-eval``, ``--profwin-timeline``
+    and ``--profwin-rollout-function`` to slime's parser: for an entry point of your own,
     ``slime.utils.arguments.parse_args(add_custom_arguments=profwin_slime.add_arguments)``
     (slime's stock ``train.py`` ignores unknown flags: give the settings in
     ``--custom-config-path`` there)."""
@@ -154,6 +163,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     )
     group.add_argument("--profwin-spec", default=None, help="the window ('20:80') or a profwin spec as JSON")
     group.add_argument("--profwin-eval", action="store_true", default=None, help="profile evaluation rollouts too")
+    group.add_argument(
+        "--profwin-timeline", action="store_true", default=None, help="also record each profiled rollout's session timeline"
+    )
     group.add_argument(
         "--profwin-rollout-function", default=None, help=f"the function profwin calls (default {DEFAULT_ROLLOUT_FUNCTION})"
     )

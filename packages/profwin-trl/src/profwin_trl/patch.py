@@ -113,18 +113,22 @@ def enable(
     *,
     router: str | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    timeline: bool = False,
 ) -> list[str]:
     """Profile TRL's vLLM generation: ``spec`` (a spec, a window, text like ``"2:6"``, or a spec
     mapping) around the chosen ``rollouts`` (the calls of ``VLLMGeneration.generate``, from 0).
     ``router``: in server mode, profile the workers of this router (profwin's router mode)
     instead of the one server TRL talks to. ``timeout``: seconds each call to an engine may take
-    (:data:`DEFAULT_TIMEOUT`). Call it before the trainer is built. Returns what was replaced,
-    ``[]`` with one warning when TRL is left alone. A bad ``spec``, ``rollouts``, ``router`` or
-    ``timeout`` is a :class:`~profwin.ConfigError`."""
+    (:data:`DEFAULT_TIMEOUT`). ``timeline``: also record each profiled call's session timeline
+    beside its window (``record: [timeline]``; each record names its files). Call it before the
+    trainer is built. Returns what was replaced, ``[]`` with one warning when TRL is left alone. A
+    bad ``spec``, ``rollouts``, ``router``, ``timeout`` or ``timeline`` is a :class:`~profwin.ConfigError`."""
     if isinstance(spec, Mapping):
         spec = spec_from_mapping(spec, path="spec")
     # Made now to check the arguments; each VLLMGeneration gets its own, with its engines.
     template = RolloutProfiler("vllm", spec, rollouts, engines=None if router else list, router=router, timeout=timeout)
+    if timeline:
+        template.spec = template.spec.replace(timeline=True)
     try:
         version = check_trl()
         return _enable(template, version)

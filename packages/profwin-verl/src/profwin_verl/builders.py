@@ -16,6 +16,14 @@ can do is judged from the engine installed in this process: the SGLang backend's
 sends SGLang's relative ``start_step`` only when the profwin-sglang server plugin can install its
 hooks in the SGLang found here, and otherwise records ``0:end`` and trims, with a warning that
 says why. With no token window set, both builders return exactly what verl's return.
+
+One key of profwin's own switches the session timeline on (``record: [timeline]``), beside verl's
+tool blocks in the role profiler's ``tool_config``, which verl keeps an open mapping::
+
+    actor_rollout_ref.rollout.profiler.tool_config.profwin.timeline: true
+
+(Hydra: ``+actor_rollout_ref.rollout.profiler.tool_config.profwin.timeline=true``). The engine then
+writes ``*.timeline.json`` beside its trace in the replica's folder; ``profwin timeline`` reads it.
 """
 
 from __future__ import annotations
@@ -24,10 +32,21 @@ import json
 import os
 from typing import Any
 
-from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend, checked, warn
+from profwin.plugin import (
+    ConfigError,
+    EnginePlan,
+    PluginError,
+    ProfileSpec,
+    Window,
+    WindowWarning,
+    backend,
+    checked,
+    shown,
+    warn,
+)
 from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
 
-__all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
+__all__ = ["TIMELINE_KEY", "build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "timeline_set", "window_set"]
 
 _INSTALL = {"vllm": "profwin-vllm", "sglang": "profwin-sglang"}
 
@@ -46,9 +65,13 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     record_shapes = "shapes" in contents
     with_memory = "memory" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
-    plan = engine_plan("vllm", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=with_memory)
-    # No window: verl's own values (delay 0 starts at start_profile, as verl does), no extra variables.
-    windowed = window_set(tool_config)
+    timeline = timeline_set(profiler_config)
+    plan = engine_plan(
+        "vllm", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=with_memory, timeline=timeline
+    )
+    # No window (and no timeline): verl's own values (delay 0 starts at start_profile, as verl does),
+    # no extra variables.
+    windowed = window_set(tool_config) or plan.details.get("timeline") is True
     if legacy_env:
         verl_env = {
             "VLLM_TORCH_PROFILER_DIR": save_path,
@@ -90,8 +113,9 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     with_stack = "stack" in contents or "module" in contents
     record_shapes = "shapes" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
-    plan = engine_plan("sglang", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=False)
-    windowed = window_set(tool_config)
+    timeline = timeline_set(profiler_config)
+    plan = engine_plan("sglang", tool_config, save_path, stack=with_stack, shapes=record_shapes, memory=False, timeline=timeline)
+    windowed = window_set(tool_config) or plan.details.get("timeline") is True
     request = (plan.request or {}) if windowed else {}  # no window: verl's None, None
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
@@ -109,14 +133,16 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     return as_arguments(fields) if callable(as_arguments) else fields
 
 
-def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool) -> EnginePlan:
+def engine_plan(
+    engine: str, tool_config: Any, save_path: str, *, stack: bool, shapes: bool, memory: bool, timeline: bool = False
+) -> EnginePlan:
     """profwin's plan for ``engine`` (the installed version, else the newest profwin knows) for
     verl's tool block: its token window, what verl records, and the trace directory. SGLang's
     relative window needs profwin's server plugin where the scheduler runs, which for verl is this
     process's environment: without it the plan records from the start and is trimmed afterwards."""
     bounds = {key: read(tool_config, key) for key in ("profile_token_start", "profile_token_end")}
     window = Window.from_mapping({key: value for key, value in bounds.items() if value is not None})
-    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path)
+    spec = ProfileSpec(window=window, stack=stack, shapes=shapes, memory=memory, output_dir=save_path, timeline=timeline)
     try:
         engine_backend = backend(engine)
     except PluginError as exc:
@@ -128,6 +154,24 @@ def engine_plan(engine: str, tool_config: Any, save_path: str, *, stack: bool, s
     plan_here = getattr(engine_backend, "plan_here", None)
     plan: EnginePlan = plan_here(spec) if callable(plan_here) else engine_backend.plan(spec, version=None)
     return plan
+
+
+TIMELINE_KEY = "profwin"
+"""The block of a verl role profiler's ``tool_config`` profwin reads beside verl's tool blocks
+(verl keeps ``tool_config`` an open mapping): ``tool_config.profwin.timeline: true`` records the
+rollout's session timeline beside its window (``record: [timeline]``)."""
+
+
+def timeline_set(profiler_config: Any) -> bool:
+    """Whether verl's role profiler block asks for the session timeline
+    (``tool_config.profwin.timeline: true``, the one key; a value that is not a bool is a
+    :class:`~profwin.ConfigError` naming it)."""
+    value = read(read(read(profiler_config, "tool_config") or {}, TIMELINE_KEY) or {}, "timeline")
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError(f"must be true or false (got {shown(value)})", path=f"tool_config.{TIMELINE_KEY}.timeline")
+    return value
 
 
 def window_set(tool_config: Any) -> bool:

@@ -27,11 +27,15 @@ class VllmBackend:
 
     def plan_here(self, spec: ProfileSpec) -> EnginePlan:
         """The plan for a vLLM engine this process is about to launch (verl's builders): a token
-        window only when an engine started from here runs profwin-vllm's engine plugin
-        (:func:`profwin_vllm.engine_plugin.unavailable_here`); otherwise its steps, with a note."""
+        window (and the session timeline) only when an engine started from here runs profwin-vllm's
+        engine plugin (:func:`profwin_vllm.engine_plugin.unavailable_here`); otherwise its steps
+        (and no timeline), with a note."""
         planned, source = resolve_version(None)
-        inactive = unavailable_here() if spec.window.in_tokens else None
-        return plan_for(spec, planned, source, plugin=inactive is None, inactive=inactive or "")
+        inactive = unavailable_here() if spec.window.in_tokens or spec.timeline else None
+        return plan_for(
+            spec, planned, source, plugin=inactive is None, inactive=inactive or "",
+            timeline_plugin=(inactive is None) if spec.timeline else None,
+        )  # fmt: skip
 
     def target(self, target: Any, *, api_key: str | None, timeout: float) -> VllmServer | VllmEngine:
         if isinstance(target, str):

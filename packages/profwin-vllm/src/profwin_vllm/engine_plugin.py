@@ -20,6 +20,15 @@ stops vLLM's own profiler (``Worker.profile``) accordingly, each recorded step w
 ``profwin.tokens`` annotation. The wrapper removes itself when the window closes. A session
 with an ordinary window passes through untouched.
 
+The session timeline (``record: [timeline]``, :mod:`profwin.timeline_record`) travels as profwin's
+flag on the same ``delay_iterations`` (:func:`profwin.plugin.decode_timeline`): the wrapper takes it
+off (a step window's bounds go to vLLM as they were, and vLLM records that window itself), keeps
+``execute_model`` wrapped from the start to the stop, and before each step gives the step's
+numbers (the same reader, :func:`produced_tokens`, with each token's request) and around it its
+time to a :class:`profwin.plugin.TimelineRecorder`, which writes the file into the worker's trace
+folder at the stop. Workers report ``timeline`` (:data:`TIMELINE`) so that clients send the flag
+only where it is understood.
+
 Nothing here is imported by profwin itself; this module imports vLLM and torch only inside the
 engine, and never lets an error of its own reach vLLM: a hook that cannot install is logged and
 the worker does not report token windows, so clients fall back to step windows.
@@ -34,10 +43,14 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["PROTOCOL", "STATE_ROUTE", "highest_token", "produced_tokens", "register", "report", "unavailable_here"]
+__all__ = ["PROTOCOL", "STATE_ROUTE", "TIMELINE", "highest_token", "produced_tokens", "register", "report", "unavailable_here"]
 
 PROTOCOL = 1
 """Version of what the hooks do; clients check it in the workers' reports."""
+
+TIMELINE = 1
+"""Version of the session timeline the hooks record (``record: [timeline]``), reported as
+``timeline`` in each worker's report: clients send the timeline flag only to workers that say it."""
 
 STATE_ROUTE = "/profwin"
 """The route ``vllm serve`` answers with every worker's :func:`report` when the plugin runs."""
@@ -63,10 +76,13 @@ def unavailable_here() -> str | None:
     return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "VLLM_PLUGINS", empty_allows_all=False)
 
 
-def produced_tokens(scheduler_output: Any, prompt_length: Callable[[str], int | None]) -> tuple[list[int], int, int]:
+def produced_tokens(
+    scheduler_output: Any, prompt_length: Callable[[str], int | None], pairs: list[tuple[str, int]] | None = None
+) -> tuple[list[int], int, int]:
     """What one step computes, from vLLM's ``SchedulerOutput``: the response-token index of every
     token it produces, how many requests have prompt (or recomputed) tokens in it, and how many
-    such tokens it processes.
+    such tokens it processes. ``pairs``, when given, receives ``(request id, index)`` for each of
+    those tokens (the session timeline's per-request record).
 
     A request with ``k`` tokens produced before the step (``num_output_tokens``) produces token
     ``k`` in a step that brings its computed tokens up to its prompt plus those ``k``: the last
@@ -94,6 +110,8 @@ def produced_tokens(scheduler_output: Any, prompt_length: Callable[[str], int | 
         done = computed + scheduled
         if done >= prompt + outputs:
             produced.append(outputs)
+            if pairs is not None:
+                pairs.append((req_id, outputs))
         # A decode step computes the one token produced last; anything else is prompt work
         # (a prefill chunk, or a preempted request recomputing its prompt and outputs).
         if not (outputs > 0 and computed == prompt + outputs - 1):
@@ -117,7 +135,8 @@ def _embeds_length(new: Any) -> int | None:
 
 
 class _Session:
-    """One token-window session on one worker: the rule, the prefix, the hook on ``execute_model``."""
+    """One session on one worker that profwin decides step by step: a token window (the rule, the
+    prefix), a session timeline, or both; the hook on ``execute_model``."""
 
     def __init__(
         self,
@@ -127,6 +146,8 @@ class _Session:
         prefix: str | None,
         per_session: bool,
         record: Callable[[str, BaseException], None],
+        timeline: Any = None,
+        steps: Any = None,
     ) -> None:
         from profwin.plugin import TokenRule
 
@@ -136,7 +157,9 @@ class _Session:
         self.prefix = prefix
         self.per_session = per_session
         self.record = record
-        self.rule = TokenRule(window)
+        self.rule = None if window is None else TokenRule(window)
+        self.timeline = timeline
+        self.steps = steps  # a step window vLLM's own profiler records (for the timeline's header)
         self.prompts: dict[str, int] = {}
         self.execute = worker.execute_model
         worker.execute_model = self.execute_model
@@ -146,42 +169,83 @@ class _Session:
         return None if state is None else getattr(state, "num_prompt_tokens", None)
 
     def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
+        span = None
         try:
             span = self._decide(scheduler_output)
         except Exception as exc:  # profwin's own error: the window ends, the step runs as vLLM's
-            self.record(f"the token window {self.window} stopped early on rank {getattr(self.worker, 'rank', '?')}", exc)
-            self._abandon()
-            span = None
-        if span is None:
-            return self.execute(scheduler_output, *args, **kwargs)
-        import torch
+            self._failed(exc)
+        timeline = self.timeline
+        try:
+            if span is None:
+                return self.execute(scheduler_output, *args, **kwargs)
+            import torch
 
-        with torch.profiler.record_function(span):
-            return self.execute(scheduler_output, *args, **kwargs)
+            with torch.profiler.record_function(span):
+                return self.execute(scheduler_output, *args, **kwargs)
+        finally:
+            if timeline is not None:
+                timeline.end()
+
+    def _failed(self, exc: BaseException) -> None:
+        """After an error of profwin's own in the token window's part of a step: the window stops
+        (its trace is written), the step runs as vLLM's."""
+        self.record(f"the token window {self.window} stopped early on rank {getattr(self.worker, 'rank', '?')}", exc)
+        self._abandon()
 
     def _decide(self, scheduler_output: Any) -> str | None:
-        """Before a step: the rule's decision carried out; the step's annotation, or ``None``."""
-        if self.rule.skip_below(highest_token(scheduler_output)):
+        """Before a step: the timeline's row, the rule's decision carried out; the step's
+        annotation, or ``None``."""
+        rule, timeline = self.rule, self.timeline
+        produced: list[int] | None = None
+        prefilling = prefill_tokens = 0
+        if timeline is not None:
+            try:
+                pairs: list[tuple[str, int]] = []
+                produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length, pairs)
+                self._timeline_row(timeline, scheduler_output, pairs, prefilling, prefill_tokens)
+            except Exception as exc:  # the timeline is dropped (nothing of it written); the window goes on
+                self.record(f"the session timeline stopped early on rank {getattr(self.worker, 'rank', '?')}", exc)
+                self.timeline, produced = None, None
+                if rule is None or rule.state == "closed":
+                    self.detach()
+        if rule is None or rule.state == "closed":
             return None
-        produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length)
-        session_step = self.rule.steps
-        decision = self.rule.step(produced)
+        if produced is None:
+            if rule.skip_below(highest_token(scheduler_output)):
+                return None
+            produced, prefilling, prefill_tokens = produced_tokens(scheduler_output, self.prompt_length)
+        session_step = rule.steps
+        decision = rule.step(produced)
         if decision == "skip":
             return None
         if decision == "close":
             self.profile(False)
-            self.detach()
+            if self.timeline is None:
+                self.detach()
             return None
         if decision == "open":
             self.start_recording()
         from profwin.plugin import StepTokens
 
-        held = StepTokens.of(self.rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
+        held = StepTokens.of(rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
         return held.span_name()
+
+    @staticmethod
+    def _timeline_row(timeline: Any, scheduler_output: Any, pairs: list[tuple[str, int]], prefilling: int, tokens: int) -> None:
+        for req_id in scheduler_output.finished_req_ids:
+            timeline.finish(req_id)
+        new = scheduler_output.scheduled_new_reqs
+        timeline.begin(
+            batch=len(scheduler_output.num_scheduled_tokens), prefilling=prefilling, prefill_tokens=tokens, produced=pairs,
+            admitted=[r.req_id for r in new],
+        )  # fmt: skip
+        for r in new:
+            timeline.limit(r.req_id, getattr(getattr(r, "sampling_params", None), "max_tokens", None))
 
     def _abandon(self) -> None:
         """After an error of profwin's own: stop a recording (its trace is written), give the
         worker back; whatever fails here too is kept, never raised."""
+        assert self.rule is not None
         try:
             if self.rule.state == "recording":
                 self.rule.state = "closed"
@@ -190,7 +254,8 @@ class _Session:
             self.record("stopping vLLM's profiler after that error failed", exc)
         finally:
             self.rule.state = "closed"
-            self.detach()
+            if self.timeline is None:
+                self.detach()
 
     def start_recording(self) -> None:
         if self.per_session:
@@ -204,12 +269,31 @@ class _Session:
         self.profile(True, self.prefix)
 
     def stop(self) -> bool:
-        """The session's stop: end a recording still open; whether the window ever opened."""
-        if self.rule.state == "recording":
-            self.rule.state = "closed"
+        """The session's stop: end a recording still open, write the timeline; whether the token
+        window ever opened."""
+        rule = self.rule
+        if rule is not None and rule.state == "recording":
+            rule.state = "closed"
             self.profile(False)
         self.detach()
-        return self.rule.opened_at is not None
+        timeline, self.timeline = self.timeline, None
+        if timeline is not None:
+            try:
+                self._close_timeline(timeline)
+            except Exception as exc:  # kept for the client; the stop goes on
+                self.record(f"writing the session timeline failed on rank {getattr(self.worker, 'rank', '?')}", exc)
+        return rule is not None and rule.opened_at is not None
+
+    def _close_timeline(self, timeline: Any) -> None:
+        from profwin.plugin import Window
+
+        rule, ran = self.rule, timeline.steps
+        if rule is not None and rule.opened_at is not None:
+            timeline.set_window(Window(rule.opened_at, rule.opened_at + rule.recorded))
+        elif rule is None and self.steps is not None and self.steps.start < ran:
+            end = ran if self.steps.end is None else min(self.steps.end, ran)
+            timeline.set_window(Window(self.steps.start, end))
+        timeline.close()
 
     def detach(self) -> None:
         """Give ``execute_model`` back and restore vLLM's launch bounds: no cost after the window."""
@@ -252,23 +336,35 @@ class _Hooks:
         except Exception as exc:  # profwin's own error: refused (kept for the client), never raised into vLLM
             self.record("profwin refused the profile call after an error of its own", exc)
             return None
-        return self.profile(is_start, profile_prefix, **kwargs) if passed else None
+        if not passed:
+            return None
+        try:
+            return self.profile(is_start, profile_prefix, **kwargs)
+        except BaseException:
+            if is_start and self.session is not None:  # vLLM refused the start: no timeline either
+                session, self.session = self.session, None
+                session.timeline = None
+                session.detach()
+            raise
 
     def _decide(self, is_start: bool, profile_prefix: str | None, kwargs: dict[str, Any]) -> bool:
-        """profwin's part of a profile call; ``True``: vLLM's own ``profile`` takes it as it is."""
-        from profwin.plugin import decode_tokens, token_claimed
+        """profwin's part of a profile call; ``True``: vLLM's own ``profile`` takes it (its
+        bounds without profwin's timeline flag)."""
+        from profwin.plugin import decode_timeline, decode_tokens, token_claimed
 
         if not is_start:
             if self.session is None:
                 return True
             session, self.session = self.session, None
-            session.stop()  # vLLM's profiler ran only if the window opened, and is stopped now
-            return False
-        if "delay_iterations" in kwargs or "max_iterations" in kwargs:
+            session.stop()  # vLLM's profiler ran only if the token window opened, and is stopped now
+            return session.rule is None  # a step window's recording is vLLM's own: its stop too
+        per_call = "delay_iterations" in kwargs or "max_iterations" in kwargs
+        if per_call:
             delay, limit = kwargs.get("delay_iterations"), kwargs.get("max_iterations")
         else:  # a start without bounds (vLLM < 0.32, verl's start_profile()): the launch config's
             config = getattr(self.worker, "profiler_config", None)
             delay, limit = (None, None) if config is None else (config.delay_iterations, config.max_iterations)
+        delay, timeline = decode_timeline(delay)
         window = decode_tokens(delay, limit)
         if window is None:
             if token_claimed(delay):
@@ -276,12 +372,60 @@ class _Hooks:
                     f"refused a profile call: delay_iterations {delay} with max_iterations {limit!r} is no token window profwin makes"
                 )
                 return False
+            if not timeline:
+                return True
+            if self.session is not None:  # vLLM's frontends refuse a second start before a stop
+                return False
+            # A step window, vLLM's own, with the session timeline: vLLM gets its bounds back.
+            if per_call:
+                kwargs["delay_iterations"] = delay
+            else:
+                profiler = getattr(self.worker, "profiler", None)
+                if profiler is not None:
+                    profiler._delay_iters = delay
+            steps = _recorded_steps(delay, limit)
+            recorder = self._recorder(profile_prefix, steps)
+            self.session = _Session(
+                self.worker, self.profile, None, profile_prefix, self.per_session, self.record, recorder, steps
+            )
             return True
         if self.session is not None:  # vLLM's frontends refuse a second start before a stop
             return False
-        self.session = _Session(self.worker, self.profile, window, profile_prefix, self.per_session, self.record)
+        recorder = self._recorder(profile_prefix, window) if timeline else None
+        self.session = _Session(self.worker, self.profile, window, profile_prefix, self.per_session, self.record, recorder)
         logger.info("profwin: token window %s armed on rank %s", window, getattr(self.worker, "rank", "?"))
         return False
+
+    def _recorder(self, prefix: str | None, window: Any) -> Any:
+        """The session timeline's recorder, writing beside the traces; ``None`` (and why, kept for
+        the client) when the worker has no folder for them."""
+        from profwin.plugin import TimelineRecorder
+
+        config = getattr(self.worker, "profiler_config", None)
+        kind = getattr(config, "profiler", "torch")
+        folder = getattr(config, "proton_profiler_dir" if kind == "proton" else "torch_profiler_dir", None)
+        if not folder or "://" in str(folder):
+            self.record(f"no session timeline: this worker's profiler writes no local folder ({folder!r})")
+            return None
+        rank = getattr(self.worker, "rank", 0)
+        vllm = sys.modules.get("vllm")
+        return TimelineRecorder(
+            str(folder), prefix=prefix or "vllm", rank=rank if isinstance(rank, int) else 0, engine="vllm",
+            engine_version=getattr(vllm, "__version__", None), window=None if window is None else str(window),
+        )  # fmt: skip
+
+
+def _recorded_steps(delay: object, limit: object) -> Any:
+    """The session steps vLLM's own profiler records for ``delay_iterations``/``max_iterations``
+    (vLLM's off-by-one: step ``delay - 1`` first, ``limit`` of them, 0 for no limit; delay 0
+    records as 1 does: plan.py's ``launched_window``, which this module sits below), or ``None``
+    for values that are not counts."""
+    if type(delay) is not int or type(limit) is not int or delay < 0 or limit < 0:
+        return None
+    from profwin.plugin import Window
+
+    start = max(delay, 1) - 1
+    return Window(start, None if limit == 0 else start + limit)
 
 
 def _parameters(fn: Callable[..., Any]) -> Iterable[str]:
@@ -302,6 +446,7 @@ def report(worker: Any) -> dict[str, Any]:
     return {
         "protocol": PROTOCOL,
         "token_windows": isinstance(hooks, _Hooks),
+        "timeline": TIMELINE if isinstance(hooks, _Hooks) else None,
         "per_session": bool(getattr(hooks, "per_session", False)),
         "rank": getattr(worker, "rank", None),
         "error_count": getattr(hooks, "error_count", 0),

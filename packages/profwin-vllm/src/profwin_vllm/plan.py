@@ -39,7 +39,9 @@ from profwin.plugin import (
     VersionSource,
     Window,
     checked,
+    decode_timeline,
     decode_tokens,
+    encode_timeline,
     encode_tokens,
     engine_flavours,
     is_session_prefix,
@@ -103,6 +105,18 @@ def fixed_at_launch(plan: EnginePlan, delay: int, limit: int) -> EnginePlan:
     window = plan.window
     if (delay, limit) == (plan.details["delay_iterations"], plan.details["max_iterations"]):
         return plan
+    bare, flagged = decode_timeline(delay)
+    if flagged and isinstance(bare, int):
+        delay = bare  # launched with the session timeline: its window is the delay under the flag
+    if plan.details["timeline"] and not flagged:
+        planned = decode_timeline(plan.details["delay_iterations"])[0]
+        plan = plan.replace(
+            details={**plan.details, "timeline": False, "delay_iterations": planned},
+            notes=(*plan.notes, f"no session timeline: vLLM {plan.version} takes it only at launch, with the window, "
+                   "and this engine was launched without it"),
+        )  # fmt: skip
+        if (delay, limit) == (plan.details["delay_iterations"], plan.details["max_iterations"]):
+            return plan
     launched = launched_window(delay, limit)
     holds = launched.start <= window.start and (launched.end is None or (window.end is not None and window.end <= launched.end))
     if window.in_tokens or decode_tokens(delay, limit) is not None or not holds:
@@ -120,9 +134,12 @@ def fixed_at_launch(plan: EnginePlan, delay: int, limit: int) -> EnginePlan:
     return plan.replace(records=launched, notes=(*plan.notes, note))
 
 
-def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tuple[int, int, dict[str, Any]]:
+def _session_numbers(
+    window: Window, version: EngineVersion, prefix: str, timeline: bool = False
+) -> tuple[int, int, dict[str, Any]]:
     """``delay_iterations``, ``max_iterations`` and ``LLM.start_profile``'s keywords for ``window``
-    on ``version``: the per-session request, or just the prefix where the window is fixed at launch."""
+    on ``version``: the per-session request, or just the prefix where the window is fixed at launch.
+    ``timeline``: the delay carries profwin's timeline flag (the engine plugin takes it off)."""
     how = mechanism(version)
     # No window on vLLM < 0.12: the whole session, from start_profile on, is what ':' asks for.
     if how is Mechanism.NONE:
@@ -131,6 +148,8 @@ def _session_numbers(window: Window, version: EngineVersion, prefix: str) -> tup
         delay, limit = encode_tokens(window)
     else:
         delay, limit = delay_iterations(window), max_iterations(window)
+    if timeline:
+        delay = encode_timeline(delay)
     wanted = {"profile_prefix": prefix, "delay_iterations": delay, "max_iterations": limit}
     # Only the keywords this version's start_profile takes (fields.START_KEYWORDS): none before
     # 0.17, the prefix from 0.17, the bounds from 0.32.
@@ -358,15 +377,46 @@ def _token_plan(window: Window, version: EngineVersion, plugin: bool | None, ina
     return window, []
 
 
+def _timeline_plan(
+    spec: ProfileSpec, version: EngineVersion, kind: str, plugin: bool | None, inactive: str
+) -> tuple[bool, list[str]]:
+    """Whether the session timeline is asked of the engine (``record: [timeline]``), and the note
+    that says why not: it needs profwin-vllm's engine plugin (``plugin``: the workers reported it
+    records timelines; ``None``: not asked, assumed from the version) and a folder to write in."""
+    if not spec.timeline:
+        return False, []
+    why = ""
+    if mechanism(version) in (Mechanism.NONE, Mechanism.ENV):
+        why = f"vLLM {version} takes no profiler_config"
+    elif kind == "cuda":
+        why = "vLLM's 'cuda' profiler writes no file, so the worker has no folder for it"
+    elif version < TOKEN_WINDOWS_FROM:
+        why = f"vLLM {version} is older than {TOKEN_WINDOWS_FROM}, the oldest the engine plugin is proven on"
+    elif plugin is False:
+        why = inactive or "the engine's workers do not report that profwin-vllm's engine plugin records timelines"
+    if why:
+        return False, [f"no session timeline is recorded: {why}; the timeline needs {_ENGINE_PLUGIN}"]
+    return True, []
+
+
 @checked
 def plan_for(
-    spec: ProfileSpec, version: EngineVersion, source: VersionSource = "given", *, plugin: bool | None = None, inactive: str = ""
+    spec: ProfileSpec,
+    version: EngineVersion,
+    source: VersionSource = "given",
+    *,
+    plugin: bool | None = None,
+    inactive: str = "",
+    timeline_plugin: bool | None = None,
 ) -> EnginePlan:
     """What vLLM ``version`` is sent to record exactly ``spec.window``.
 
     A token window needs profwin-vllm's engine plugin in the engine: ``plugin`` says whether the
     engine reported it (``None``: nobody asked; the plan assumes it and ``fallback`` says what
-    happens without it), ``inactive`` why not, when known.
+    happens without it), ``inactive`` why not, when known. The session timeline
+    (``record: [timeline]``) needs it too: ``timeline_plugin`` says whether every worker reported
+    that it records them (``None``: not asked); where it does not, the window is recorded without
+    one, and a note says why.
 
     Raises :class:`~profwin.ConfigError` when the version cannot honour the spec: a window on
     vLLM < 0.12, an activity the platform rejects, an unknown ``options.vllm`` key.
@@ -380,7 +430,8 @@ def plan_for(
     kind = _check_kind(spec, options, version)
     activities = _activities(spec, options, version)
     how = mechanism(version)
-    delay, limit, start_kwargs = _session_numbers(window, version, spec.prefix)
+    timeline, timeline_notes = _timeline_plan(spec, version, kind, timeline_plugin, inactive)
+    delay, limit, start_kwargs = _session_numbers(window, version, spec.prefix, timeline)
 
     launch: dict[str, Any] = {}
     if version >= "0.13":
@@ -389,7 +440,7 @@ def plan_for(
         )
     env = _legacy_env(spec, options, version, delay, limit) if reads_env(version) and not launch else {}
 
-    notes = token_notes
+    notes = token_notes + timeline_notes
     if options.frontend:
         notes.append("the AsyncLLM frontend also writes a trace of the whole session (options.vllm.frontend)")
     if kind == "cuda":
@@ -424,11 +475,13 @@ def plan_for(
             "ranks": spec.ranks if spec.ranks == "all" else list(spec.ranks),
             # the engine plugin's error count before the start (a target sets it; the stop reports the new ones)
             "plugin_errors": None,
+            # the delay carries the session timeline's flag (the engine plugin records one)
+            "timeline": timeline,
         },
     )
 
 
-_DETAILS = ("delay_iterations", "max_iterations", "takes_prefix", "start_kwargs", "ranks", "plugin_errors")
+_DETAILS = ("delay_iterations", "max_iterations", "takes_prefix", "start_kwargs", "ranks", "plugin_errors", "timeline")
 
 
 def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
@@ -452,7 +505,9 @@ def check_state(plan: EnginePlan, spec: ProfileSpec) -> None:
             f"must be this session's prefix {spec.prefix!r} (or {spec.prefix}-N; got {shown(prefix)})",
             path="details.start_kwargs.profile_prefix",
         )
-    delay, limit, expected_kwargs = _session_numbers(plan.window, version, str(prefix))
+    if type(details["timeline"]) is not bool:
+        raise ConfigError(f"must be true or false (got {shown(details['timeline'])})", path="details.timeline")
+    delay, limit, expected_kwargs = _session_numbers(plan.window, version, str(prefix), details["timeline"])
     expected = {
         "delay_iterations": delay,
         "max_iterations": limit,

@@ -29,9 +29,11 @@ from profwin.plugin import (
     TargetError,
     VersionSource,
     checked,
+    decode_timeline,
     render_plan,
+    timeline_artifacts,
 )
-from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE
+from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE, TIMELINE
 from profwin_vllm.plan import fixed_at_launch, launched_window, plan_for, token_fallback
 from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, mechanism, resolve_version
@@ -72,6 +74,16 @@ def plugin_answer(reports: object) -> tuple[bool, str]:
     if missing:
         return False, f"worker rank(s) {', '.join(missing)} of {len(reports)} do not run profwin-vllm's engine plugin"
     return True, ""
+
+
+def timeline_answer(reports: object) -> bool:
+    """Whether every worker's ``profwin_report`` says it records session timelines (a rank
+    without would leave its share out: none is asked then)."""
+    return (
+        isinstance(reports, list)
+        and bool(reports)
+        and all(isinstance(r, Mapping) and r.get("timeline") == TIMELINE for r in reports)
+    )
 
 
 _NO_PLUGIN = (
@@ -115,12 +127,17 @@ def _collect(plan: EnginePlan, files: Callable[[], list[Path]], producer: str) -
     if kind == "cuda":
         return [], ["vLLM's 'cuda' profiler writes no file: the nsys report holds this session's capture range"]
     if kind == "proton":
-        return proton_artifacts(files(), prefix=prefix, ranks=ranks, producer=producer), []
+        found = files()
+        timelines = [t for t in timeline_artifacts(found, prefix=prefix, producer=producer) if ranks == "all" or t.rank in ranks]
+        return proton_artifacts(found, prefix=prefix, ranks=ranks, producer=producer) + timelines, []
     recorded = plan.window if plan.records is None else plan.records
-    artifacts = session_artifacts(files(), window=recorded, prefix=prefix, ranks=ranks, producer=producer)
+    found = files()
+    artifacts = session_artifacts(found, window=recorded, prefix=prefix, ranks=ranks, producer=producer)
+    timelines = [t for t in timeline_artifacts(found, prefix=prefix, producer=producer) if ranks == "all" or t.rank in ranks]
     if recorded == plan.window:
-        return artifacts, []
-    return trimmed(artifacts, plan.window)
+        return artifacts + timelines, []
+    kept, notes = trimmed(artifacts, plan.window)
+    return kept + timelines, notes
 
 
 @checked
@@ -171,19 +188,29 @@ class VllmServer:
                 notes = (f"GET /version gave no version (HTTP {reply.status}); assuming vLLM {NEWEST_KNOWN}",)
         parsed = EngineVersion.parse(version)
         fixed = mechanism(parsed) in (Mechanism.LAUNCH_CONFIG, Mechanism.ENV)
-        workers = self._workers() if spec.window.in_tokens or fixed else None
+        workers = self._workers() if spec.window.in_tokens or fixed or spec.timeline else None
         plugin, inactive = plugin_answer(workers) if spec.window.in_tokens and workers is not None else (None, "")
         if spec.window.in_tokens and workers is None:
             plugin, inactive = False, self._no_workers
-        plan = plan_for(spec, parsed, source, plugin=plugin, inactive=inactive)
+        timeline = None if not spec.timeline else timeline_answer(workers)
+        why = inactive or (self._no_workers if workers is None else "")
+        plan = plan_for(spec, parsed, source, plugin=plugin, inactive=why, timeline_plugin=timeline)
         if not plan.per_session:
             bounds = launch_bounds(workers)
-            launched_for_tokens = bounds == (plan.details["delay_iterations"], plan.details["max_iterations"])
+            planned = (decode_timeline(plan.details["delay_iterations"])[0], plan.details["max_iterations"])
+            launched_for_tokens = bounds is not None and (decode_timeline(bounds[0])[0], bounds[1]) == planned
             if bounds is not None and plan.window.in_tokens and not launched_for_tokens:
                 # Launched for other bounds than this token window's: its steps, recorded and
                 # trimmed as a step window's would be, and said so (never nothing).
                 why = f"this server was launched for engine steps {launched_window(*bounds)}, not for this token window"
-                steps = plan_for(spec.replace(window=spec.window.in_steps()), parsed, source, plugin=plugin, inactive=inactive)
+                steps = plan_for(
+                    spec.replace(window=spec.window.in_steps()),
+                    parsed,
+                    source,
+                    plugin=plugin,
+                    inactive=why,
+                    timeline_plugin=timeline,
+                )
                 plan = steps.replace(notes=(token_fallback(spec.window, why), *steps.notes))
             if bounds is not None:
                 plan = fixed_at_launch(plan, *bounds)  # the workers said how the server was launched
@@ -246,9 +273,13 @@ class VllmEngine:
             version = getattr(sys.modules["vllm"], "__version__", None)
         planned, source = resolve_version(version)
         config = self.config
-        reports, why = self._reports(ctx) if spec.window.in_tokens else (None, "")
+        reports, why = self._reports(ctx) if spec.window.in_tokens or spec.timeline else (None, "")
         plugin, inactive = ((False, why) if why else plugin_answer(reports)) if spec.window.in_tokens else (None, "")
-        plan = _with_errors(plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive), reports)
+        timeline = None if not spec.timeline else timeline_answer(reports)
+        plan = _with_errors(
+            plan_for(_with_platform(spec), planned, source, plugin=plugin, inactive=inactive or why, timeline_plugin=timeline),
+            reports,
+        )
         if config is None or getattr(config, "profiler", None) is None:
             raise ConfigError(
                 f"this engine was built without a profiler; build it with {render_plan(plan, 'python').splitlines()[0]}",

@@ -8,6 +8,9 @@
     print(render_summary(summary))
     trim("trace.pt.trace.json.gz", "20:80", "steps20-80.pt.trace.json.gz")
 
+Session timelines (``record: [timeline]``) are read by :func:`timeline_report` (``profwin timeline``)
+and joined to a window's traces by :func:`merge` (``timelines=``).
+
 Steps are found by their producer's markers (:mod:`profwin.markers`): ``ProfilerStep#k``
 (torch.profiler and profwin sessions) from core, and each engine plugin's own (vLLM's
 ``execute_…context_…`` annotations, SGLang's ``step[…]`` spans). Only the standard library is
@@ -56,6 +59,15 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): a command imports the
         summarize,
         token_steps,
     )
+    from profwin.traces.timeline import (
+        RankTimeline,
+        Timeline,
+        TimelineReport,
+        plot_timeline,
+        read_timelines,
+        render_timeline,
+        timeline_report,
+    )
     from profwin.traces.tokens import StepTokens, parse_step_tokens
     from profwin.traces.trim import TrimResult, trim
 
@@ -69,6 +81,7 @@ __all__ = [
     "OpStat",
     "RankRow",
     "RankStat",
+    "RankTimeline",
     "Ranks",
     "Step",
     "StepChange",
@@ -78,6 +91,8 @@ __all__ = [
     "StepTokens",
     "Summary",
     "ThreadInfo",
+    "Timeline",
+    "TimelineReport",
     "TraceError",
     "TraceFacts",
     "TraceMeta",
@@ -93,13 +108,17 @@ __all__ = [
     "plot_diff",
     "plot_ranks",
     "plot_steps",
+    "plot_timeline",
+    "read_timelines",
     "read_trace",
     "render_diff",
     "render_ranks",
     "render_summary",
+    "render_timeline",
     "step_markers",
     "summarize",
     "summarize_ranks",
+    "timeline_report",
     "token_steps",
     "trace_facts",
     "trace_files",
@@ -128,6 +147,10 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.traces.summarize": (
             "OpStat", "StepStat", "Summary", "ThreadInfo", "TraceMeta", "count_steps", "render_summary", "summarize",
             "token_steps",
+        ),
+        "profwin.traces.timeline": (
+            "RankTimeline", "Timeline", "TimelineReport", "plot_timeline", "read_timelines", "render_timeline",
+            "timeline_report",
         ),
         "profwin.traces.tokens": ("StepTokens", "parse_step_tokens"),
         "profwin.traces.trim": ("TrimResult", "trim"),

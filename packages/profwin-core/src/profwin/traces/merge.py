@@ -22,6 +22,14 @@ steps; the second decodes its events a buffer at a time and writes them out, mov
 With a window, each input keeps the events that overlap its steps of the window (trim's rule);
 without, every event from its first aligned step on. The output is written under a hidden name
 and renamed into place when complete, gzip (level 3) when its name ends in ``.gz``.
+
+**One view** (``timelines``, ``profwin merge --timeline``): each session timeline given
+(:mod:`profwin.traces.timeline`) joins the merged trace as a process of its own, on the same clock
+as its rank's trace (its step that the traces are aligned on starts at the same instant): counter
+tracks ``batch`` (requests in the step), ``tokens`` (produced per step), ``prefill tokens``,
+``waiting`` and ``running`` (where the engine has them), one slice per request (admission to its
+last token, on as many lanes as overlap), the phases (ramp, steady, tail) and the window's steps as
+slices of their own: the kernels of the window inside the whole rollout, in one file.
 """
 
 from __future__ import annotations
@@ -115,9 +123,11 @@ def merge(
     session: str | None = None,
     progress: Callable[[Path, int], Progress | None] | None = None,
     markers: Sequence[StepMarker] | None = None,
+    timelines: Sequence[str | Path] = (),
 ) -> MergeResult:
     """Write the traces in ``paths`` (files, folders of them, a ``profwin collect`` folder) to
-    ``out`` as one trace, each its own process, aligned on the window's first step (see the module).
+    ``out`` as one trace, each its own process, aligned on the window's first step (see the module);
+    ``timelines`` (session timeline files or folders) join it as processes of their own.
 
     ``window`` keeps those steps only; ``first_step``, ``session`` and ``markers`` work as in
     :func:`~profwin.traces.summarize_ranks` (traces without step markers are left out with a
@@ -131,9 +141,15 @@ def merge(
     for given in files:
         if target.exists() and given.exists() and target.resolve() == given.resolve():
             raise ConfigError(f"the output must not be one of the input traces ({shown(str(target))})", path="out")
+    read: list[Any] = []
+    if timelines:
+        from profwin.traces.timeline import read_timelines
+
+        read, timeline_notes = read_timelines(timelines, session=session)
+        notes += timeline_notes
     with tempfile.TemporaryDirectory(prefix=".profwin-merge-", dir=target.parent) as scratch:
         joined, shown_as = _joined_parts(files, Path(scratch), chosen_window, first_step, markers)
-        return _merge(joined, shown_as, target, chosen_window, first_step, markers, progress, notes)
+        return _merge(joined, shown_as, target, chosen_window, first_step, markers, progress, notes, read)
 
 
 def _joined_parts(
@@ -167,6 +183,7 @@ def _merge(
     markers: Sequence[StepMarker] | None,
     progress: Callable[[Path, int], Progress | None] | None,
     notes: list[str],
+    timelines: Sequence[Any] = (),
 ) -> MergeResult:
     inputs = []
     for path in files:
@@ -225,6 +242,22 @@ def _merge(
                     steps=f"{kept[0].number}:{kept[-1].number + 1}", shift_us=round(shift, 3), events=events,
                 )
             )  # fmt: skip
+        if timelines:
+            from profwin.traces.timeline import timeline_events
+
+            encode = _encoder()
+            for j, timeline in enumerate(timelines):
+                added, said = timeline_events(timeline, pid=len(plans) + 1 + j, aligned=aligned, at=reference)
+                notes += said
+                if added:
+                    f.write(b",\n  " + b",\n  ".join(encode(e) for e in added))
+                    written.append(
+                        MergedTrace(
+                            path=str(timeline.paths[0]), pid=len(plans) + 1 + j, label=f"timeline: {timeline.label}",
+                            rank=timeline.header.get("rank"), producer="profwin.timeline", steps=f"0:{len(timeline.steps)}",
+                            shift_us=0.0, events=len(added),
+                        )
+                    )  # fmt: skip
         f.write(b"\n  ]")
         for key in [k for k in header if k not in before]:
             f.write(f",\n  {json.dumps(key)}: {json.dumps(header[key])}".encode())

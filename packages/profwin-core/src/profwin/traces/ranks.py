@@ -26,6 +26,7 @@ from profwin.errors import ConfigError
 from profwin.inputs import file_identity
 from profwin.json_form import JsonForm
 from profwin.provenance import FORMAT, KEY, SIDECAR_SUFFIX, provenance, sidecar_info, sidecar_path
+from profwin.timeline_record import SUFFIX as TIMELINE_SUFFIX
 from profwin.traces.parts import join_parts
 from profwin.traces.reader import Progress, TraceError, read_trace
 from profwin.traces.summarize import Summary, render_device, summarize
@@ -136,7 +137,8 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     """The trace files named by ``paths``: files as given, folders expanded to the ``.json`` and
     ``.json.gz`` files directly inside them (hidden ones skipped), in name order. A folder with
     none directly inside but with folders (what ``profwin collect`` writes: ``DIR/<node>/…``)
-    gives the trace files under it, at any depth."""
+    gives the trace files under it, at any depth. Session timelines (``*.timeline.json``) and
+    provenance sidecars in a folder are not traces."""
     found: list[Path] = []
     for given in paths:
         path = Path(given)
@@ -159,7 +161,12 @@ def _is_trace(path: Path) -> bool:
     too, and reading it says what is wrong with it (a part that cannot be read is never taken for
     a part left out)."""
     name = path.name
-    return not name.startswith(".") and name.endswith(_SUFFIXES) and not name.endswith(SIDECAR_SUFFIX) and not path.is_dir()
+    return (
+        not name.startswith(".")
+        and name.endswith(_SUFFIXES)
+        and not name.endswith((SIDECAR_SUFFIX, TIMELINE_SUFFIX))  # profwin's own files beside the traces
+        and not path.is_dir()
+    )
 
 
 def _hidden(path: Path, root: Path) -> bool:
