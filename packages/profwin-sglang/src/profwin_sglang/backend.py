@@ -56,7 +56,7 @@ class SglangBackend:
             return dict(body)
         try:
             from sglang.srt.managers.io_struct import ProfileReq, ProfileReqType
-        except Exception:  # noqa: BLE001 - installed but not importable here (a dependency missing, a half-
+        except Exception:  # installed but not importable here (a dependency missing, a half-
             # installed namespace package raising KeyError from importlib): no tokenizer manager runs here
             # either, and a builder must not raise into its trainer
             return dict(body)
