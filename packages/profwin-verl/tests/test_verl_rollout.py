@@ -126,10 +126,9 @@ def test_relocation_trims_a_whole_session_trace_to_the_window(tmp_path: Path) ->
     expect_trim(str(trace_dir), None)
 
 
-@pytest.mark.parametrize("module", ["profwin_verl", "profwin.verl"])
-def test_profwin_verl_imports_neither_verl_nor_an_engine(module: str) -> None:
+def test_profwin_verl_imports_neither_verl_nor_an_engine() -> None:
     code = (
-        f"import sys, {module}; "
+        "import sys, profwin_verl; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('verl', 'omegaconf', 'yaml', 'torch', 'vllm', 'sglang', 'profwin_vllm', 'profwin_sglang')))"
     )
