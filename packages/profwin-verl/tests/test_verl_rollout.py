@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import profwin
+from profwin.errors import ArgumentTypeError
 from profwin.traces import summarize
 from profwin_verl import (
     relocate_rollout_traces,
@@ -53,7 +54,7 @@ def test_a_save_path_that_is_no_path_is_a_config_error_in_every_builder(save_pat
     ):
         with pytest.raises(profwin.ConfigError, match=r"^profiler_config\.save_path: must be the folder verl saves profiles in"):
             call()
-    with pytest.raises(profwin.ConfigError, match=r"^rank: must be int \(got '0'\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^rank: must be int \(got '0'\)$"):
         rollout_trace_dir(config(tmp_path), "0")  # type: ignore[arg-type]
 
 
