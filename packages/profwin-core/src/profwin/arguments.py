@@ -143,6 +143,7 @@ class _Parameters:
             for name, p in signature.parameters.items()
         }
         self.typed = {name: name not in own for name in self.hints}
+        self.paths = {name: _names_path(hint) for name, hint in self.hints.items()}
         kinds = inspect.Parameter
         self.positions = [
             n for n, p in signature.parameters.items() if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
@@ -156,20 +157,20 @@ class _Parameters:
         the call itself (Python's own ``TypeError``)."""
         count = len(self.positions)
         for i, value in enumerate(args):
-            if i < count:
-                name = self.positions[i]
-                _check_value(value, self.hints[name], name, typed=self.typed[name])
-            elif self.var_args is not None:
-                _check_value(value, self.hints[self.var_args], f"{self.var_args}[{i - count}]", typed=self.typed[self.var_args])
+            name = self.positions[i] if i < count else self.var_args
+            if name is not None:
+                label = name if i < count else f"{name}[{i - count}]"
+                _check_value(value, self.hints[name], label, typed=self.typed[name], names_path=self.paths[name])
         for key, value in kwargs.items():
             taker = key if key in self.keywords and key not in (self.var_args, self.var_kwargs) else self.var_kwargs
             if taker is not None:
-                _check_value(value, self.hints[taker], key, typed=self.typed[taker])
+                _check_value(value, self.hints[taker], key, typed=self.typed[taker], names_path=self.paths[taker])
 
 
-def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True) -> None:
+def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: bool = False) -> None:
     """The checks of one argument (see the module docstring); ``hint`` ``None``: nothing to check
-    its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``)."""
+    its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``);
+    ``names_path``: the hint says a path (:func:`_names_path`)."""
     if hint is not None:
         problem = _problem(value, hint, path) if typed else None
         if problem is not None:
@@ -178,7 +179,7 @@ def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True) -> Non
             # breaks a rule, as Python's own ValueError for a choice; anything else is a wrong type.
             error = ConfigError if _one_of_its_values_has_the_type(wanted, got) else ArgumentTypeError
             raise error(f"must be {_describe(wanted)} (got {shown(got)})", path=where)
-        if isinstance(value, (str, os.PathLike)) and _names_path(hint):
+        if names_path and isinstance(value, (str, os.PathLike)):
             check_path(value, what=path)
     if isinstance(value, _CONTAINERS):
         check_nesting(value, path)
@@ -324,9 +325,11 @@ def _imported(path: str) -> Any:
 
 def _problem(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
     """Where ``value`` breaks ``hint``: (path, the hint there, the value there); ``None`` if it does not."""
+    if hint.__class__ is type:  # a plain class, the common hint: no typing introspection
+        return None if _is_instance(value, hint) else (path, hint, value)
     if isinstance(hint, _DottedMeta):
         return _problem(value, _imported(hint.path), path)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    origin, args = _shape(hint)
     if hint is None or hint is type(None):
         return None if value is None else (path, None, value)
     if isinstance(hint, TypeVar) or hint in (Any, object):
@@ -348,6 +351,20 @@ def _problem(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
     if origin is not None:
         return _container_problem(value, hint, origin, args, path)
     return None if _is_instance(value, hint) else (path, hint, value)
+
+
+def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``typing.get_origin(hint), typing.get_args(hint)``, asked once per hint."""
+    try:
+        return _shapes[hint]
+    except KeyError:
+        shape = _shapes[hint] = (typing.get_origin(hint), typing.get_args(hint))
+        return shape
+    except TypeError:  # an unhashable hint (a Literal of a list)
+        return typing.get_origin(hint), typing.get_args(hint)
+
+
+_shapes: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 
 
 def _is_instance(value: Any, cls: type) -> bool:
