@@ -230,8 +230,8 @@ def _resolve(annotation: Any, namespace: dict[str, Any], where: str, *, own: boo
     """The annotation as an object; ``None`` when it says nothing (none, ``Any``, ``object``).
     Text (``from __future__ import annotations``) is evaluated in ``namespace``, as
     :func:`typing.get_type_hints` does; a name found nowhere there stands for a module imported
-    for type checkers only (:class:`_Dotted`), and must be followed by the rest of its dotted
-    path. Anything unresolvable is a ``TypeError`` naming ``where``, but for a parameter the
+    for type checkers only (a class of :class:`_DottedMeta`), and must be followed by the rest of
+    its dotted path. Anything unresolvable is a ``TypeError`` naming ``where``, but for a parameter the
     callable checks itself (``own``), which only the path rule reads."""
     if annotation is inspect.Parameter.empty:
         return None
@@ -252,7 +252,7 @@ def _resolve(annotation: Any, namespace: dict[str, Any], where: str, *, own: boo
 
 class _DottedNames(dict[str, Any]):
     """The names an annotation uses that its module does not define: each stands for a module
-    imported for type checkers only (a :class:`_Dotted` for its path)."""
+    imported for type checkers only (a class of :class:`_DottedMeta` for its path)."""
 
     def __init__(self, namespace: dict[str, Any]) -> None:
         super().__init__()
@@ -283,7 +283,7 @@ def _dotted(path: str) -> type:
 
 
 def _dotted_in(hint: Any) -> list[Any]:
-    """Every :class:`_Dotted` in ``hint``, its arguments included."""
+    """Every dotted name (a class of :class:`_DottedMeta`) in ``hint``, its arguments included."""
     if isinstance(hint, _DottedMeta):
         return [hint]
     return [found for arg in typing.get_args(hint) for found in _dotted_in(arg)]
@@ -310,9 +310,12 @@ def _imported(path: str) -> Any:
     """The object at the dotted ``path``: its longest importable module, then attributes."""
     parts = path.split(".")
     for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
         try:
-            found = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module != exc.name and not module.startswith(f"{exc.name}."):
+                raise  # the module exists and failed to import something of its own
             continue
         for name in parts[cut:]:
             found = getattr(found, name)
