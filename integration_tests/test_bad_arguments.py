@@ -1,7 +1,8 @@
 """Every public callable of profwin and its plugins, driven with bad arguments: what comes back is a
-result or an error of profwin's family (:class:`profwin.ProfwinError`, a ``ConfigError`` for bad
-input), never a ``TypeError``, ``AttributeError``, ``RecursionError`` or another exception from
-deep inside.
+result or an error of profwin's family (:class:`profwin.ProfwinError`: an ``ArgumentTypeError``,
+a ``TypeError`` of the family, for an argument of the wrong type, a ``ConfigError`` for a value
+that breaks a rule), never a ``TypeError``, ``AttributeError``, ``RecursionError`` or another
+exception from deep inside.
 
 The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__`` and each plugin
 root's ``__all__`` (profwin-ray's root is driven in its own environment, integration_tests/ray/).
@@ -185,10 +186,15 @@ def test_bad_arguments_raise_profwins_errors_only(label: str, data: st.DataObjec
 
 
 def test_every_public_function_is_checked() -> None:
-    """The mechanism, not the driver's luck, is what holds: each function goes through ``checked``."""
+    """The mechanism, not the driver's luck, is what holds: each function goes through ``checked``,
+    and the hints of every checked callable resolve (a check is never skipped for one that cannot)."""
     functions = [label for label, call in PUBLIC.items() if inspect.isroutine(call) and label not in CHECK_THEMSELVES]
     assert len(functions) >= 100
     assert [label for label in functions if not getattr(PUBLIC[label], "__profwin_checked__", False)] == []
+    for call in PUBLIC.values():
+        checks = getattr(call.__init__ if inspect.isclass(call) else call, "__profwin_checked__", None)
+        if callable(checks):
+            checks()  # resolves every hint, as the first call does: an unresolvable one raises
 
 
 def test_every_surface_is_driven() -> None:

@@ -131,7 +131,6 @@ def test_patch_swaps_verl_functions_in_every_verl_module(verl_python: Path, prof
     assert "patch(force=True)" in result["refused"]["message"]
     assert sorted(result["forced"]) == expected
     assert result["autopatch"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch
-    assert result["autopatch_old_path"] == "True"  # VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch (forwarded)
 
 
 def test_autopatch_never_breaks_import_verl(verl_python: Path, profwin_sites: dict[str, Path], tmp_path: Path) -> None:
@@ -143,7 +142,7 @@ def test_autopatch_never_breaks_import_verl(verl_python: Path, profwin_sites: di
     assert result["stdout"] == {"verl": "0.10.0", "unpatched": True}
     assert not result["traceback"]
     (warning,) = result["warnings"]
-    assert "profwin.verl.autopatch left verl unpatched" in warning
+    assert "profwin_verl.autopatch left verl unpatched" in warning
     assert "verl is 0.10.0" in warning
 
 

@@ -180,19 +180,14 @@ def check_patch() -> dict[str, Any]:
         verl.__version__ = real_version
         profwin_verl.unpatch()
     # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
-    # The path before profwin-verl was its own distribution, set in job scripts: core forwards it.
-    autopatch, autopatch_old_path = (
-        subprocess.run(
-            [sys.executable, "-c", "import verl.utils.profiler as p, profwin_verl as w; "
-             "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
-            env={**os.environ, "VERL_USE_EXTERNAL_MODULES": module}, capture_output=True, text=True, check=False,
-        )
-        for module in ("profwin_verl.autopatch", "profwin.verl.autopatch")
+    autopatch = subprocess.run(
+        [sys.executable, "-c", "import verl.utils.profiler as p, profwin_verl as w; "
+         "print(all(getattr(p, n) is getattr(w, n) for n in w.NAMES))"],
+        env={**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin_verl.autopatch"}, capture_output=True, text=True, check=False,
     )  # fmt: skip
     return {
         "verl": real_version,
         "autopatch": autopatch.stdout.strip() or autopatch.stderr[-2000:],
-        "autopatch_old_path": autopatch_old_path.stdout.strip() or autopatch_old_path.stderr[-2000:],
         "server_import": server_import,
         "first": first,
         "holders": holders,
@@ -225,7 +220,7 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
 
 
 def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
-    """``VERL_USE_EXTERNAL_MODULES=profwin.verl.autopatch`` with a verl profwin does not support: a
+    """``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch`` with a verl profwin does not support: a
     copy of the real verl package whose version file says 0.10.0, first on the path."""
     import shutil
 
@@ -236,7 +231,7 @@ def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
         "import json, verl, verl.utils.profiler.config as c, profwin_verl as w; "
         "print(json.dumps({'verl': verl.__version__, 'unpatched': all(getattr(c, n) is not getattr(w, n) for n in w.NAMES)}))"
     )
-    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin.verl.autopatch"}
+    env = {**os.environ, "VERL_USE_EXTERNAL_MODULES": "profwin_verl.autopatch"}
     env["PYTHONPATH"] = os.pathsep.join([workdir, env.get("PYTHONPATH", "")])
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
     return {

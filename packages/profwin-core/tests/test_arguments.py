@@ -1,14 +1,20 @@
-"""Arguments checked where they enter profwin (``profwin.arguments``): bad input to a public
-callable is a ``ConfigError`` naming the parameter, the value and the rule, never a ``TypeError``
-or ``RecursionError`` from inside; nesting is bounded in one place; paths are strict about NUL
-bytes and unknown ``~user``. Real files, real specs, the real command line."""
+"""Arguments checked where they enter profwin (``profwin.arguments``): a public callable given an
+argument of the wrong type raises an ``ArgumentTypeError`` (a ``TypeError`` of profwin's family)
+naming the parameter, the value and the type, and one that breaks a rule a ``ConfigError``, never a
+``TypeError``, ``AttributeError`` or ``RecursionError`` from inside; nesting is bounded in one
+place; paths are strict about NUL bytes and unknown ``~user``; the checks need no module source.
+Real files, real specs, the real command line."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
+import py_compile
 import subprocess
 import sys
+import textwrap
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -19,10 +25,10 @@ import profwin
 import profwin.plugin
 from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping
 from profwin.arguments import MAX_DEPTH, check_arguments, checked
-from profwin.errors import shown
+from profwin.errors import ArgumentTypeError, ProfwinError, shown
 
 if TYPE_CHECKING:
-    from decimal import Decimal  # a name imported for type checkers only
+    import decimal  # a module imported for type checkers only: hints name it by its dotted path
 
 
 def deep(levels: int, kind: type = dict) -> Any:
@@ -73,28 +79,56 @@ def test_an_unknown_user_is_an_error_in_a_spec_file_too(tmp_path: Path) -> None:
 # -- checked: a parameter's type ----------------------------------------------------------------
 
 
+def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_config_error() -> None:
+    assert issubclass(ArgumentTypeError, TypeError)
+    assert issubclass(ArgumentTypeError, ProfwinError)
+    assert not issubclass(ArgumentTypeError, ValueError)
+    with pytest.raises(TypeError, match=r"^name: must be str \(got None\)$"):
+        profwin.backend(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"^path: must be a path"):
+        profwin.plugin.open_input("a\0b", what="f")
+
+
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "error", "message"),
     [
-        (lambda: profwin.render_plan(5, "text"), r"^plan: must be EnginePlan \(got 5\)$"),  # type: ignore[arg-type]
-        (lambda: profwin.current_rank(True), r"^rank: must be None or an int in \[0, 2147483647\] \(got True\)$"),  # own=
-        (lambda: profwin.backend(None), r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
-        (lambda: spec_from_mapping({1: "x"}), r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
-        (lambda: profwin.plugin.trace_files(["a", 7]), r"^paths\[1\]: must be str \| Path \(got 7\)$"),
-        (lambda: profwin.plugin.trace_files("a.json"), r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$"),
-        (lambda: profwin.plugin.read_input("x", limit="9", what="file"), r"^limit: must be int \(got '9'\)$"),  # type: ignore[arg-type]
-        (lambda: profwin.plugin.fan_out(None, [1]), r"^call: must be callable \(got None\)$"),  # type: ignore[arg-type]
-        (lambda: profwin.remote_session(5, "h:1", "1:2"), r"^engine: must be str \| Backend \(got 5\)$"),  # type: ignore[arg-type]
-        (lambda: profwin.plugin.open_input(b"x", what="f"), r"^path: must be str \| os.PathLike\[str\] \(got b'x'\)$"),  # type: ignore[arg-type]
-        (lambda: profwin.plugin.open_input("a\0b", what="f"), r"^path: must be a path: text without NUL bytes"),
-        (lambda: profwin.plugin.open_input("\ud800", what="f"), r"^path: cannot be a file name: surrogates not allowed"),
-        (lambda: profwin.plugin.print_json({1, 2}), r"^data: cannot be printed as JSON"),
-        (lambda: profwin.plugin.to_json({"a": 1}), r"^model: must be an attrs instance"),
+        (lambda: profwin.render_plan(5, "text"), ArgumentTypeError, r"^plan: must be EnginePlan \(got 5\)$"),  # type: ignore[arg-type]
+        (
+            lambda: profwin.current_rank(True),
+            ConfigError,
+            r"^rank: must be None or an int in \[0, 2147483647\] \(got True\)$",
+        ),  # own=
+        (lambda: profwin.backend(None), ArgumentTypeError, r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
+        (lambda: spec_from_mapping({1: "x"}), ArgumentTypeError, r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
+        (lambda: profwin.plugin.trace_files(["a", 7]), ArgumentTypeError, r"^paths\[1\]: must be str \| Path \(got 7\)$"),
+        (
+            lambda: profwin.plugin.trace_files("a.json"),
+            ArgumentTypeError,
+            r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$",
+        ),
+        (lambda: profwin.plugin.read_input("x", limit="9", what="file"), ArgumentTypeError, r"^limit: must be int \(got '9'\)$"),  # type: ignore[arg-type]
+        (lambda: profwin.plugin.fan_out(None, [1]), ArgumentTypeError, r"^call: must be callable \(got None\)$"),  # type: ignore[arg-type]
+        (lambda: profwin.remote_session(5, "h:1", "1:2"), ArgumentTypeError, r"^engine: must be str \| Backend \(got 5\)$"),  # type: ignore[arg-type]
+        (
+            lambda: profwin.plugin.open_input(b"x", what="f"),
+            ArgumentTypeError,
+            r"^path: must be str \| os.PathLike\[str\] \(got b'x'\)$",
+        ),  # type: ignore[arg-type]
+        (lambda: profwin.plugin.open_input("a\0b", what="f"), ConfigError, r"^path: must be a path: text without NUL bytes"),
+        (
+            lambda: profwin.plugin.open_input("\ud800", what="f"),
+            ConfigError,
+            r"^path: cannot be a file name: surrogates not allowed",
+        ),
+        (lambda: profwin.plugin.print_json({1, 2}), ConfigError, r"^data: cannot be printed as JSON"),
+        (lambda: profwin.plugin.to_json({"a": 1}), ConfigError, r"^model: must be an attrs instance"),
     ],
 )
-def test_a_bad_argument_names_the_parameter_the_value_and_the_type(call: Any, message: str) -> None:
-    with pytest.raises(ConfigError, match=message):
+def test_a_bad_argument_names_the_parameter_the_value_and_the_type(call: Any, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message) as raised:
         call()
+    assert type(raised.value) is error
+    assert "\n" not in str(raised.value)
 
 
 def test_checked_keeps_the_callable_as_it_was() -> None:
@@ -110,6 +144,11 @@ class Engineish(Protocol):
     def plan(self) -> str: ...
 
 
+class Engine:
+    def plan(self) -> str:
+        return "plan"
+
+
 @checked
 def sample(
     count: int,
@@ -120,7 +159,7 @@ def sample(
     pair: tuple[int, str],
     kind: type[Exception],
     engine: Engineish,
-    amount: Decimal,
+    amount: decimal.Decimal,
     *rest: int,
     path: str | Path | None = None,
     **extra: str,
@@ -136,7 +175,7 @@ class Box:
 
 GOOD: dict[str, Any] = {
     "count": 1, "ratio": 2, "mode": "a", "names": ("x",), "table": {"k": 1}, "pair": (1, "x"), "kind": KeyError,
-    "engine": object(), "amount": importlib.import_module("decimal").Decimal(1),
+    "engine": Engine(), "amount": importlib.import_module("decimal").Decimal(1),
 }  # fmt: skip
 
 
@@ -146,55 +185,177 @@ GOOD: dict[str, Any] = {
         ("count", True, r"^count: must be int \(got True\)$"),
         ("count", 1.0, r"^count: must be int \(got 1.0\)$"),
         ("ratio", "2", r"^ratio: must be float \(got '2'\)$"),
-        ("mode", "c", r"^mode: must be 'a' or 'b' \(got 'c'\)$"),
+        ("ratio", False, r"^ratio: must be float \(got False\)$"),
         ("names", "xy", r"^names: must be Sequence\[str\] \(got 'xy'\)$"),
         ("names", ["x", 2], r"^names\[1\]: must be str \(got 2\)$"),
+        ("names", ["x"] * 50 + [None], r"^names\[50\]: must be str \(got None\)$"),  # every item, not one drawn at random
         ("table", {"k": "1"}, r"^table.k: must be int \(got '1'\)$"),
+        ("table", {"k": 1, "j": True}, r"^table.j: must be int \(got True\)$"),
         ("table", {None: 1}, r"^table key None: must be str \(got None\)$"),
         ("pair", (1, 2), r"^pair\[1\]: must be str \(got 2\)$"),
         ("pair", (1,), r"^pair: must be tuple\[int, str\] \(got \(1,\)\)$"),
         ("kind", int, r"^kind: must be type\[Exception\]"),
         ("engine", None, r"^engine: must be Engineish \(got None\)$"),
-        ("engine", [], r"^engine: must be Engineish \(got \[\]\)$"),
+        ("engine", [], r"^engine: must be Engineish \(got \[\]\)$"),  # a protocol takes any object but plain data
         ("amount", "1", r"^amount: must be Decimal \(got '1'\)$"),  # imported for type checkers only: imported to check
     ],
 )
 def test_what_an_annotation_means(name: str, value: object, message: str) -> None:
     assert sample(**GOOD) == "ran"
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ArgumentTypeError, match=message):
         sample(**{**GOOD, name: value})
+
+
+def test_a_literal_given_another_value_of_its_type_is_a_broken_rule() -> None:
+    """Like Python's own ``ValueError`` for a choice: 'c' is text, only not one of the texts."""
+    with pytest.raises(ConfigError, match=r"^mode: must be 'a' or 'b' \(got 'c'\)$"):
+        sample(**{**GOOD, "mode": "c"})
+    with pytest.raises(ArgumentTypeError, match=r"^mode: must be 'a' or 'b' \(got 3\)$"):
+        sample(**{**GOOD, "mode": 3})
 
 
 def test_var_arguments_a_class_and_a_call_checked_without_making_it() -> None:
     assert sample(*GOOD.values(), 1, 2, path=Path("p"), x="y") == "ran"
-    with pytest.raises(ConfigError, match=r"^rest\[1\]: must be int \(got 'two'\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^rest\[1\]: must be int \(got 'two'\)$"):
         sample(*GOOD.values(), 1, "two")
-    with pytest.raises(ConfigError, match=r"^x: must be str \(got 5\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^x: must be str \(got 5\)$"):
         sample(**GOOD, x=5)
     with pytest.raises(ConfigError, match=r"^path: must be a path: text without NUL bytes"):
         sample(**GOOD, path="a\0b")
     assert Box(3).size == 3
-    with pytest.raises(ConfigError, match=r"^size: must be int \(got '3'\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^size: must be int \(got '3'\)$"):
         Box("3")  # type: ignore[arg-type]
     check_arguments(profwin.load_spec, {"window": "1:2"}, at=None)
-    with pytest.raises(ConfigError, match=r"^at: must be str \| None \(got 5\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^at: must be str \| None \(got 5\)$"):
         check_arguments(profwin.load_spec, {}, at=5)
-    with pytest.raises(ConfigError, match=r"^target: must be a function or a class"):
+    with pytest.raises(ArgumentTypeError, match=r"^target: must be a function or a class"):
         checked(5)
-    with pytest.raises(ConfigError, match=r"^target: must be a function or a class defined in Python"):
+    with pytest.raises(ArgumentTypeError, match=r"^target: must be a function or a class defined in Python"):
         checked(float)
 
 
-def test_a_protocol_takes_any_object_but_plain_data(tmp_path: Path) -> None:
-    """A test's fake backend (no ``target``, no ``plan_here``) still runs; plain data does not."""
+def test_a_hint_that_cannot_be_checked_is_an_error_at_the_first_call_never_a_check_skipped() -> None:
+    namespace: dict[str, Any] = {}
+    source = (
+        "from __future__ import annotations\n"
+        "from collections.abc import Sequence\n"
+        "def missing(x: Missing) -> None: ...\n"
+        "def forward(x: Sequence['Later']) -> None: ...\n"
+        "def dotted(x: str | nowhere_at_all.Thing) -> None: ...\n"
+    )
+    exec(source, namespace)
+    with pytest.raises(TypeError, match=r"profwin cannot check missing\(x\): its annotation 'Missing' fails .*module\.Missing"):
+        checked(namespace["missing"])(1)
+    with pytest.raises(TypeError, match=r"profwin cannot check forward\(x\): .*'Later' has no run-time test"):
+        checked(namespace["forward"])(["a"])
+    dotted = checked(namespace["dotted"])
+    dotted("text")  # the dotted member is needed for no str: its module is not imported
+    with pytest.raises(ModuleNotFoundError, match="nowhere_at_all"):
+        dotted(5)
 
-    class Fake:
-        name = "fake"
 
-    fake = Fake()
-    with pytest.raises(ConfigError, match=r"^engine: must be str \| Backend \(got \[\]\)$"):
-        profwin.remote_session([], "h:1", "1:2")  # type: ignore[arg-type]
-    assert isinstance(profwin.plugin.session_function(fake, "doc"), type(lambda: None))  # type: ignore[arg-type]
+def test_a_dotted_hint_imports_its_module_only_for_a_value_that_needs_it() -> None:
+    """``RolloutProfiler(engine: str | profwin.engine.Backend)``: a backend's name imports nothing."""
+    code = (
+        "import sys, profwin\n"
+        "profwin.render_plan.__profwin_checked__()\n"
+        "print('profwin.engine' in sys.modules)\n"
+        "try:\n    profwin.render_plan(5, 'text')\nexcept TypeError as exc:\n    print(exc)\n"
+        "print('profwin.engine' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines() == ["False", "plan: must be EnginePlan (got 5)", "True"]
+
+
+def test_a_call_of_the_wrong_shape_is_pythons_own_error() -> None:
+    with pytest.raises(TypeError, match=r"missing 1 required positional argument: 'size'") as raised:
+        Box()  # type: ignore[call-arg]
+    assert not isinstance(raised.value, ProfwinError)
+    with pytest.raises(TypeError, match=r"got multiple values for argument 'count'"):
+        sample(1, **GOOD)
+
+
+def test_every_checked_callable_of_core_resolves_its_hints() -> None:
+    """Each hint resolves (an object, or a dotted path to a module imported for type checkers
+    only), for every checked function and class of core: built as at a first call."""
+    built = []
+    for info in pkgutil.walk_packages(profwin.__path__, "profwin."):
+        if info.name.endswith("__main__"):
+            continue
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            target = value.__init__ if inspect.isclass(value) else value
+            checks = getattr(target, "__profwin_checked__", None)
+            if callable(checks) and getattr(value, "__module__", None) == info.name:
+                assert checks().hints is not None
+                built.append(value)
+    assert len(built) >= 60
+
+
+def test_the_checks_need_no_module_source(tmp_path: Path) -> None:
+    """A package imported from a zip of compiled files only (a zipapp, a .pyc-only install): no
+    source for ``inspect`` or ``ast`` to read, and every check holds, a module imported for type
+    checkers only included."""
+    package = tmp_path / "src" / "zipped_plugin"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            from __future__ import annotations
+
+            from collections.abc import Sequence
+            from typing import TYPE_CHECKING
+
+            from profwin.plugin import checked
+
+            if TYPE_CHECKING:
+                import decimal
+
+            @checked
+            def total(names: Sequence[str], amount: decimal.Decimal, *, count: int = 1) -> str:
+                return f"{len(names)} {amount} {count}"
+            """
+        )
+    )
+    archive = tmp_path / "plugin.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        compiled = py_compile.compile(str(package / "__init__.py"), cfile=str(tmp_path / "__init__.pyc"), doraise=True)
+        zipped.write(compiled, "zipped_plugin/__init__.pyc")
+    code = textwrap.dedent(
+        f"""
+        import decimal, inspect, sys
+        sys.path.insert(0, {str(archive)!r})
+        import zipped_plugin
+        from profwin.errors import ArgumentTypeError
+        assert zipped_plugin.__file__.endswith(".pyc"), zipped_plugin.__file__
+        try:
+            inspect.getsource(zipped_plugin)
+        except OSError:
+            print("no source")
+        print(zipped_plugin.total(["a", "b"], decimal.Decimal(2)))
+        cases = [
+            ((["a", 2], decimal.Decimal(1)), {{}}),
+            (("ab", decimal.Decimal(1)), {{}}),
+            ((["a"], "1"), {{}}),
+            ((["a"], decimal.Decimal(1)), {{"count": True}}),
+        ]
+        for args, kwargs in cases:
+            try:
+                zipped_plugin.total(*args, **kwargs)
+            except ArgumentTypeError as exc:
+                print(exc)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "no source",
+        "2 2 1",
+        "names[1]: must be str (got 2)",
+        "names: must be Sequence[str] (got 'ab')",
+        "amount: must be Decimal (got '1')",
+        "count: must be int (got True)",
+    ]
 
 
 # -- the value quoted in a message ----------------------------------------------------------------

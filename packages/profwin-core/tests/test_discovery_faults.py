@@ -16,7 +16,7 @@ HOSTILE = {
     "exits": "import sys\nsys.exit(3)\n",
     "interrupts": "raise KeyboardInterrupt\n",
     "base": "raise BaseException('not even an Exception')\n",
-    "prints": "print('hello from a plugin')\nfrom profwin import PluginSpec\nPLUGIN = PluginSpec(name='prints', kind='backend', target='x:Y')\n",
+    "prints": "print('hello from a plugin')\nfrom profwin.plugin import PluginSpec\nPLUGIN = PluginSpec(name='prints', kind='backend', target='x:Y')\n",
 }
 
 

@@ -21,6 +21,7 @@ import pytest
 
 import profwin
 from profwin import ConfigError
+from profwin.errors import ArgumentTypeError
 from profwin.http import Reply, normalize_url, request
 from profwin.plugin import fan_out
 
@@ -369,7 +370,7 @@ def test_concurrent_requests_each_get_their_own_answer(stub_server: Any) -> None
 
 def test_bad_arguments_raise_config_errors_naming_them() -> None:
     url = "http://127.0.0.1:1"
-    with pytest.raises(ConfigError, match=r"^timeout: must be float \(got True\)$"):  # a bool is no number of seconds
+    with pytest.raises(ArgumentTypeError, match=r"^timeout: must be float \(got True\)$"):  # a bool is no number of seconds
         request(url, "/x", timeout=True)
     for timeout in (float("nan"), float("inf"), 0, -1, 1e300, 1e10, 86_400.5):
         with pytest.raises(ConfigError) as caught:

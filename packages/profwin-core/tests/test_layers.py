@@ -6,8 +6,8 @@ between modules must form no circle, inside one layer included. Every import cou
 level, inside a function (a "lazy" import) and under ``if TYPE_CHECKING``, because each one is a
 dependency the layer above must not need. An import names one module; the parent packages that
 Python initialises first (``profwin`` for ``profwin.errors``) are not counted, else every module
-would depend on the facade. So ``from profwin.verl import builders`` (a submodule) counts as
-``import profwin.verl.builders``, and ``from profwin.traces import summarize`` (a name) as an
+would depend on the facade. So ``from profwin import spec`` (a submodule) counts as
+``import profwin.spec``, and ``from profwin.traces import summarize`` (a name) as an
 import of ``profwin.traces``.
 
 Run ``python packages/profwin-core/tests/test_layers.py`` to print the circles and upward
@@ -58,8 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
-    ("integrations", ("profwin.verl", "profwin.verl.*")),
-    ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli_support", "profwin.cli", "profwin.__main__")),
+    ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli", "profwin.__main__")),
     ("facades", ("profwin", "profwin.plugin")),
 )
 """Lowest first. ``name.*`` is every module inside the package ``name``."""

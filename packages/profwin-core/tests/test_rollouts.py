@@ -23,6 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import profwin
+from profwin.errors import ArgumentTypeError
 from profwin.selection import MAX_ROLLOUT_ID, Rollouts
 
 # -- the selection -------------------------------------------------------------------------------
@@ -381,14 +382,15 @@ def test_file_prefixes_stay_within_128_characters(toy_site: Path, toy_engines) -
     [
         ({}, "engines: give the engines or a router's URL (exactly one of them)"),
         ({"engines": ["http://a:1"], "router": "http://r:1"}, "engines: give the engines or a router's URL"),
-        ({"router": 5}, "router: must be str | None (got 5)"),
+        ({"router": 5}, "router: must be str | None (got 5)"),  # a wrong type: an ArgumentTypeError
         ({"engines": "http://a:1", "timeout": 0}, "timeout: must be a number of seconds greater than 0"),
         ({"engines": "http://a:1", "on_active": "later"}, "on_active: must be 'error' or 'restart' (got 'later')"),
     ],
 )
 def test_bad_arguments_fail_at_construction(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(profwin.ConfigError) as failed:
+    with pytest.raises((profwin.ConfigError, ArgumentTypeError)) as failed:
         profwin.RolloutProfiler("toy", "1:3", "1", **kwargs)
+    assert isinstance(failed.value, ArgumentTypeError) == ("router" in kwargs and not isinstance(kwargs["router"], str))
     assert str(failed.value).startswith(message)
     with pytest.raises(profwin.ConfigError, match=r"^kind: must be 1-16 lower-case letters \(got 'Eval'\)"):
         profwin.RolloutProfiler("toy", "1:3", "1", engines="http://a:1").rollout(1, kind="Eval")

@@ -14,7 +14,7 @@ import pytest
 
 from profwin import ConfigError, ProfileSpec, Session, Window
 from profwin.demo import count_step_markers
-from profwin.errors import WindowWarning
+from profwin.errors import ArgumentTypeError, WindowWarning
 
 torch = pytest.importorskip("torch", reason="the torch driver tests need torch (scripts/bootstrap.sh installs a CPU build)")
 
@@ -138,7 +138,7 @@ def test_session_accepts_window_text_and_starts_once(tmp_path: Path, monkeypatch
     assert count_step_markers(session.artifacts[0].path) == [0]
     with pytest.raises(RuntimeError, match="started once"):
         session.start()
-    with pytest.raises(ConfigError, match=r"^spec: must be ProfileSpec \| Window \| str \| None \(got 42\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^spec: must be ProfileSpec \| Window \| str \| None \(got 42\)$"):
         Session(42)  # type: ignore[arg-type]
 
 

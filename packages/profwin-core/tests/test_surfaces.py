@@ -24,9 +24,8 @@ from profwin.cli_runner import EXIT_ERROR, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 DISTRIBUTIONS = ("profwin", "profwin_vllm", "profwin_sglang", "profwin_npu", "profwin_memory", "profwin_verl", "profwin_slime")
-# Modules whose import does something (runs a command, patches verl, warns): they define no errors;
-# profwin.verl only forwards to profwin_verl, which is walked itself.
-_SIDE_EFFECTS = ("__main__", ".autopatch", ".cli_support")
+# Modules whose import does something (runs a command, patches verl): they define no errors.
+_SIDE_EFFECTS = ("__main__", ".autopatch")
 
 
 def _exceptions() -> dict[str, type[BaseException]]:
@@ -36,11 +35,9 @@ def _exceptions() -> dict[str, type[BaseException]]:
         if importlib.util.find_spec(top) is None:
             continue  # this package's own CI job installs it alone
         package = importlib.import_module(top)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # walking imports the forwarding profwin.verl
-            walked = list(pkgutil.walk_packages(package.__path__, prefix=f"{top}.", onerror=lambda name: None))
+        walked = list(pkgutil.walk_packages(package.__path__, prefix=f"{top}.", onerror=lambda name: None))
         for name in [top, *(m.name for m in walked)]:
-            if name.endswith(_SIDE_EFFECTS) or name.startswith("profwin.verl"):
+            if name.endswith(_SIDE_EFFECTS):
                 continue
             module = importlib.import_module(name)
             for obj in vars(module).values():
@@ -99,23 +96,28 @@ def test_plugin_author_names_left_the_user_surface() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "home"), [("PluginSpec", "profwin.plugin"), ("run_cli", "profwin.plugin"), ("MAX_STEP", "profwin.window")]
+    ("surface", "name"),
+    [
+        ("profwin", "PluginSpec"),
+        ("profwin", "run_cli"),
+        ("profwin", "MAX_STEP"),
+        ("profwin", "load_verl"),
+        ("profwin.plugin", "Ranks"),
+    ],
 )
-def test_former_top_level_names_forward_with_a_deprecation(name: str, home: str) -> None:
-    with pytest.warns(DeprecationWarning, match=rf"profwin\.{name} moved: import it from {home}"):
-        obj = getattr(profwin, name)
-    assert obj is getattr(importlib.import_module(home), name)
-    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
-        profwin.no_such_name  # noqa: B018
+def test_names_that_moved_before_the_first_release_are_not_forwarded(surface: str, name: str) -> None:
+    """Nothing was released under these names (every distribution is 0.1.0): no shim keeps them."""
+    with pytest.raises(AttributeError, match=f"has no attribute '{name}'"):
+        getattr(importlib.import_module(surface), name)
 
 
-def test_plugin_api_ranks_is_one_meaning() -> None:
-    with pytest.warns(DeprecationWarning, match="RankSelection"):
-        old = profwin.plugin.Ranks
-    assert old is profwin.plugin.RankSelection
-    from profwin.traces import Ranks
-
-    assert inspect.isclass(Ranks)  # the multi-rank summary: the only class of that name
+@pytest.mark.parametrize("module", ["profwin.verl", "profwin.verl.autopatch", "profwin.cli_support"])
+def test_module_paths_that_moved_before_the_first_release_are_gone(module: str) -> None:
+    """verl's integration is ``profwin_verl`` (``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch``),
+    the command-line runner ``profwin.cli_runner``; core imports no distribution above it."""
+    assert importlib.util.find_spec(module.split(".")[0]) is not None
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module(module)
 
 
 def test_importing_the_facades_imports_no_command_line() -> None:
@@ -127,14 +129,3 @@ def test_importing_the_facades_imports_no_command_line() -> None:
         from profwin.plugin import run_cli as lazy
 
     assert lazy is run_cli
-
-
-def test_the_old_verl_path_says_what_to_install_without_profwin_verl() -> None:
-    code = (
-        "import sys; sys.modules['profwin_verl'] = None\n"
-        "try:\n    import profwin.verl\nexcept ModuleNotFoundError as exc:\n    print(exc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", code], capture_output=True, text=True, check=True
-    )
-    assert "pip install profwin-verl" in done.stdout

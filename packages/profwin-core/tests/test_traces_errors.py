@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profwin import ConfigError, PluginError
+from profwin.errors import ArgumentTypeError
 from profwin.traces import TraceError, TraceReader, summarize, trim, tty_progress
 from profwin.traces.scan import Columns
 
@@ -134,7 +135,7 @@ def test_bad_window_and_output(tmp_path: Path) -> None:
     path.write_text(trace_text())
     with pytest.raises(ConfigError, match="exactly one ':'"):
         summarize(path, window="20-80")
-    with pytest.raises(ConfigError, match=r"^window: must be Window \| str \(got None\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^window: must be Window \| str \(got None\)$"):
         trim(path, None, tmp_path / "o.json")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="does not exist"):
         trim(path, "0:1", tmp_path / "missing" / "o.json")

@@ -42,11 +42,3 @@ def test_bad_values_name_the_option(key: str, value: object) -> None:
 def test_unknown_key_suggests_the_closest() -> None:
     with pytest.raises(ConfigError, match="did you mean 'max_entries'"):
         memory_options({"max_entry": 10})
-
-
-def test_the_old_name_warns_and_forwards() -> None:
-    import profwin_memory
-
-    with pytest.warns(DeprecationWarning, match="memory_options"):
-        old = profwin_memory.parse_options
-    assert old is memory_options

@@ -17,6 +17,7 @@ import pytest
 
 import profwin
 import profwin_openrlhf
+from profwin.errors import ArgumentTypeError
 from profwin_openrlhf.config import DEFAULT_OUTPUT_DIR, ENV, OpenRLHFProfiling, split_argv
 from profwin_openrlhf.generator import _AfterImport
 from profwin_openrlhf.patch import SETUP_HOOK, check_openrlhf, runtime_env
@@ -207,9 +208,11 @@ def test_a_spec_nested_past_the_bound_is_one_line() -> None:
 )
 def test_the_settings_api_takes_bad_values_as_config_errors(make: object, where: str) -> None:
     """The PROFWIN_OPENRLHF variable, split_argv, OpenRLHFProfiling.of and the constructor let bad
-    values through (or out as RecursionError); each is a ConfigError naming where, in one line."""
-    with pytest.raises(profwin.ConfigError) as caught:
+    values through (or out as RecursionError); each is a ConfigError naming where, in one line (an
+    ArgumentTypeError, a TypeError of profwin's family, for code giving split_argv no list of text)."""
+    with pytest.raises(profwin.ProfwinError) as caught:
         make()  # type: ignore[operator]
+    assert isinstance(caught.value, ArgumentTypeError if where.startswith("argv") else profwin.ConfigError)
     assert caught.value.path.startswith(where), (caught.value.path, str(caught.value))
     assert "\n" not in str(caught.value)
     assert len(str(caught.value)) < 600

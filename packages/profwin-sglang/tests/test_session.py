@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from profwin import ConfigError, ProfileSpec, Window
+from profwin.errors import ArgumentTypeError
 from profwin.remote import start_remote, stop_remote
 from profwin_sglang import SessionError, session
 from profwin_sglang.targets import ServerInfo
@@ -22,7 +23,7 @@ def _dead_url() -> str:
 def test_bad_targets_and_specs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="Engine, a server URL"):
         session(42, "0:5")
-    with pytest.raises(ConfigError, match="spec: must be"):
+    with pytest.raises(ArgumentTypeError, match="spec: must be"):
         session("http://127.0.0.1:1", 5)  # type: ignore[arg-type]
     s = session(["http://a:1", "b:2"], Window(3, 8))
     assert [p.target.name for p in s._parts] == ["http://a:1", "http://b:2"]

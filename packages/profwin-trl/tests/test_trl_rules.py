@@ -11,6 +11,7 @@ import pytest
 
 import profwin
 import profwin_trl
+from profwin.errors import ArgumentTypeError
 from profwin_trl.patch import check_trl
 
 
@@ -60,10 +61,10 @@ def test_a_bad_spec_or_selection_is_a_config_error_before_trl_is_looked_at(spec:
         profwin_trl.enable(spec, rollouts)  # type: ignore[arg-type]
 
 
-def test_a_bad_timeout_or_router_is_a_config_error_too() -> None:
+def test_a_bad_timeout_or_router_is_an_error_of_the_family_too() -> None:
     with pytest.raises(profwin.ConfigError, match=r"timeout: must be a number of seconds greater than 0 .* \(got 0\)"):
         profwin_trl.enable("2:6", 1, timeout=0)
-    with pytest.raises(profwin.ConfigError, match=r"^router: must be str \| None \(got 5\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^router: must be str \| None \(got 5\)$"):
         profwin_trl.enable("2:6", 1, router=5)  # type: ignore[arg-type]
 
 

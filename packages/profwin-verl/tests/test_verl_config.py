@@ -1,4 +1,4 @@
-"""Reading verl profiler configs with verl's meaning: profwin.load_verl, spec_from_verl, load_spec(at=).
+"""Reading verl profiler configs with verl's meaning: profwin_verl.load_verl, spec_from_verl, load_spec(at=).
 
 verl itself is not installed here: these use the plain-dict and OmegaConf forms of its blocks
 (integration_tests/verl runs the same readers on verl's real dataclasses and shipped YAML files).

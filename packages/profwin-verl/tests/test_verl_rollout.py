@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import profwin
+from profwin.errors import ArgumentTypeError
 from profwin.traces import summarize
 from profwin_verl import (
     relocate_rollout_traces,
@@ -53,7 +54,7 @@ def test_a_save_path_that_is_no_path_is_a_config_error_in_every_builder(save_pat
     ):
         with pytest.raises(profwin.ConfigError, match=r"^profiler_config\.save_path: must be the folder verl saves profiles in"):
             call()
-    with pytest.raises(profwin.ConfigError, match=r"^rank: must be int \(got '0'\)$"):
+    with pytest.raises(ArgumentTypeError, match=r"^rank: must be int \(got '0'\)$"):
         rollout_trace_dir(config(tmp_path), "0")  # type: ignore[arg-type]
 
 
@@ -126,10 +127,9 @@ def test_relocation_trims_a_whole_session_trace_to_the_window(tmp_path: Path) ->
     expect_trim(str(trace_dir), None)
 
 
-@pytest.mark.parametrize("module", ["profwin_verl", "profwin.verl"])
-def test_profwin_verl_imports_neither_verl_nor_an_engine(module: str) -> None:
+def test_profwin_verl_imports_neither_verl_nor_an_engine() -> None:
     code = (
-        f"import sys, {module}; "
+        "import sys, profwin_verl; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('verl', 'omegaconf', 'yaml', 'torch', 'vllm', 'sglang', 'profwin_vllm', 'profwin_sglang')))"
     )

@@ -11,6 +11,7 @@ import pytest
 import profwin
 from profwin import ConfigError, ProfileSpec, Window
 from profwin.cli import main as profwin_main
+from profwin.errors import ArgumentTypeError
 from profwin.plugin import Backend
 from profwin_vllm import SessionError, VllmBackend, resolve_version, session
 
@@ -95,7 +96,8 @@ def test_session_on_unreachable_server_raises_with_results(tmp_path: Path) -> No
     ],
 )
 def test_session_argument_errors(target: object, spec: object, kwargs: dict[str, object], message: str) -> None:
-    with pytest.raises(ConfigError, match=message), session(target, spec, **kwargs):  # type: ignore[arg-type]
+    error = ArgumentTypeError if spec == 42 else ConfigError  # a wrong type, or a value that breaks a rule
+    with pytest.raises(error, match=message), session(target, spec, **kwargs):  # type: ignore[arg-type]
         pass
 
 

@@ -6,18 +6,11 @@ trainer's chosen rollouts (:class:`RolloutProfiler`, :class:`Rollouts`),
 plugin discovery, and the one error family under :class:`ProfwinError`. Reading traces is
 :mod:`profwin.traces` (with its ``TraceError``); writing a plugin is :mod:`profwin.plugin` (the plugin authors' surface).
 docs/architecture.md lays out the modules behind both and the layers they sit in.
-
-Names that used to be exported here and now live on one of those surfaces (``PluginSpec``,
-``run_cli``, ``StepMarker``, ...) still import from here, with a DeprecationWarning naming the
-new home. They moved during 0.1's development, before any release, and go away in
-profwin-core 0.2.
 """
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from profwin.lazy import lazy_exports
 
@@ -75,35 +68,6 @@ __all__ = [
     "validate_options",
 ]
 
-# Former top-level names -> the module that holds them now (see the module docstring).
-_MOVED = {
-    **dict.fromkeys(
-        (
-            "BACKENDS_GROUP", "ENGINE_FLAVOURS_GROUP", "PLUGIN_API", "PROFILERS_GROUP", "Backend", "Driver",
-            "EngineTarget", "PluginSpec", "Profiler", "StepMarker", "TargetContext", "atomic_path",
-            "check_output_path", "engine_flavours", "fan_out", "run_cli",
-        ),
-        "profwin.plugin",
-    ),
-    "MAX_STEP": "profwin.window",
-    "check_bounds": "profwin.window",
-    **dict.fromkeys(("VerlProfiling", "load_verl", "spec_from_verl"), "profwin_verl"),
-}  # fmt: skip
-
-
-def _moved(name: str) -> Any:
-    """Forward a former top-level name to its new home, with a DeprecationWarning."""
-    home = _MOVED.get(name)
-    if home is None:
-        raise AttributeError(f"module 'profwin' has no attribute {name!r}")
-    warnings.warn(
-        f"profwin.{name} moved: import it from {home} (the old name goes away in profwin-core 0.2)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return getattr(importlib.import_module(home), name)
-
-
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
@@ -123,5 +87,4 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.spec": ("ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec"),
         "profwin.window": ("Window",),
     },
-    fallback=_moved,
 )

@@ -1,36 +1,48 @@
 """Arguments checked where they enter profwin: a public callable's arguments against its type hints.
 
 A public function (or class) of profwin, and of a plugin through :mod:`profwin.plugin`, is
-decorated with :func:`checked`. Before its body runs, each argument given is checked against its
-parameter's annotation, and a mismatch is a :class:`~profwin.ConfigError` naming the parameter,
-the value and the type it must have, instead of a ``TypeError``, ``AttributeError`` or
-``RecursionError`` from deep inside. Two rules hold for every argument besides its type:
+decorated with :func:`checked`. Before its body runs, each argument given is checked, and a bad
+one is one line naming the parameter, the value (as :func:`~profwin.errors.shown` quotes it) and
+what it must be, instead of a ``TypeError``, ``AttributeError`` or ``RecursionError`` from deep
+inside:
 
-- nesting: a ``dict``, ``list``, ``tuple`` or ``set`` is at most :data:`MAX_DEPTH` levels deep
-  (:func:`check_nesting`, the one bound on nesting, which every spec document passes too), so no
-  recursive walk over a user's data can exhaust Python's stack;
-- paths: a value given for a path (an annotation naming ``os.PathLike`` or ``Path``) holds no
-  NUL byte (:func:`check_path`, which every ``~`` profwin expands passes too).
+- **its type**, against the parameter's annotation: a mismatch is an
+  :class:`~profwin.errors.ArgumentTypeError`, a ``TypeError`` of profwin's family
+  (``names[1]: must be str (got 2)``);
+- **two rules of value**, broken with a :class:`~profwin.ConfigError`: nesting, a ``dict``,
+  ``list``, ``tuple`` or ``set`` at most :data:`MAX_DEPTH` levels deep (:func:`check_nesting`,
+  the one bound on nesting, which every spec document passes too), so no recursive walk over a
+  user's data can exhaust Python's stack; and paths, a value given for a path (an annotation
+  naming ``os.PathLike`` or ``Path``) holds no NUL byte and can be encoded (:func:`check_path`,
+  which every ``~`` profwin expands passes too).
 
 What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
 is a ``float``, a ``str`` is no ``Sequence[str]``, a ``list`` is taken for a ``tuple[X, ...]``);
-``None``, unions, ``Literal``, ``type[X]`` and ``Callable`` mean what they say; a protocol takes
-any object but plain data (``None``, a number, text, a built-in container), so a partial
-implementation or a test's fake that works keeps working; ``Any``, ``object`` and type variables
-take anything. Elements of the built-in containers are checked as deep as the annotation goes
-(``Mapping[str, int]``: keys and values), never deeper, so a check costs no more than the
-annotation's own depth; other mappings and iterables (an OmegaConf node, a generator) are checked
-as a whole, never iterated. Annotations are resolved at the first call, once. A name a module
-imports for type checkers only (``if TYPE_CHECKING:``, to keep its import cheap) is checked too,
-without importing its module unless the value is plain data (which only the named type can say it
-takes). A call of the wrong shape (a missing or unknown argument) stays Python's own ``TypeError``.
+``None``, unions, ``Literal``, ``type[X]``, ``Callable`` and ``NewType`` mean what they say; a
+protocol takes any object but plain data (``None``, a number, text, a built-in container), so a
+partial implementation or a test's fake that works keeps working; ``Any``, ``object`` and type
+variables take anything. Elements of the built-in containers are checked as deep as the
+annotation goes (``Mapping[str, int]``: keys and values), never deeper, so a check costs no more
+than the annotation's own depth; other mappings and iterables (an OmegaConf node, a generator)
+are checked as a whole, never iterated.
+
+Annotations are read from the callable itself at its first call (they may name classes defined
+later), each evaluated in the module that wrote it as :func:`typing.get_type_hints` does: no
+module source is read, so a zip or ``.pyc``-only install checks the same. A module imported for
+type checkers only (``if TYPE_CHECKING: import profwin.engine``, to keep an import cheap) is named
+by its dotted path in the annotation (``profwin.engine.Backend``) and imported when a value has
+to be checked against it. An annotation that cannot be resolved is an error at that first call,
+never a check skipped. A call of the wrong shape (a missing or unknown argument) stays Python's
+own ``TypeError``.
+
+Why not a library (beartype, typeguard): docs/architecture.md, "Checked arguments".
 
 This module sits in core's foundation layer beside :mod:`profwin.errors`: every other module may use it.
 """
 
 from __future__ import annotations
 
-import ast
+import builtins
 import collections.abc
 import functools
 import importlib
@@ -44,7 +56,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 from typing import Any, TypeVar
 
-from profwin.errors import ConfigError, shown
+from profwin.errors import ArgumentTypeError, ConfigError, shown
 
 __all__ = ["MAX_DEPTH", "check_arguments", "check_nesting", "check_path", "checked", "warn"]
 
@@ -75,21 +87,24 @@ def checked(target: Any = None, *, own: tuple[str, ...] = ()) -> Any:
     if target is None:
         return functools.partial(checked, own=own)
     if inspect.isclass(target):
-        init = _wrap(target.__init__, sys.modules[target.__module__].__dict__, own)
-        try:
-            target.__init__ = init  # type: ignore[method-assign]
-        except TypeError:  # a built-in class
-            raise ConfigError(f"must be a function or a class defined in Python (got {shown(target)})", path="target") from None
+        if not inspect.isfunction(target.__init__):  # object's own, or a built-in class's
+            raise ArgumentTypeError(f"must be a function or a class defined in Python (got {shown(target)})", path="target")
+        target.__init__ = _wrap(target.__init__, vars(sys.modules[target.__module__]), own)  # type: ignore[method-assign]
         return target
     if not callable(target):
-        raise ConfigError(f"must be a function or a class (got {shown(target)})", path="target")
+        raise ArgumentTypeError(f"must be a function or a class (got {shown(target)})", path="target")
+    try:
+        inspect.signature(target)
+    except (TypeError, ValueError):  # a built-in without a signature
+        raise ArgumentTypeError(f"must be a function with a signature (got {shown(target)})", path="target") from None
     return _wrap(target, _globals(target), own)
 
 
 def check_arguments(function: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
     """Check a call of ``function`` with ``args`` and ``kwargs`` as :func:`checked` does, without
-    making it: a :class:`~profwin.ConfigError` naming the first bad argument, else nothing."""
-    _Parameters(inspect.signature(function), _globals(function)).check(args, kwargs)
+    making it: the error for the first bad argument, else nothing."""
+    checks = getattr(function, "__profwin_checked__", None)
+    (checks() if callable(checks) else _Parameters(function, _globals(function))).check(args, kwargs)
 
 
 def _globals(function: Callable[..., Any]) -> dict[str, Any]:
@@ -99,58 +114,72 @@ def _globals(function: Callable[..., Any]) -> dict[str, Any]:
 
 
 def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[str, ...] = ()) -> Callable[..., Any]:
-    try:
-        signature = inspect.signature(function)
-    except (TypeError, ValueError):  # a built-in without a signature
-        raise ConfigError(f"must be a function with a signature (got {shown(function)})", path="target") from None
-    parameters: list[_Parameters] = []  # hints resolved at the first call: they may name classes defined later
+    built: list[_Parameters] = []
+
+    def checks() -> _Parameters:
+        """The callable's parameters with their hints, resolved at the first call: they may name
+        classes defined after it."""
+        if not built:
+            built.append(_Parameters(function, namespace, own))
+        return built[0]
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if not parameters:
-            parameters.append(_Parameters(signature, namespace, own))
-        parameters[0].check(args, kwargs)
+        (built[0] if built else checks()).check(args, kwargs)
         return function(*args, **kwargs)
 
-    call.__profwin_checked__ = True  # type: ignore[attr-defined]
+    call.__profwin_checked__ = checks  # type: ignore[attr-defined]
     return call
 
 
 class _Parameters:
-    """A callable's parameters with their resolved annotations."""
+    """A callable's parameters with their resolved annotations, and where each argument goes."""
 
-    def __init__(self, signature: inspect.Signature, namespace: dict[str, Any], own: tuple[str, ...] = ()) -> None:
-        self.signature = signature
-        self.hints = {name: _resolve(p.annotation, namespace) for name, p in signature.parameters.items()}
-        self.own = own
+    def __init__(self, function: Callable[..., Any], namespace: dict[str, Any], own: tuple[str, ...] = ()) -> None:
+        signature = inspect.signature(function)
+        where = getattr(function, "__qualname__", "the callable")
+        self.hints = {
+            name: _resolve(p.annotation, namespace, f"{where}({name})", own=name in own)
+            for name, p in signature.parameters.items()
+        }
+        self.typed = {name: name not in own for name in self.hints}
+        self.paths = {name: _names_path(hint) for name, hint in self.hints.items()}
+        kinds = inspect.Parameter
+        self.positions = [
+            n for n, p in signature.parameters.items() if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
+        ]
+        self.keywords = {n for n, p in signature.parameters.items() if p.kind is not kinds.POSITIONAL_ONLY}
+        self.var_args = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_POSITIONAL), None)
+        self.var_kwargs = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_KEYWORD), None)
 
     def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-        try:
-            bound = self.signature.bind(*args, **kwargs)
-        except TypeError:
-            return  # a call of the wrong shape: the function raises Python's own TypeError for it
-        for name, value in bound.arguments.items():
-            kind = self.signature.parameters[name].kind
-            hint = self.hints.get(name)
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                items = [(f"{name}[{i}]", item) for i, item in enumerate(value)]
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                items = [(key, item) for key, item in value.items()]
-            else:
-                items = [(name, value)]
-            for path, item in items:
-                _check_value(item, hint, path, typed=name not in self.own)
+        """Each argument against its parameter's hint; an argument no parameter takes is left to
+        the call itself (Python's own ``TypeError``)."""
+        count = len(self.positions)
+        for i, value in enumerate(args):
+            name = self.positions[i] if i < count else self.var_args
+            if name is not None:
+                label = name if i < count else f"{name}[{i - count}]"
+                _check_value(value, self.hints[name], label, typed=self.typed[name], names_path=self.paths[name])
+        for key, value in kwargs.items():
+            taker = key if key in self.keywords and key not in (self.var_args, self.var_kwargs) else self.var_kwargs
+            if taker is not None:
+                _check_value(value, self.hints[taker], key, typed=self.typed[taker], names_path=self.paths[taker])
 
 
-def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True) -> None:
+def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: bool = False) -> None:
     """The checks of one argument (see the module docstring); ``hint`` ``None``: nothing to check
-    its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``)."""
+    its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``);
+    ``names_path``: the hint says a path (:func:`_names_path`)."""
     if hint is not None:
         problem = _problem(value, hint, path) if typed else None
         if problem is not None:
             where, wanted, got = problem
-            raise ConfigError(f"must be {wanted} (got {shown(got)})", path=where)
-        if _names_path(hint) and isinstance(value, (str, os.PathLike)):
+            # A value of a type the hint takes, but not one of its values ('c' for Literal['a', 'b']),
+            # breaks a rule, as Python's own ValueError for a choice; anything else is a wrong type.
+            error = ConfigError if _one_of_its_values_has_the_type(wanted, got) else ArgumentTypeError
+            raise error(f"must be {_describe(wanted)} (got {shown(got)})", path=where)
+        if names_path and isinstance(value, (str, os.PathLike)):
             check_path(value, what=path)
     if isinstance(value, _CONTAINERS):
         check_nesting(value, path)
@@ -194,118 +223,151 @@ def check_path(path: str | os.PathLike[str], *, what: str) -> str:
     return text
 
 
-def _resolve(annotation: Any, namespace: dict[str, Any]) -> Any:
-    """The annotation as an object; ``None`` when it says nothing or names what cannot be found.
-    A name imported under ``if TYPE_CHECKING:`` (to keep a module's import cheap) is imported
-    here, at the first call. ``Name[...]`` that cannot be subscripted at run time
-    (``attrs.Attribute[Any]`` on older attrs) is ``Name``."""
+# -- resolving annotations ---------------------------------------------------------------------
+
+
+def _resolve(annotation: Any, namespace: dict[str, Any], where: str, *, own: bool = False) -> Any:
+    """The annotation as an object; ``None`` when it says nothing (none, ``Any``, ``object``).
+    Text (``from __future__ import annotations``) is evaluated in ``namespace``, as
+    :func:`typing.get_type_hints` does; a name found nowhere there stands for a module imported
+    for type checkers only (a class of :class:`_DottedMeta`), and must be followed by the rest of
+    its dotted path. Anything unresolvable is a ``TypeError`` naming ``where``, but for a parameter the
+    callable checks itself (``own``), which only the path rule reads."""
     if annotation is inspect.Parameter.empty:
         return None
-    if isinstance(annotation, str):
-        text = annotation
-        try:
-            annotation = eval(text, namespace, _TypeCheckingNames(namespace))  # as typing.get_type_hints does
-        except Exception:
-            base, bracket, _ = text.partition("[")
-            if not bracket or not text.endswith("]") or _closing_bracket(text, len(base)) != len(text) - 1:
-                return None
-            return _resolve(base, namespace)
-    return None if annotation in (Any, object) else annotation
+    try:
+        hint = eval(annotation, namespace, _DottedNames(namespace)) if isinstance(annotation, str) else annotation
+        bare = [found.path for found in _dotted_in(hint) if "." not in found.path]
+        if bare:
+            raise NameError(f"name {bare[0]!r} is not defined; import it, or write it as module.{bare[0]}")
+        unsupported = _unsupported(hint)
+        if unsupported is not None:
+            raise TypeError(f"{unsupported!r} has no run-time test here")
+    except Exception as exc:
+        if own:
+            return None
+        raise TypeError(f"profwin cannot check {where}: its annotation {annotation!r} fails ({exc})") from None
+    return None if hint in (Any, object) else hint
 
 
-class _TypeCheckingNames(dict[str, Any]):
-    """The names a module imports under ``if TYPE_CHECKING:``, for its annotations: the object
-    when its module is imported, else a :class:`_Deferred` stand-in."""
+class _DottedNames(dict[str, Any]):
+    """The names an annotation uses that its module does not define: each stands for a module
+    imported for type checkers only (a class of :class:`_DottedMeta` for its path)."""
 
     def __init__(self, namespace: dict[str, Any]) -> None:
         super().__init__()
-        self.imports = _type_checking_imports(namespace.get("__name__", ""))
+        self.namespace = namespace
 
     def __missing__(self, name: str) -> Any:
-        module, attribute = self.imports[name]  # KeyError: not there at all (the annotation is not checked)
-        if module in sys.modules:
-            return _imported(module, attribute)
-        return type(name, (_Deferred,), {"home": (module, attribute)})
+        if name in self.namespace or hasattr(builtins, name):
+            raise KeyError(name)  # the module's own, or a built-in: found where eval looks next
+        return _dotted(name)
 
 
-class _Deferred:
-    """A name imported for type checkers only, whose module was not imported yet: checking does not
-    import it (a module imports it lazily to stay cheap) unless a value is plain data, which only
-    the named type itself can say it takes (a ``Literal`` alias takes text, a class does not)."""
+class _DottedMeta(type):
+    """``profwin.engine.Backend`` in an annotation, where ``profwin.engine`` is imported for type
+    checkers only: each attribute is the path one name longer. A class, so that ``str | X``,
+    ``X | None`` and ``Sequence[X]`` are written as for any class."""
 
-    home: tuple[str, str]
+    path: str
 
-    @classmethod
-    def resolve(cls, value: Any) -> Any:
-        """The named object, or ``None`` (anything goes): ``value`` is no plain data, so it may be an
-        implementation of a protocol of that module, or of a class of it, which would have imported it."""
-        module, attribute = cls.home
-        if module not in sys.modules and not isinstance(value, _PLAIN_DATA):
-            return None
-        return _imported(module, attribute)
-
-
-def _imported(module: str, attribute: str) -> Any:
-    found = importlib.import_module(module)
-    return getattr(found, attribute) if attribute else found
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("_"):  # typing's and pickle's questions (__origin__, __args__, ...)
+            raise AttributeError(name)
+        return _dotted(f"{cls.path}.{name}")
 
 
 @functools.cache
-def _type_checking_imports(module: str) -> dict[str, tuple[str, str]]:
-    """``name -> (module, attribute)`` (attribute ``""``: the module) for each import under a
-    top-level ``if TYPE_CHECKING:`` of ``module``'s source."""
-    try:
-        tree = ast.parse(inspect.getsource(sys.modules[module]))
-    except (KeyError, OSError, TypeError, SyntaxError):
-        return {}
-    found: dict[str, tuple[str, str]] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for statement in node.body:
-                if isinstance(statement, ast.ImportFrom) and statement.module and not statement.level:
-                    found.update({a.asname or a.name: (statement.module, a.name) for a in statement.names})
-                elif isinstance(statement, ast.Import):
-                    found.update({a.asname or a.name: (a.name, "") for a in statement.names if a.asname or "." not in a.name})
-    return found
+def _dotted(path: str) -> type:
+    return _DottedMeta(path.rpartition(".")[2], (), {"path": path})
 
 
-def _closing_bracket(text: str, start: int) -> int:
-    """Where the bracket opened at ``text[start]`` closes (-1: never)."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"[": 1, "]": -1}.get(text[i], 0)
-        if depth == 0:
-            return i
-    return -1
+def _dotted_in(hint: Any) -> list[Any]:
+    """Every dotted name (a class of :class:`_DottedMeta`) in ``hint``, its arguments included."""
+    if isinstance(hint, _DottedMeta):
+        return [hint]
+    return [found for arg in typing.get_args(hint) for found in _dotted_in(arg)]
 
 
-def _problem(value: Any, hint: Any, path: str) -> tuple[str, str, Any] | None:
-    """Where ``value`` breaks ``hint``: (path, what it must be, the value there); ``None`` if it does not."""
-    if inspect.isclass(hint) and issubclass(hint, _Deferred):
-        named = hint.resolve(value)
-        return None if named is None else _problem(value, named, path)
+def _unsupported(hint: Any) -> Any:
+    """The first part of ``hint`` :func:`_problem` has no run-time test for, or ``None``."""
+    if hint is None or hint is Ellipsis or isinstance(hint, (_DottedMeta, TypeVar, typing.NewType)) or hint in (Any, object):
+        return None
     origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is None:
+        return None if inspect.isclass(hint) else hint
+    if origin is typing.Literal or origin is collections.abc.Callable:
+        return None  # the values are the hint; a callable's parameters are not checked
+    if origin is typing.Annotated:
+        return _unsupported(args[0])
+    if origin not in _UNIONS and origin is not type and not inspect.isclass(origin):
+        return hint
+    return next((found for arg in args if arg != () and (found := _unsupported(arg)) is not None), None)
+
+
+@functools.cache
+def _imported(path: str) -> Any:
+    """The object at the dotted ``path``: its longest importable module, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and module != exc.name and not module.startswith(f"{exc.name}."):
+                raise  # the module exists and failed to import something of its own
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)
+        return found
+    raise ModuleNotFoundError(f"no module for the annotation {path!r}", name=parts[0])
+
+
+# -- what an annotation takes ------------------------------------------------------------------
+
+
+def _problem(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
+    """Where ``value`` breaks ``hint``: (path, the hint there, the value there); ``None`` if it does not."""
+    if hint.__class__ is type:  # a plain class, the common hint: no typing introspection
+        return None if _is_instance(value, hint) else (path, hint, value)
+    if isinstance(hint, _DottedMeta):
+        return _problem(value, _imported(hint.path), path)
+    origin, args = _shape(hint)
     if hint is None or hint is type(None):
-        return None if value is None else (path, "None", value)
-    if isinstance(hint, TypeVar) or hint in (Any, object) or isinstance(hint, (str, typing.ForwardRef)):
+        return None if value is None else (path, None, value)
+    if isinstance(hint, TypeVar) or hint in (Any, object):
         return None
     if origin in _UNIONS:
-        return None if any(_problem(value, member, path) is None for member in args) else (path, _describe(hint), value)
+        return None if any(_problem(value, member, path) is None for member in args) else (path, hint, value)
     if origin is typing.Literal:
-        return None if any(value == a and type(value) is type(a) for a in args) else (path, _describe(hint), value)
+        return None if any(value == a and type(value) is type(a) for a in args) else (path, hint, value)
     if origin is typing.Annotated:
         return _problem(value, args[0], path)
+    if isinstance(hint, typing.NewType):
+        return _problem(value, hint.__supertype__, path)
     if origin is type:
         wanted = args[0] if args else object
         fits = inspect.isclass(value) and (not inspect.isclass(wanted) or issubclass(value, wanted))
-        return None if fits else (path, _describe(hint), value)
+        return None if fits else (path, hint, value)
     if origin is collections.abc.Callable or hint is collections.abc.Callable:
-        return None if callable(value) else (path, "callable", value)
+        return None if callable(value) else (path, hint, value)
     if origin is not None:
         return _container_problem(value, hint, origin, args, path)
-    if not inspect.isclass(hint):
-        return None  # a typing construct with no run-time test (NewType, ParamSpec...)
-    return None if _is_instance(value, hint) else (path, _describe(hint), value)
+    return None if _is_instance(value, hint) else (path, hint, value)
+
+
+def _shape(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """``typing.get_origin(hint), typing.get_args(hint)``, asked once per hint."""
+    try:
+        return _shapes[hint]
+    except KeyError:
+        shape = _shapes[hint] = (typing.get_origin(hint), typing.get_args(hint))
+        return shape
+    except TypeError:  # an unhashable hint (a Literal of a list)
+        return typing.get_origin(hint), typing.get_args(hint)
+
+
+_shapes: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 
 
 def _is_instance(value: Any, cls: type) -> bool:
@@ -320,14 +382,12 @@ def _is_instance(value: Any, cls: type) -> bool:
     return isinstance(value, cls)
 
 
-def _container_problem(value: Any, hint: Any, origin: Any, args: tuple[Any, ...], path: str) -> tuple[str, str, Any] | None:
-    if not inspect.isclass(origin):
-        return None
+def _container_problem(value: Any, hint: Any, origin: type, args: tuple[Any, ...], path: str) -> tuple[str, Any, Any] | None:
     any_length = origin is tuple and len(args) == 2 and args[1] is Ellipsis
     if not (_is_instance(value, origin) or (any_length and isinstance(value, list))):
-        return (path, _describe(hint), value)  # a list is taken for a tuple[X, ...]: both are "some Xs" to a caller
+        return (path, hint, value)  # a list is taken for a tuple[X, ...]: both are "some Xs" to a caller
     if isinstance(value, _TEXT) and origin not in _TEXT:
-        return (path, _describe(hint), value)  # text is a sequence of characters, never what a Sequence[str] means
+        return (path, hint, value)  # text is a sequence of characters, never what a Sequence[str] means
     if not args or not isinstance(value, _CONTAINERS):
         return None  # only built-in containers are looked into: iterating another may consume or resolve it
     if isinstance(value, (dict, types.MappingProxyType)) and issubclass(origin, collections.abc.Mapping):
@@ -341,7 +401,7 @@ def _container_problem(value: Any, hint: Any, origin: Any, args: tuple[Any, ...]
         if args == ((),):
             args = ()
         if len(value) != len(args):
-            return (path, _describe(hint), value)
+            return (path, hint, value)
         pairs = list(zip(value, args, strict=True))
     else:
         pairs = [(item, args[0]) for item in value]
@@ -352,12 +412,20 @@ def _container_problem(value: Any, hint: Any, origin: Any, args: tuple[Any, ...]
     return None
 
 
+def _one_of_its_values_has_the_type(hint: Any, value: Any) -> bool:
+    """Whether ``hint`` (or a member of it) is a ``Literal`` with a value of ``value``'s type."""
+    members = typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,)
+    return any(
+        typing.get_origin(m) is typing.Literal and any(type(a) is type(value) for a in typing.get_args(m)) for m in members
+    )
+
+
 def _names_path(hint: Any) -> bool:
     """Whether ``hint`` says a path: ``os.PathLike``, ``Path`` or a union holding one."""
     if typing.get_origin(hint) in _UNIONS:
         return any(_names_path(member) for member in typing.get_args(hint))
     cls = typing.get_origin(hint) or hint
-    return inspect.isclass(cls) and issubclass(cls, (os.PathLike, PurePath))
+    return inspect.isclass(cls) and not isinstance(cls, _DottedMeta) and issubclass(cls, (os.PathLike, PurePath))
 
 
 def _describe(hint: Any) -> str:
@@ -369,6 +437,10 @@ def _describe(hint: Any) -> str:
         return " | ".join(_describe(member) for member in args)
     if origin is typing.Literal:
         return " or ".join(repr(a) for a in args)
+    if origin is collections.abc.Callable or hint is collections.abc.Callable:
+        return "callable"
+    if isinstance(hint, _DottedMeta):
+        return hint.__name__
     if origin is not None and args:
         name = "os.PathLike" if origin is os.PathLike else getattr(origin, "__name__", str(origin))
         return f"{name}[{', '.join('...' if a is Ellipsis else _describe(a) for a in args)}]"

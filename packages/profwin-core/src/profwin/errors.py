@@ -5,7 +5,9 @@ Every error profwin raises on purpose derives from :class:`ProfwinError`, so a c
 (``ValueError`` for bad input, ``RuntimeError`` for a failed action), so existing
 ``except ValueError`` code keeps working. The family:
 
-- :class:`ConfigError` (``ValueError``): a spec, option or argument is invalid;
+- :class:`ConfigError` (``ValueError``): a spec, option or argument value is invalid;
+  :class:`ArgumentTypeError` (``TypeError``): a public callable was given an argument of the
+  wrong type;
   :class:`ProfilingDisabled`: a valid config that profiles nothing; :class:`UnreadableInput`: an
   input file that cannot be read at all;
 - :class:`PluginError` (``RuntimeError``): a plugin is unknown, broken or lacks its library;
@@ -65,6 +67,21 @@ class ConfigError(ProfwinError, ValueError):
             return ConfigError.combine([e.at(prefix) for e in self.errors])
         path = f"{prefix}.{self.path}" if self.path and not self.path.startswith("[") else f"{prefix}{self.path}"
         return ConfigError(self.reason, path=path)
+
+
+class ArgumentTypeError(ProfwinError, TypeError):
+    """A public callable was given an argument of the wrong type (:func:`profwin.plugin.checked`).
+
+    One line naming the parameter (``path``, with the item where it is one: ``paths[1]``,
+    ``data key 1``), the value as :func:`shown` quotes it and the type it must have:
+    ``name: must be str (got None)``. A ``TypeError``, as Python's own for a wrong type; a value
+    of the right type that breaks a rule is a :class:`ConfigError`.
+    """
+
+    def __init__(self, message: str, *, path: str = "") -> None:
+        self.path = path
+        self.reason = message
+        super().__init__(f"{path}: {message}" if path else message)
 
 
 def shown(value: object, *, limit: int = SHOWN_CHARS) -> str:

@@ -44,13 +44,10 @@ class _KeepExports(types.ModuleType):
 
 
 @checked
-def lazy_exports(
-    package: str, homes: Mapping[str, Iterable[str]], *, fallback: Callable[[str], Any] | None = None
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(package: str, homes: Mapping[str, Iterable[str]]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The ``__getattr__`` and ``__dir__`` of the package ``package`` (call it from the root
     itself, with ``__name__``): each name of ``homes`` (module -> names, ``"public=source"``
-    for a rename) is imported from its module when first read. Other names go to ``fallback``
-    (e.g. a deprecated name's forwarder) or are an ``AttributeError``."""
+    for a rename) is imported from its module when first read. Other names are an ``AttributeError``."""
     where: dict[str, tuple[str, str]] = {}
     for home, names in homes.items():
         for entry in names:
@@ -62,8 +59,6 @@ def lazy_exports(
     def __getattr__(name: str) -> Any:
         found = where.get(name)
         if found is None:
-            if fallback is not None:
-                return fallback(name)
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         value = getattr(importlib.import_module(found[0]), found[1])
         namespace[name] = value  # into the module's dict: read without __getattr__ from now on

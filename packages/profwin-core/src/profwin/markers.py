@@ -1,7 +1,7 @@
 """Step markers: which trace events mark a step, declared by the producer that writes them.
 
 Core knows one marker, torch's ``ProfilerStep#k`` (torch.profiler and profwin sessions). Every
-other producer declares its own in its plugin's :class:`~profwin.PluginSpec`
+other producer declares its own in its plugin's :class:`~profwin.plugin.PluginSpec`
 (``step_marker=StepMarker(...)``), so a new engine never edits core::
 
     PLUGIN = PluginSpec(name="vllm", ..., step_marker=StepMarker(

@@ -49,7 +49,7 @@ def parse_options(cls: type[T], source: ProfileSpec | Mapping[str, Any], plugin:
 
 
 @checked
-def flag(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+def flag(_: object, attribute: attrs.Attribute, value: object) -> None:  # type: ignore[type-arg]  # Attribute[Any] fails at run time
     """Validator: a bool (``1`` or ``"yes"`` are refused: YAML typos should not turn things on)."""
     if not isinstance(value, bool):
         raise ConfigError(f"must be true or false (got {shown(value)})", path=attribute.name)

@@ -73,8 +73,7 @@ Groups of names:
 
 from __future__ import annotations
 
-import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from profwin import protocols
 from profwin.lazy import lazy_exports
@@ -256,19 +255,6 @@ __all__ = [
 __all__ += protocols.__all__  # the entry-point groups, PluginSpec and the plugin protocols
 
 
-def _renamed(name: str) -> Any:
-    """``Ranks``, the old name of :data:`RankSelection`."""
-    if name != "Ranks":
-        raise AttributeError(f"module 'profwin.plugin' has no attribute {name!r}")
-    warnings.warn(
-        "profwin.plugin.Ranks is now RankSelection (profwin.traces.Ranks is a multi-rank summary); "
-        "the old name goes away in profwin-core 0.2",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return __getattr__("RankSelection")
-
-
 # Each name is imported from its module when first read: `run_cli`, `CliParser` and
 # `print_json` (argparse, signal handling) only by plugins with a command line.
 __getattr__, __dir__ = lazy_exports(
@@ -350,5 +336,4 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.window": ("Window",),
         "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
     },
-    fallback=_renamed,
 )

@@ -58,7 +58,7 @@ _U = TypeVar("_U")
 
 PLUGIN_API = 2
 """Version of the plugin protocols (these and :mod:`profwin.engine`); a plugin built for another
-version is reported ``incompatible``. 2 (profwin-core 0.2): backends return an ``EnginePlan`` and
+version is reported ``incompatible``. 2: backends return an ``EnginePlan`` and
 give ``EngineTarget`` objects; ``render_args``/``describe``/``start``/``stop`` are gone."""
 
 BACKENDS_GROUP = "profwin.backends"
@@ -74,7 +74,7 @@ TRAINERS_GROUP = "profwin.trainers"
 each, whose ``requires`` names the trainer's import name; ``profwin plugins`` lists them."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
-(vllm-ascend, SGLang-on-NPU); see :func:`profwin.engine_flavours`."""
+(vllm-ascend, SGLang-on-NPU); see :func:`profwin.plugin.engine_flavours`."""
 
 
 @frozen(kw_only=True)

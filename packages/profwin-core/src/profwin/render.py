@@ -13,7 +13,7 @@ from profwin.errors import ConfigError, shown
 from profwin.json_form import json_ready
 
 if TYPE_CHECKING:  # rendering reads a plan; the CLI's parser needs FORMS without the engine module
-    from profwin.engine import EnginePlan
+    import profwin.engine  # as a dotted hint, which the argument check resolves only for a value that needs it
     from profwin.window import Window
 
 __all__ = ["FORMS", "plan_comments", "render_plan"]
@@ -36,7 +36,7 @@ def _steps(window: Window | None) -> str:
     return f"{window.start}..{last} (0-based)"
 
 
-def _comments(plan: EnginePlan) -> list[str]:
+def _comments(plan: profwin.engine.EnginePlan) -> list[str]:
     head = f"# {plan.engine} {plan.version or '(version unknown)'}: "
     if plan.window.in_tokens:
         lines = [
@@ -63,7 +63,7 @@ def _comments(plan: EnginePlan) -> list[str]:
 
 
 @checked
-def plan_comments(plan: EnginePlan) -> list[str]:
+def plan_comments(plan: profwin.engine.EnginePlan) -> list[str]:
     """What the user must know about ``plan`` beside its numbers, as ``#`` lines: what it records,
     what it needs where the engine runs (``server_requirement``) and what happens without it
     (``fallback``), its notes, and a more exact request with what that needs (``alternative``).
@@ -72,7 +72,7 @@ def plan_comments(plan: EnginePlan) -> list[str]:
     return _comments(plan)
 
 
-def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:
+def _request(plan: profwin.engine.EnginePlan, form: str) -> Mapping[str, Any]:
     if plan.request is None:
         raise ConfigError(
             f"{plan.engine} {plan.version} takes no per-session request ({plan.mechanism}: the window is fixed at "
@@ -83,7 +83,7 @@ def _request(plan: EnginePlan, form: str) -> Mapping[str, Any]:
 
 
 @checked
-def render_plan(plan: EnginePlan, form: str) -> str:
+def render_plan(plan: profwin.engine.EnginePlan, form: str) -> str:
     """``plan`` as one of :data:`FORMS` (``llm``/``engine`` mean ``python``, ``http`` means ``json``)."""
     chosen = _ALIASES.get(form, form)
     if chosen not in FORMS:

@@ -61,7 +61,7 @@ from profwin.spec import ProfileSpec, as_spec
 from profwin.window import Window
 
 if TYPE_CHECKING:  # the HTTP client and the backends are imported at the first chosen rollout only
-    from profwin.engine import Backend
+    import profwin.engine  # as a dotted hint, which the argument check resolves only for a value that needs it
     from profwin.remote import OnActive, RemoteSession
 
 __all__ = ["RolloutProfiler", "RolloutRecord", "Rollouts"]
@@ -102,7 +102,7 @@ Engines = Any
 """Server URLs, engine objects or EngineTargets (one, or a list), or a function returning them."""
 
 
-@checked
+@checked(own=("on_active",))  # its rule below: the two words, at the field "on_active"
 class RolloutProfiler:
     """Profiles the chosen rollouts of a trainer on its engines (see the module doc).
 
@@ -128,7 +128,7 @@ class RolloutProfiler:
 
     def __init__(
         self,
-        engine: str | Backend,
+        engine: str | profwin.engine.Backend,
         spec: ProfileSpec | Window | str,
         rollouts: object,
         *,

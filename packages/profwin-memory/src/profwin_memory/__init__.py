@@ -7,8 +7,7 @@ pytorch.org/memory_viz; elsewhere, a compact CPU memory timeline of the window. 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from profwin.plugin import lazy_exports
 
@@ -46,13 +45,6 @@ __all__ = [
 ]
 
 
-def _options_name(name: str) -> Any:
-    """``parse_options``: the old name of :func:`memory_options` (warns; see ``profwin_memory.options``)."""
-    # import_module, not "from profwin_memory import options": that asks this package's
-    # __getattr__ for "options" while the submodule is not imported yet, which lands here again.
-    return getattr(importlib.import_module("profwin_memory.options"), name)
-
-
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
@@ -64,5 +56,4 @@ __getattr__, __dir__ = lazy_exports(
         "profwin_memory.reader": ("load_snapshot", "summarize", "summarize_snapshot", "summarize_timeline"),
         "profwin_memory.timeline": ("MAX_TIMELINE_BYTES", "TimelineError", "load_timeline"),
     },
-    fallback=_options_name,
 )

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from attrs import field, frozen
 
-from profwin.plugin import ProfileSpec, at_least, checked, choice, warn
+from profwin.plugin import ProfileSpec, at_least, checked, choice
 from profwin.plugin import parse_options as parse_plugin_options
 
 __all__ = ["DEFAULT_MAX_ENTRIES", "MemoryOptions", "memory_options"]
@@ -45,16 +45,3 @@ def memory_options(source: ProfileSpec | Mapping[str, Any]) -> MemoryOptions:
     """``options.memory`` of a spec (or that mapping), validated by core's ``parse_options``;
     errors name ``options.memory.<key>``."""
     return parse_plugin_options(MemoryOptions, source, "memory")
-
-
-def __getattr__(name: str) -> Any:
-    """``parse_options``, this module's old name of :func:`memory_options` (core's
-    ``parse_options`` is the one options reader)."""
-    if name == "parse_options":
-        warn(
-            "profwin_memory.parse_options is now profwin_memory.memory_options; the old name goes away in profwin-memory 0.2",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return memory_options
-    raise AttributeError(f"module 'profwin_memory.options' has no attribute {name!r}")

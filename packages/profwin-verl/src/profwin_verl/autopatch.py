@@ -16,7 +16,6 @@ still raises.
 
 from __future__ import annotations
 
-import os
 import warnings
 
 from profwin.plugin import PluginError
@@ -30,16 +29,12 @@ PATCHED: list[str] = []
 REFUSED = ""
 """Why verl was left unpatched, or ``""``."""
 
-# The warning names the module the user set: the old path forwards here until profwin-core 0.2.
-_OLD_PATH = "profwin.verl.autopatch"
-_SET = _OLD_PATH if _OLD_PATH in {m.strip() for m in os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",")} else __name__
-
 try:
     PATCHED = patch()
 except Exception as exc:  # whatever went wrong, verl must still import
     REFUSED = str(exc) if isinstance(exc, PluginError) else f"{type(exc).__name__}: {exc}"
     warnings.warn(
-        f"{_SET} left verl unpatched (verl's own rollout profiling stays in place): {REFUSED}",
+        f"{__name__} left verl unpatched (verl's own rollout profiling stays in place): {REFUSED}",
         RuntimeWarning,
         stacklevel=2,
     )
