@@ -13,11 +13,11 @@ Two flags on OpenRLHF's command line, read (and removed) by the launcher
                           say the window
 ========================= ======================================================================
 
-The spec's ``output_dir`` (default :data:`DEFAULT_OUTPUT_DIR`) is kept as written and resolved in
-each process that uses it, ``~`` and ``$VARIABLES`` included: each engine writes on its own node,
-and the trainer's copies land in the same path on the trainer's node. The settings travel from the
-launcher to every Ray worker as JSON in the environment variable :data:`ENV` (Ray's
-``runtime_env``).
+The spec's ``output_dir`` (default: every trainer's, ``profwin.plugin.RolloutSettings``'s) is kept as written
+and resolved in each process that uses it, ``~`` and ``$VARIABLES`` included: each engine writes
+on its own node, and the trainer's copies land in the same path on the trainer's node. The
+settings travel from the launcher to every Ray worker in their JSON form (core's one converter)
+in the environment variable :data:`ENV` (Ray's ``runtime_env``).
 """
 
 from __future__ import annotations
@@ -25,103 +25,45 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from attrs import field, frozen
+from attrs import frozen
 
-from profwin.plugin import (
-    FORMAT_KEY,
-    ConfigError,
-    Format,
-    ProfileSpec,
-    Rollouts,
-    checked,
-    parse_json,
-    shown,
-    spec_from_mapping,
-    spec_mapping,
-)
+from profwin.plugin import ConfigError, RolloutSettings, checked, parse_json, shown
 
-__all__ = ["DEFAULT_OUTPUT_DIR", "ENV", "FLAGS", "SETTINGS_FORMAT", "OpenRLHFProfiling", "split_argv"]
+__all__ = ["ENV", "FLAGS", "KEYS", "OpenRLHFProfiling", "split_argv"]
 
-DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
-"""Where each engine writes its traces when the spec names no ``output_dir`` (on its node), and
-where the trainer's copies of them land (on the trainer's node)."""
 ENV = "PROFWIN_OPENRLHF"
-"""The environment variable that carries the settings (JSON) to OpenRLHF's Ray workers."""
-FLAGS = ("--profwin.rollouts", "--profwin.spec")
+"""The environment variable that carries the settings (their JSON form) to OpenRLHF's Ray workers."""
+KEYS = {"rollouts": "--profwin.rollouts", "spec": "--profwin.spec"}
+"""The launcher's flag for each field: what an error names."""
+FLAGS = tuple(KEYS.values())
 """The launcher's flags."""
-SETTINGS_FORMAT = Format("profwin-openrlhf.settings", version=2, package="profwin-openrlhf")
-"""What :data:`ENV` carries: ``rollouts`` and ``spec`` (version 1: the same without ``"format"``)."""
-
-
-def _spec_data(value: object, path: str) -> dict[str, Any]:
-    """The spec's mapping form, checked now by core's one reader of a trainer's spec setting."""
-    return spec_mapping(value, path=path, output_dir=DEFAULT_OUTPUT_DIR)
-
-
-def _rollouts(value: object) -> Rollouts:
-    return Rollouts.of(value, path="--profwin.rollouts")
-
-
-def _spec(value: object) -> dict[str, Any]:
-    return _spec_data(value, "--profwin.spec")
 
 
 @frozen(kw_only=True)
-class OpenRLHFProfiling:
-    """profwin-openrlhf's settings, checked however they are made (:meth:`of`, the constructor,
-    :meth:`from_json`): a bad value is a :class:`~profwin.ConfigError` naming the flag, the value
-    and the rule.
+class OpenRLHFProfiling(RolloutSettings):
+    """profwin-openrlhf's settings (rollout *k*: the *k*-th ``generate_samples`` call), checked
+    however they are made; read from the launcher's flags by :func:`split_argv` and from
+    :data:`ENV` by :meth:`from_env`, each error naming the flag."""
 
-    Attributes:
-        rollouts: which rollouts are profiled (rollout *k*: the *k*-th ``generate_samples`` call).
-        spec: the spec's mapping form, its ``output_dir`` as written (see :meth:`spec_here`).
-    """
-
-    rollouts: Rollouts = field(converter=_rollouts)
-    spec: Mapping[str, Any] = field(converter=_spec)
+    def to_env(self) -> str:
+        """The text :data:`ENV` carries: the settings' JSON form."""
+        return json.dumps(self.to_dict())
 
     @classmethod
-    def of(cls, rollouts: object, spec: object) -> OpenRLHFProfiling:
-        """Settings from the two values, checked; a :class:`~profwin.ConfigError` names the flag at fault."""
-        return cls(rollouts=rollouts, spec=spec)
-
-    def spec_here(self) -> ProfileSpec:
-        """The spec in this process: ``output_dir`` with ``~`` and ``$VARIABLES`` resolved here."""
-        data = dict(self.spec)
-        data["output_dir"] = os.path.expanduser(os.path.expandvars(str(data["output_dir"])))
-        return spec_from_mapping(data, path="--profwin.spec")
-
-    def to_json(self) -> str:
-        """The form :data:`ENV` carries (:data:`SETTINGS_FORMAT`)."""
-        return json.dumps(SETTINGS_FORMAT.stamp({"rollouts": str(self.rollouts), "spec": dict(self.spec)}))
-
-    @classmethod
-    def from_json(cls, text: object) -> OpenRLHFProfiling:
-        """The settings :meth:`to_json` wrote (version 1: without ``"format"``), checked; anything
-        else is a :class:`~profwin.ConfigError` at :data:`ENV`."""
-        if not isinstance(text, str):
-            raise ConfigError(f"must be profwin-openrlhf's settings as JSON text (got {shown(text)})", path=ENV)
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OpenRLHFProfiling | None:
+        """The settings in :data:`ENV` (of ``environ``, default this process's), or ``None`` when it
+        is unset; anything but :meth:`to_env`'s form is a :class:`~profwin.ConfigError` at :data:`ENV`."""
+        if environ is not None and not isinstance(environ, Mapping):
+            raise ConfigError(f"must be a mapping of environment variables (got {shown(environ)})", path="environ")
+        text = (os.environ if environ is None else environ).get(ENV)
+        if not text:
+            return None
         try:
             data = parse_json(text, source="the JSON text")
         except ConfigError as exc:
             raise ConfigError(f"must be profwin-openrlhf's settings as JSON ({exc}; got {shown(text)})", path=ENV) from None
-        if not isinstance(data, dict) or set(data) - {FORMAT_KEY} != {"rollouts", "spec"}:
-            raise ConfigError(f"must be an object with 'rollouts' and 'spec' (got {shown(data)})", path=ENV)
-        try:
-            SETTINGS_FORMAT.check(data)
-        except ConfigError as exc:
-            raise exc.at(ENV) from None
-        return cls.of(data["rollouts"], data["spec"])
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> OpenRLHFProfiling | None:
-        """The settings in :data:`ENV`, or ``None`` when it is unset."""
-        if environ is not None and not isinstance(environ, Mapping):
-            raise ConfigError(f"must be a mapping of environment variables (got {shown(environ)})", path="environ")
-        text = (os.environ if environ is None else environ).get(ENV)
-        return None if not text else cls.from_json(text)
+        return cls.of(data, path=ENV, keys=KEYS)
 
 
 @checked
@@ -157,4 +99,4 @@ def split_argv(argv: Sequence[str]) -> tuple[OpenRLHFProfiling | None, list[str]
     missing = [f for f in FLAGS if f not in values]
     if missing:
         raise ConfigError(f"is needed with {', '.join(sorted(values))}", path=missing[0])
-    return OpenRLHFProfiling.of(values["--profwin.rollouts"], values["--profwin.spec"]), rest
+    return OpenRLHFProfiling.read({name: values[flag] for name, flag in KEYS.items()}, keys=KEYS), rest

@@ -5,10 +5,11 @@ slime hands every rollout function its parsed ``args`` (an ``argparse.Namespace`
 unknown flags without a word), and ``--custom-config-path FILE.yaml`` sets every key of that YAML
 file on ``args`` ("the YAML config for custom function arguments"): that is where profwin's
 settings go. An entry point of your own may add them as flags instead
-(``parse_args(add_custom_arguments=profwin_slime.add_arguments)``). Read from slime at
-:data:`SLIME_COMMIT`: ``slime/utils/arguments.py`` (``--rollout-function-path``,
-``--eval-function-path``, ``--custom-config-path``, ``parse_args``), ``slime/ray/rollout.py``
-(``RolloutManager``), ``slime/backends/sglang_utils/arguments.py`` (``--sglang-router-ip/port``).
+(``parse_args(add_custom_arguments=profwin_slime.add_arguments)``). Read from slime at commit
+624b824 (the release range: ``profwin_slime._plugin.PLUGIN.requires``): ``slime/utils/arguments.py``
+(``--rollout-function-path``, ``--eval-function-path``, ``--custom-config-path``, ``parse_args``),
+``slime/ray/rollout.py`` (``RolloutManager``), ``slime/backends/sglang_utils/arguments.py``
+(``--sglang-router-ip/port``).
 
 ========================== =====================================================================
 ``profwin_rollouts``       which rollouts (``"1,3"``, ``"3+4"``, ``"%10"``, a list, one id); unset:
@@ -29,66 +30,61 @@ from typing import Any
 
 from attrs import field, frozen
 
-from profwin.plugin import ConfigError, JsonForm, ProfileSpec, Rollouts, checked, shown, spec_from_mapping, spec_mapping
+from profwin.plugin import ConfigError, RolloutSettings, checked, shown
 
 __all__ = [
-    "DEFAULT_OUTPUT_DIR",
     "DEFAULT_ROLLOUT_FUNCTION",
     "FULLY_ASYNC",
-    "SLIME_COMMIT",
+    "KEYS",
     "SlimeProfiling",
     "add_arguments",
     "rollout_function",
 ]
 
-SLIME_COMMIT = "624b824a898ab0ec1fcb4d373004c7f3852bf515"
-"""The slime commit whose source profwin-slime was written against (THUDM/slime, 2026-08-21)."""
 DEFAULT_ROLLOUT_FUNCTION = "slime.rollout.sglang_rollout.generate_rollout"
 """slime's default ``--rollout-function-path``: what profwin-slime calls unless told otherwise."""
 FULLY_ASYNC = "slime.rollout.fully_async_rollout.generate_rollout_fully_async"
 """slime's fully-async rollout: a background worker keeps generations in flight across rollout
-boundaries, so no window on the engines can hold one rollout alone (refused)."""
-DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
-"""Where each worker writes its traces when ``profwin_spec`` names no ``output_dir`` (on the
-worker's node; slime's ``tools/profile_rollout.py`` uses ``/tmp/sglang_profile`` the same way)."""
-
-
-def _as_rollouts(value: object) -> Rollouts:
-    return Rollouts.of(value, path="profwin_rollouts")
-
-
-def _as_spec(value: object) -> ProfileSpec:
-    return value if isinstance(value, ProfileSpec) else _spec(value)
-
-
-def _check_function(_: object, __: object, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(
-            f"must be a dotted path like 'package.module.function' (got {shown(value)})", path="profwin_rollout_function"
-        )
-    rollout_function(argparse.Namespace(profwin_rollout_function=value))
+boundaries, so no window on the engines can hold one rollout alone (not profiled)."""
+KEYS = {
+    "rollouts": "profwin_rollouts",
+    "spec": "profwin_spec",
+    "evaluation": "profwin_eval",
+    "rollout_function": "profwin_rollout_function",
+}
+"""The key on slime's ``args`` of each field: what an error names."""
 
 
 def _check_flag(_: object, __: object, value: object) -> None:
     if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {shown(value)})", path="profwin_eval")
+        raise ConfigError(f"must be true or false (got {shown(value)})", path="evaluation")
+
+
+def _check_function(_: object, __: object, value: object) -> None:
+    _function_path(value, path="rollout_function")
+    if value == FULLY_ASYNC:
+        raise ConfigError(
+            f"{value} keeps generations in flight across rollout boundaries (its background worker), so a window on the "
+            "engines would hold other rollouts' requests too: profwin-slime does not profile it "
+            "(use slime.rollout.sglang_rollout.generate_rollout, with train.py or train_async.py)",
+            path="rollout_function",
+        )
 
 
 @frozen(kw_only=True)
-class SlimeProfiling(JsonForm):
-    """profwin-slime's settings, read from slime's ``args`` by :meth:`from_args` and checked
-    however they are made (the constructor too): a bad value is a :class:`~profwin.ConfigError`
-    naming the key (``profwin_spec``), the value and the rule.
+class SlimeProfiling(RolloutSettings):
+    """profwin-slime's settings, read from slime's ``args`` by :meth:`from_args` (each error naming
+    the key there) and checked however they are made.
 
     Attributes:
         rollouts: which rollouts are profiled.
         spec: what each profiled rollout records (window, activities, ``output_dir``).
+        timeout: seconds each call to a worker may take.
         evaluation: evaluation rollouts are profiled too (their files say ``eval<id>``).
-        rollout_function: the dotted path of the function profwin-slime calls.
+        rollout_function: the dotted path of the function profwin-slime calls; slime's
+            fully-async rollout is not profiled (:data:`FULLY_ASYNC`).
     """
 
-    rollouts: Rollouts = field(converter=_as_rollouts)
-    spec: ProfileSpec = field(converter=_as_spec)
     evaluation: bool = field(default=False, validator=_check_flag)
     rollout_function: str = field(default=DEFAULT_ROLLOUT_FUNCTION, validator=_check_function)
 
@@ -96,49 +92,30 @@ class SlimeProfiling(JsonForm):
     def from_args(cls, args: Any) -> SlimeProfiling | None:
         """The settings on ``args`` (slime's ``Namespace``), or ``None`` when ``profwin_rollouts``
         is unset: profiling is off. Raises :class:`~profwin.ConfigError` naming the key at fault."""
-        rollouts = getattr(args, "profwin_rollouts", None)
-        if rollouts is None:
+        if getattr(args, KEYS["rollouts"], None) is None:
             return None
-        evaluation = getattr(args, "profwin_eval", None)
-        if evaluation is None:
-            evaluation = False
-        return cls(
-            rollouts=Rollouts.of(rollouts, path="profwin_rollouts"),
-            spec=_spec(getattr(args, "profwin_spec", None)),
-            evaluation=evaluation,
-            rollout_function=rollout_function(args),
+        values = {name: getattr(args, key, None) for name, key in KEYS.items()}
+        values["rollout_function"] = rollout_function(args)
+        return cls.read({name: value for name, value in values.items() if value is not None}, keys=KEYS)
+
+
+def _function_path(value: object, *, path: str) -> str:
+    if not isinstance(value, str) or "." not in value.strip(".") or any(not part.isidentifier() for part in value.split(".")):
+        raise ConfigError(f"must be a dotted path like 'package.module.function' (got {shown(value)})", path=path)
+    if value.split(".")[0] == "profwin_slime":
+        raise ConfigError(
+            f"is profwin-slime itself ({value}): name the function it should call (default {DEFAULT_ROLLOUT_FUNCTION})",
+            path=path,
         )
-
-
-def _spec(value: object) -> ProfileSpec:
-    path = "profwin_spec"
-    if value is None:
-        raise ConfigError("must say the window to record in each profiled rollout, e.g. '20:80'", path=path)
-    return spec_from_mapping(spec_mapping(value, path=path, output_dir=DEFAULT_OUTPUT_DIR), path=path)
+    return value
 
 
 def rollout_function(args: Any) -> str:
     """The dotted path of the function profwin-slime calls (``args.profwin_rollout_function``,
-    default :data:`DEFAULT_ROLLOUT_FUNCTION`), checked: never profwin-slime itself, never slime's
-    fully-async rollout (:data:`FULLY_ASYNC`)."""
-    path = getattr(args, "profwin_rollout_function", None) or DEFAULT_ROLLOUT_FUNCTION
-    if not isinstance(path, str) or "." not in path.strip(".") or any(not part.isidentifier() for part in path.split(".")):
-        raise ConfigError(
-            f"must be a dotted path like 'package.module.function' (got {shown(path)})", path="profwin_rollout_function"
-        )
-    if path.split(".")[0] == "profwin_slime":
-        raise ConfigError(
-            f"is profwin-slime itself ({path}): name the function it should call (default {DEFAULT_ROLLOUT_FUNCTION})",
-            path="profwin_rollout_function",
-        )
-    if path == FULLY_ASYNC:
-        raise ConfigError(
-            f"{path} keeps generations in flight across rollout boundaries (its background worker), so a window on the "
-            "engines would hold other rollouts' requests too: profwin-slime does not profile it "
-            "(use slime.rollout.sglang_rollout.generate_rollout, with train.py or train_async.py)",
-            path="profwin_rollout_function",
-        )
-    return path
+    default :data:`DEFAULT_ROLLOUT_FUNCTION`), checked: a dotted path, never profwin-slime itself."""
+    return _function_path(
+        getattr(args, KEYS["rollout_function"], None) or DEFAULT_ROLLOUT_FUNCTION, path=KEYS["rollout_function"]
+    )
 
 
 @checked

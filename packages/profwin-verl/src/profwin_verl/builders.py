@@ -25,7 +25,7 @@ import os
 from typing import Any
 
 from profwin.plugin import EnginePlan, PluginError, ProfileSpec, Window, WindowWarning, backend, checked, warn
-from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
+from profwin_verl.traces import expect_trim, read, rollout_trace_dir
 
 __all__ = ["build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "window_set"]
 

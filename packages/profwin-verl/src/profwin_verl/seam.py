@@ -1,24 +1,29 @@
-"""``patch()``/``unpatch()``: verl's rollout profiling functions swapped for profwin's, in
+"""verl's seam: its rollout profiling functions swapped for profwin's by :func:`enable`, in
 ``verl.utils.profiler.config`` and in every verl module that imported them by name (verl's vLLM,
-SGLang and TRT-LLM rollout servers, ``verl.utils.profiler``)."""
+SGLang and TRT-LLM rollout servers, ``verl.utils.profiler``), and verl's SGLang server stop made to
+take an SGLang that stopped by itself (:mod:`profwin_verl.sglang_stop`).
+
+verl's settings are verl's own config (its ``global_profiler`` and role ``profiler`` blocks, read
+with verl's meaning by :func:`profwin_verl.load_verl`): ``enable`` takes none. The verb pair, its
+policy and ``records()`` are core's (:class:`profwin.plugin.TrainerIntegration`); verl starts and
+stops its engines' profiler itself, so ``records()`` stays empty (its files are in ``save_path``).
+"""
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from profwin.plugin import PluginError, checked
+from profwin.plugin import PluginError, RolloutSettings, TrainerIntegration
 from profwin_verl import sglang_stop
+from profwin_verl._plugin import PLUGIN
 
-__all__ = ["NAMES", "SUPPORTED_VERL", "patch", "unpatch"]
+__all__ = ["CONFIG_MODULE", "INTEGRATION", "NAMES", "VerlIntegration", "disable", "enable", "records"]
 
-SUPPORTED_VERL = "0.9"
-"""The verl release series whose functions :func:`patch` replaces (their signatures are checked
-against verl 0.9.1)."""
-
+CONFIG_MODULE = "verl.utils.profiler.config"
+"""Where verl defines the functions swapped."""
 NAMES: tuple[str, ...] = (
     "build_vllm_profiler_args",
     "build_sglang_profiler_args",
@@ -27,81 +32,54 @@ NAMES: tuple[str, ...] = (
     "rollout_trace_local_rank",
     "relocate_rollout_traces",
 )
-"""The functions swapped."""
-
-_ORIGINALS: dict[str, Callable[..., Any]] = {}  # verl's own functions, kept from the first patch()
+"""The functions swapped (their signatures are checked against verl 0.9.1)."""
 
 
-@checked
-def patch(*, force: bool = False) -> list[str]:
-    """Swap verl's functions for profwin's wherever verl holds them; returns ``module.name`` for
-    each one swapped by this call (empty when all were already swapped).
+class VerlIntegration(TrainerIntegration[RolloutSettings]):
+    """verl's rollout profiling functions, exact (see the module doc)."""
 
-    Idempotent; a verl module imported later that imports the names from
-    ``verl.utils.profiler.config`` gets profwin's. Raises :class:`profwin.PluginError` when verl is
-    not importable, or is not a 0.9 release (``force=True`` patches anyway).
-    """
-    config = _verl_config()
-    version = str(getattr(sys.modules["verl"], "__version__", "unknown"))
-    if not force and version.split(".")[:2] != SUPPORTED_VERL.split("."):
-        raise PluginError(
-            f"profwin_verl.patch() replaces verl {SUPPORTED_VERL}.x's rollout profiling functions, and verl is {version}: "
-            "their signatures may differ; check them and call patch(force=True) to patch anyway"
-        )
-    missing = [name for name in NAMES if not callable(getattr(config, name, None))]
-    if missing:
-        raise PluginError(
-            f"profwin_verl.patch() replaces verl's rollout profiling functions, and verl {version}'s "
-            f"verl.utils.profiler.config has no {', '.join(missing)}"
-        )
-    if not _ORIGINALS:
+    trainer = "verl"
+    unprofiled = "unpatched (verl's own rollout profiling stays in place)"
+
+    def seams(self) -> None:
+        config = self.imported(CONFIG_MODULE)
+        missing = [name for name in NAMES if not callable(getattr(config, name, None))]
+        if missing:
+            raise PluginError(f"verl's {CONFIG_MODULE} has no {', '.join(missing)}")
+
+    def install(self, settings: RolloutSettings | None) -> list[str]:
+        """Each verl module's attribute in ``NAMES`` that *is* verl's function, swapped (a module's
+        own function of the same name is left alone); a verl module imported later takes the
+        names from ``verl.utils.profiler.config``, which holds profwin's."""
+        config = sys.modules[CONFIG_MODULE]
+        ours = _ours()
+        swapped = []
         for name in NAMES:
-            _ORIGINALS[name] = getattr(config, name)
-    ours = _ours()
-    swapped = _swap({id(_ORIGINALS[name]): (name, ours[name]) for name in NAMES})
-    # verl's SGLang server stop takes an SGLang that stopped by itself (sglang_stop.py).
-    wrapped = sglang_stop.install()
-    return swapped + ([wrapped] if wrapped else [])
+            original = self.original(config, name)
+            for module_name, module in sorted(sys.modules.items()):
+                if not isinstance(module, ModuleType) or not (module_name == "verl" or module_name.startswith("verl.")):
+                    continue
+                if vars(module).get(name) is original:
+                    swapped += self.replace(module, name, _constant(ours[name]))
+        return swapped + self.when_imported(sglang_stop.SERVER_MODULE, self._stop_taking_a_stop)
+
+    def _stop_taking_a_stop(self, module: ModuleType) -> list[str]:
+        server = getattr(module, "SGLangHttpServer", None)
+        if not callable(getattr(server, "stop_profile", None)):
+            return []  # another verl's server: its stop stays as it is
+        return self.replace(server, "stop_profile", lambda original: sglang_stop.stopping(original, module))
 
 
-def unpatch() -> list[str]:
-    """Put verl's own functions back everywhere :func:`patch` put profwin's; returns what was restored."""
-    if not _ORIGINALS:
-        return []
-    ours = _ours()
-    restored = sglang_stop.uninstall()
-    return _swap({id(ours[name]): (name, _ORIGINALS[name]) for name in NAMES}) + ([restored] if restored else [])
-
-
-def _swap(replacements: dict[int, tuple[str, Callable[..., Any]]]) -> list[str]:
-    """In every imported verl module, replace each attribute named in ``NAMES`` that *is* one of
-    the functions being replaced (a module's own function of the same name is left alone)."""
-    swapped = []
-    for module_name, module in sorted(sys.modules.items()):
-        if not isinstance(module, ModuleType) or not (module_name == "verl" or module_name.startswith("verl.")):
-            continue
-        namespace = vars(module)
-        for name in NAMES:
-            current = namespace.get(name)
-            if current is None or id(current) not in replacements:
-                continue
-            wanted_name, replacement = replacements[id(current)]
-            if wanted_name == name:
-                setattr(module, name, replacement)
-                swapped.append(f"{module_name}.{name}")
-    return swapped
-
-
-def _verl_config() -> ModuleType:
-    try:
-        return importlib.import_module("verl.utils.profiler.config")
-    except ImportError as exc:
-        raise PluginError(
-            f"profwin_verl.patch() needs verl installed: cannot import verl.utils.profiler.config ({exc})"
-        ) from None
+def _constant(value: Any) -> Callable[[Any], Any]:
+    return lambda _: value
 
 
 def _ours() -> dict[str, Callable[..., Any]]:
-    from profwin_verl import builders, rollout
+    from profwin_verl import builders, traces
 
-    return {name: getattr(builders, name, None) or getattr(rollout, name) for name in NAMES}
+    return {name: getattr(builders, name, None) or getattr(traces, name) for name in NAMES}
+
+
+INTEGRATION = VerlIntegration(PLUGIN)
+"""profwin-verl's one integration (its plugin's target)."""
+enable, disable, records = INTEGRATION.enable, INTEGRATION.disable, INTEGRATION.records

@@ -32,9 +32,9 @@ def _target() -> Any:
 warnings.warn(_MOVED, DeprecationWarning, stacklevel=2)
 _verl = _target()
 __all__ = list(_verl.__all__)
-# `import profwin.verl.config` (and the other submodules) finds profwin_verl's own module.
-for _sub in ("builders", "config", "patch", "rollout"):
-    sys.modules.setdefault(f"{__name__}.{_sub}", importlib.import_module(f"profwin_verl.{_sub}"))
+# `import profwin.verl.config` (and the other submodules) finds profwin_verl's own module, by its new name.
+for _sub, _new in (("builders", "builders"), ("config", "settings"), ("patch", "seam"), ("rollout", "traces")):
+    sys.modules.setdefault(f"{__name__}.{_sub}", importlib.import_module(f"profwin_verl.{_new}"))
 
 
 def __getattr__(name: str) -> Any:
