@@ -289,7 +289,7 @@ for name in names[1:]:
     except Exception as exc:
         record(name, exc)
 for ep in dist.entry_points:
-    if ep.group in ("profwin.backends", "profwin.profilers", "profwin.trainers"):
+    if ep.group in ("profwin.backends", "profwin.profilers", "profwin.trainers", "profwin.clusters"):
         requires += list(getattr(ep.load(), "requires", ()))
 print(json.dumps({"top": top, "file": getattr(package, "__file__", None),
                   "modules": names, "failures": failures, "requires": requires}))
@@ -329,7 +329,7 @@ def _assert_no_undeclared_imports(venv: Venv, name: str) -> dict[str, Any]:
     # What the plugin may lack here: its optional engine and what its PluginSpec declares it
     # needs at run time (core reports those as "missing dependency"); never a sibling plugin,
     # never anything else.
-    allowed = extras | set(report["requires"])
+    allowed = extras | {_import_name(_requirement_name(r)) for r in report["requires"]}
     siblings = {_import_name(p) for p in PLUGINS if p != name}
     for module, failure in report["failures"].items():
         missing = failure["missing"]
@@ -474,7 +474,7 @@ def test_profwin_verl_from_its_wheel_is_found_through_its_entry_point_next_to_ve
     yaml_file = verl_venv.path / "trainer.yaml"
     yaml_file.write_text(_VERL_YAML)
     read = json.loads(verl_venv.run(str(verl_venv.python), "-I", "-c", _READ_VERL, str(yaml_file)))
-    assert read["entry_point"] == "profwin_verl.config:spec_format"
+    assert read["entry_point"] == "profwin_verl.settings:spec_format"
     assert read["dist"] == "profwin-verl"
     assert (read["window"], read["output_dir"]) == ("20:80 tokens", "prof")
     assert read["core_verl"] is False  # core imports no distribution above it: verl's path is profwin_verl only

@@ -116,7 +116,8 @@ class Trainer:
         import profwin_openrlhf
 
         return {
-            "wrapped": bool(getattr(SamplesGenerator.generate_samples, "_profwin_wrapped", False)),
+            "wrapped": profwin_openrlhf.INTEGRATION.original(SamplesGenerator, "generate_samples")
+            is not SamplesGenerator.generate_samples,
             "records": [r.to_dict() for r in profwin_openrlhf.records()],
             "node_dir": self.node_dir,
         }
@@ -179,7 +180,7 @@ def main(model: str, work: Path, report_path: Path) -> None:
     dirs = {"head": work / "head", "n1": work / "n1"}
     for folder in dirs.values():
         folder.mkdir(parents=True)
-    settings = OpenRLHFProfiling.of("1", json.dumps({"window": "2:6", "output_dir": "$PROFWIN_NODE_DIR/traces"}))
+    settings = OpenRLHFProfiling(rollouts="1", spec=json.dumps({"window": "2:6", "output_dir": "$PROFWIN_NODE_DIR/traces"}))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         replaced = profwin_openrlhf.enable(settings)  # what the launcher does before OpenRLHF's train()
@@ -209,7 +210,7 @@ def main(model: str, work: Path, report_path: Path) -> None:
         files = {name: _files(folder / "traces") for name, folder in dirs.items()}  # before the token run
         # The token-window run (module doc): its trainer, with the settings its launcher would give.
         ray.kill(trainer)
-        token_env = profwin_openrlhf.runtime_env(OpenRLHFProfiling.of(TOKEN_RUN[0], json.dumps(TOKEN_RUN[1])))
+        token_env = profwin_openrlhf.runtime_env(OpenRLHFProfiling(rollouts=TOKEN_RUN[0], spec=json.dumps(TOKEN_RUN[1])))
         token_trainer = (
             ray.remote(num_cpus=0, resources={"trainer": 1})(Trainer).options(runtime_env=token_env).remote(model, engines)
         )

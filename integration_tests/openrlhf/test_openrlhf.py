@@ -66,9 +66,13 @@ def report(openrlhf_python: Path, openrlhf_site: Path, tiny_model: Path, tmp_pat
 
 
 def test_enabled_as_the_launcher_does_and_every_worker_gets_the_hook(report: Any) -> None:
-    assert report["replaced"] == ["openrlhf.trainer.ray.vllm_engine.RolloutRayActor", "ray.init"]
+    assert report["replaced"] == [
+        "openrlhf.trainer.ray.vllm_engine.RolloutRayActor",
+        "ray.init",
+        "openrlhf.trainer.ppo_utils.samples_generator.SamplesGenerator.generate_samples",  # in the driver too
+    ]
     assert report["enable_warnings"] == []
-    assert report["hook"] == "profwin_openrlhf.generator.setup"
+    assert report["hook"] == "profwin_openrlhf.seam.setup"
     # OpenRLHF's own env_vars are kept beside profwin's settings.
     assert {"TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "RAY_ENABLE_ZERO_COPY_TORCH_TENSORS", "PROFWIN_OPENRLHF"} <= set(
         report["job_env_vars"]
@@ -174,8 +178,8 @@ def test_an_openrlhf_of_another_series_gets_one_warning_and_is_left_alone(
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["version"] == "0.10.4"
     assert report["warnings"] == [
-        "RuntimeWarning: profwin-openrlhf left OpenRLHF unprofiled: profwin-openrlhf profiles OpenRLHF 0.11.x "
-        "(its RolloutRayActor and SamplesGenerator), and OpenRLHF is 0.10.4: its seams may differ"
+        "RuntimeWarning: profwin-openrlhf left OpenRLHF unprofiled: profwin-openrlhf supports openrlhf>=0.11,<0.12, "
+        "and OpenRLHF is 0.10.4: its seams may differ (enable(force=True) tries anyway)"
     ]
     assert all(report[k] for k in ("actor_untouched", "ray_init_untouched", "generate_untouched", "meta_path_untouched"))
     # Then OpenRLHF's own entry point ran with the rest of the command line, until it imported its

@@ -283,8 +283,9 @@ def test_slime_profiles_the_chosen_rollouts_on_every_worker_from_a_ray_actor(
 
 @pytest.fixture
 def slime_here(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Namespace]]:
-    """The stand-in importable in this process, and ``args(router, **profwin_keys)`` as slime's
-    ``parse_args`` leaves them; profwin-slime is this workspace's (installed in the dev venv)."""
+    """The stand-in importable in this process (with its ``slime-0.3.1.dist-info``: profwin-slime's
+    version rule reads it), and ``args(router, **profwin_keys)`` as slime's ``parse_args`` leaves
+    them; profwin-slime is this workspace's (installed in the dev venv)."""
     monkeypatch.syspath_prepend(str(SLIME))
 
     def args(router: Router, **keys: object) -> Namespace:
@@ -318,9 +319,10 @@ def test_slime_rollout_that_raises_is_stopped_collected_and_propagates(
 
     out = tmp_path / "traces"
     args = slime_here(slime_router, **_profwin_config(out, "2", profwin_rollout_function="rollout_faults.raises"))
+    before = profwin_slime.records()
     with pytest.raises(RuntimeError, match=r"^rollout 2: the reward model at http://rm:8000 did not answer$"):
         profwin_slime.generate_rollout(args, 2, _DataSource())
-    (record,) = profwin_slime.records()
+    (record,) = profwin_slime.records()[len(before) :]
     assert (record.rollout, record.ok) == (2, True)
     assert record.error == "RuntimeError: rollout 2: the reward model at http://rm:8000 did not answer"
     assert record.message.startswith("rollout 2 raised RuntimeError: rollout 2: the reward model")
@@ -342,11 +344,12 @@ def test_slime_worker_that_leaves_the_router_mid_rollout_is_stopped_at_its_url(
         out = tmp_path / "traces"
         keys = _profwin_config(out, [0], profwin_rollout_function="rollout_faults.leaves_the_router")
         args = slime_here(router, leaving_worker=b.url, **keys)
+        before = profwin_slime.records()
         profwin_slime.generate_rollout(args, 0, _DataSource())
         assert [w for w in profwin.router(router.url)] == [a.url]  # b has left
     finally:
         router.stop()
-    (record,) = profwin_slime.records()
+    (record,) = profwin_slime.records()[len(before) :]
     by_url = {r.target: r for r in record.results}
     assert (by_url[a.url].ok, by_url[a.url].details["router"]) == (True, "listed")
     assert (by_url[b.url].ok, by_url[b.url].details["router"]) == (True, "left")
@@ -383,10 +386,11 @@ def test_slime_token_window_on_stock_workers_is_the_step_window_said_once_per_wo
     out = tmp_path / "traces"
     spec = {"window": "2:6 tokens", "output_dir": str(out), "activities": ["cpu"]}
     args = slime_here(slime_router, profwin_rollouts=[0], profwin_spec=spec)
+    before = profwin_slime.records()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         profwin_slime.generate_rollout(args, 0, _DataSource())
-    (record,) = profwin_slime.records()
+    (record,) = profwin_slime.records()[len(before) :]
     assert (record.rollout, record.kind, record.ok, record.error) == (0, "rollout", True, "")
     assert sorted(r.target for r in record.results) == sorted(s.url for s in servers)
     said = [str(w.message) for w in caught if issubclass(w.category, profwin.WindowWarning)]

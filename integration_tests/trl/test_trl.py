@@ -136,7 +136,7 @@ def test_server_launched_wider_records_it_and_trims_to_the_window_with_one_warni
 
 
 def test_colocate_a_token_window_is_what_the_token_rule_gives_from_vllms_own_record(report: Any) -> None:
-    """``profwin_trl.enable({"window": "2:6 tokens"}, 1)``: vLLM 0.27 takes the window at launch, so
+    """``profwin_trl.enable(TRLProfiling(rollouts=1, spec={"window": "2:6 tokens"}))``: vLLM 0.27 takes the window at launch, so
     profwin-trl launches TRL's ``LLM`` with the token window encoded in its ``profiler_config``, and
     profwin-vllm's engine plugin decides it inside the engine. The trace of generation call 1 holds
     exactly the steps the token rule (docs/window.md, token_rule.py) gives for tokens 2..5 from
@@ -174,8 +174,8 @@ def test_a_trl_of_another_series_gets_one_warning_and_is_left_alone(trl_python: 
     assert report["version"] == "1.10.0"
     assert report["replaced"] == []
     assert report["warnings"] == [
-        "RuntimeWarning: profwin-trl left TRL unprofiled: profwin-trl profiles TRL 1.11 to 1.16 (VLLMGeneration, "
-        "and trl vllm-serve as vLLM's own server), and TRL is 1.10.0: its seams may differ"
+        "RuntimeWarning: profwin-trl left TRL unprofiled: profwin-trl supports trl>=1.11,<1.17, and TRL is 1.10.0: "
+        "its seams may differ (enable(force=True) tries anyway)"
     ]
     assert report["llm_untouched"]
     assert report["generate_untouched"]

@@ -36,7 +36,7 @@ version cannot honour). The colocated engine is launched by profwin-trl with the
 bounds. The report gives, for every trace, vLLM's own annotation of each step it holds and when
 the step ran, and the wall-clock span of each training step (a ``TrainerCallback``).
 
-A third run (``tokens``) is colocate mode again, with ``profwin_trl.enable({"window": "2:6
+A third run (``tokens``) is colocate mode again, with ``profwin_trl.enable`` given ``{"window": "2:6
 tokens"}, 1)``: a new ``GRPOTrainer`` and so a new in-process ``LLM``, launched by profwin-trl with
 the token window in its launch config (vLLM 0.27). profwin-vllm's engine plugin, registered in
 this environment as an install registers it (``vllm.general_plugins``), decides the window inside
@@ -236,7 +236,8 @@ def main(model: str, work: Path, report_path: Path) -> None:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 # What a user writes before building the trainer.
-                report[f"{name}_replaced"] = profwin_trl.enable({**window, "output_dir": str(folders[name])}, 1)
+                settings = profwin_trl.TRLProfiling(rollouts=1, spec={**window, "output_dir": str(folders[name])})
+                report[f"{name}_replaced"] = profwin_trl.enable(settings)
                 # The tokens run: vLLM's own record of generation call 1, outside profwin-trl's wrapper.
                 recorder = CallRecord(vllm_generation.VLLMGeneration, chosen=1) if name == "tokens" else None
                 with recorder or contextlib.nullcontext():

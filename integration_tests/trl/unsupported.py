@@ -23,7 +23,7 @@ def main(report_path: Path) -> None:
     originals = {"LLM": vllm_generation.LLM, "generate": vllm_generation.VLLMGeneration.generate}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        replaced = profwin_trl.enable("2:6", 1)
+        replaced = profwin_trl.enable(profwin_trl.TRLProfiling(rollouts=1, spec="2:6"))
     report = {
         "version": importlib.metadata.version("trl"),
         "replaced": replaced,

@@ -128,7 +128,7 @@ def main(url: str, api_key: str, save_path: str, start: int, end: int) -> None:
     json.dump(
         {
             "verl": verl.__version__,
-            "autopatch_warnings": [str(w.message) for w in import_warnings if "autopatch" in str(w.message)],
+            "autopatch_warnings": [str(w.message) for w in import_warnings if "profwin-verl left verl" in str(w.message)],
             "server_module_builder_is_profwin": sglang_server.build_sglang_profiler_args
             is profwin_verl.build_sglang_profiler_args,
             "server_module_relocate_is_profwin": sglang_server.relocate_rollout_traces is profwin_verl.relocate_rollout_traces,

@@ -1,7 +1,7 @@
 """Checks that need verl 0.9.1 itself, run in its environment: ``python verl_checks.py NAME``.
 
 Each prints one JSON document that test_verl_real.py asserts on: profwin reading verl's real
-dataclasses and its shipped YAML files, and ``profwin_verl.patch()`` on verl's real modules.
+dataclasses and its shipped YAML files, and ``profwin_verl.enable()`` on verl's real modules.
 """
 
 from __future__ import annotations
@@ -159,26 +159,32 @@ def check_patch() -> dict[str, Any]:
         server_import = "ok"
     except Exception as exc:  # verl refuses to import its vLLM server without vLLM: shown, not hidden
         server_import = f"{type(exc).__name__}: {exc}"
-    first = profwin_verl.patch()
+    first = profwin_verl.enable()
     holders = {
         f"{module.__name__}.{name}": getattr(module, name) is getattr(profwin_verl, name)
         for module in (verl_config, verl_profiler)
         for name in profwin_verl.NAMES
     }
-    # A verl module imported after the patch takes the names from verl.utils.profiler.config.
+    # A verl module imported after enable() takes the names from verl.utils.profiler.config.
     late = {}
     exec("from verl.utils.profiler.config import build_sglang_profiler_args as late", {}, late)
-    second = profwin_verl.patch()
-    restored = profwin_verl.unpatch()
+    second = profwin_verl.enable()
+    restored = profwin_verl.disable()
     back = all(getattr(verl_config, n) is originals[n] and getattr(verl_profiler, n) is originals[n] for n in profwin_verl.NAMES)
     real_version = verl.__version__
-    verl.__version__ = "0.10.0"
+    # Another release: verl's metadata says 0.10.0 (a dist-info first on the path), its code is 0.9.1's.
+    shadow = Path(tempfile.mkdtemp()) / "verl-0.10.0.dist-info"
+    shadow.mkdir()
+    (shadow / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: 0.10.0\n")
+    sys.path.insert(0, str(shadow.parent))
     try:
-        refused = outcome(lambda: profwin_verl.patch())
-        forced = profwin_verl.patch(force=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            refused = {"result": profwin_verl.enable(), "warnings": [str(w.message) for w in caught]}
+        forced = profwin_verl.enable(force=True)
     finally:
-        verl.__version__ = real_version
-        profwin_verl.unpatch()
+        sys.path.remove(str(shadow.parent))
+        profwin_verl.disable()
     # The one-line adoption: verl imports the module named in VERL_USE_EXTERNAL_MODULES itself.
     autopatch = subprocess.run(
         [sys.executable, "-c", "import verl.utils.profiler as p, profwin_verl as w; "
@@ -221,12 +227,15 @@ def check_vllm_args(start: str, end: str, save_path: str) -> dict[str, Any]:
 
 def check_autopatch_unsupported(workdir: str) -> dict[str, Any]:
     """``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch`` with a verl profwin does not support: a
-    copy of the real verl package whose version file says 0.10.0, first on the path."""
+    copy of the real verl package whose version file and installed metadata (a dist-info beside
+    it) say 0.10.0, first on the path."""
     import shutil
 
     copy = Path(workdir) / "verl"
     shutil.copytree(Path(verl.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "version" / "version").write_text("0.10.0\n")
+    (Path(workdir) / "verl-0.10.0.dist-info").mkdir()
+    (Path(workdir) / "verl-0.10.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: verl\nVersion: 0.10.0\n")
     code = (
         "import json, verl, verl.utils.profiler.config as c, profwin_verl as w; "
         "print(json.dumps({'verl': verl.__version__, 'unpatched': all(getattr(c, n) is not getattr(w, n) for n in w.NAMES)}))"

@@ -8,7 +8,7 @@ async_sglang_server.py) run unchanged on an object that holds what they read: ve
 ``DistProfiler`` (``build_rollout_dist_profiler``) for a config with ``profile_token_start/end``,
 the replica rank, and the Engine's tokenizer manager. They run on the Engine's event loop, as in
 verl's server. ``SIDE`` is ``verl`` (verl's own builder) or ``profwin`` (after
-``profwin_verl.patch()``, what ``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch`` does).
+``profwin_verl.enable()``, what ``VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch`` does).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def main(model: str, out: str, side: str, start: int, end: int) -> None:
     if side == "profwin":  # as VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch does: before the server module
         import profwin_verl
 
-        profwin_verl.patch()
+        profwin_verl.enable()
     import verl.workers.rollout.sglang_rollout.async_sglang_server as server_module
     from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
     from verl.utils.profiler.profile import build_rollout_dist_profiler

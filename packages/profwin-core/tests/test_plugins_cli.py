@@ -51,26 +51,30 @@ oldapi = fakeplug_old:PLUGIN
 needy = fakeplug_needy:PLUGIN
 
 [profwin.clusters]
-swarm = fakeplug_swarm:CLUSTER
+swarm = fakeplug_swarm:PLUGIN
 lonely = fakeplug_swarm:LONELY
+notaspec = fakeplug_swarm:Swarm
 notacluster = fakeplug_swarm:NOT_ONE
 """
 
 FAKE_CLUSTER = """
+from profwin.plugin import PluginSpec
+
+
 class Swarm:
     summary = "test cluster"
-    def __init__(self, requires=()):
-        self.requires = requires
-        self.install_hint = "fakeplug[swarm]"
     def collect(self, pattern, dest, **kw): ...
     def summarize(self, paths, **kw): ...
     def deliver(self, paths, dest): ...
     def engine_target(self, actor, engine, **options): ...
 
 
-CLUSTER = Swarm()
-LONELY = Swarm(requires=("no_such_module_xyz",))
-NOT_ONE = object()
+PLUGIN = PluginSpec(name="swarm", kind="cluster", target="fakeplug_swarm:Swarm", summary="test cluster")
+LONELY = PluginSpec(
+    name="lonely", kind="cluster", target="fakeplug_swarm:Swarm", requires=("no_such_module_xyz",), install_hint="fakeplug[swarm]"
+)
+NOT_ONE = PluginSpec(name="notacluster", kind="cluster", target="fakeplug_swarm:NOTHING")
+NOTHING = None
 """
 
 
@@ -124,9 +128,12 @@ def test_cluster_plugins_are_listed_with_what_they_need(fake_site: Path) -> None
     assert (infos["lonely"].status, infos["lonely"].detail) == (
         "missing dependency", "needs no_such_module_xyz; install fakeplug[swarm]"
     )  # fmt: skip
-    assert infos["notacluster"].status == "failed"
-    assert infos["notacluster"].detail == "fakeplug_swarm:NOT_ONE is a object, not a profwin Cluster"
-    assert cluster("swarm").summary == "test cluster"  # what --ray loads
+    assert infos["notaspec"].status == "failed"
+    assert infos["notaspec"].detail == "fakeplug_swarm:Swarm is a type, not a profwin PluginSpec"
+    assert cluster("swarm").summary == "test cluster"  # what --ray loads: the spec's target, made once
+    assert cluster("swarm") is cluster("swarm")
+    with pytest.raises(PluginError, match=r"^cluster 'notacluster' is a NoneType, not a profwin Cluster$"):
+        cluster("notacluster")
 
 
 def test_loading_plugins(fake_site: Path) -> None:

@@ -1,5 +1,6 @@
 """profwin-openrlhf without OpenRLHF, Ray or vLLM: its flags, its settings' travel to Ray's
-workers, the ``runtime_env`` it adds, the version rule, and that nothing stops OpenRLHF. OpenRLHF
+workers, the ``runtime_env`` it adds, and that nothing stops OpenRLHF. The version rule and the
+verb pair's policy are every trainer's: integration_tests/test_trainer_layout.py. OpenRLHF
 0.11.2's real rollout path on a two-node Ray cluster: integration_tests/openrlhf/."""
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import types
 import warnings
 from pathlib import Path
 
@@ -18,9 +18,10 @@ import pytest
 import profwin
 import profwin_openrlhf
 from profwin.errors import ArgumentTypeError
-from profwin_openrlhf.config import DEFAULT_OUTPUT_DIR, ENV, OpenRLHFProfiling, split_argv
-from profwin_openrlhf.generator import _AfterImport
-from profwin_openrlhf.patch import SETUP_HOOK, check_openrlhf, runtime_env
+from profwin_openrlhf.seam import GENERATOR_MODULE, INTEGRATION, SETUP_HOOK, runtime_env
+from profwin_openrlhf.settings import ENV, OpenRLHFProfiling, split_argv
+
+DEFAULT_OUTPUT_DIR = "/tmp/profwin-rollouts"
 
 
 def test_the_flags_are_taken_out_and_the_rest_left_for_openrlhf() -> None:
@@ -72,25 +73,25 @@ def test_the_launcher_stops_on_a_bad_flag_in_one_line_before_openrlhf_starts() -
 
 
 def test_the_output_folder_is_resolved_where_each_process_runs(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = OpenRLHFProfiling.of("1", json.dumps({"window": "2:6", "output_dir": "$NODE_DIR/traces"}))
+    settings = OpenRLHFProfiling(rollouts="1", spec=json.dumps({"window": "2:6", "output_dir": "$NODE_DIR/traces"}))
     monkeypatch.setenv("NODE_DIR", "/nodes/a")
     assert settings.spec_here().output_dir == Path("/nodes/a/traces")
     monkeypatch.setenv("NODE_DIR", "/nodes/b")
-    travelled = OpenRLHFProfiling.from_env({ENV: settings.to_json()})
+    travelled = OpenRLHFProfiling.from_env({ENV: settings.to_env()})
     assert travelled == settings
     assert travelled is not None
     assert travelled.spec_here().output_dir == Path("/nodes/b/traces")
     assert OpenRLHFProfiling.from_env({}) is None
-    with pytest.raises(profwin.ConfigError, match=f"^{ENV}: must be an object with 'rollouts' and 'spec'"):
-        OpenRLHFProfiling.from_json('{"rollouts": "1"}')
+    with pytest.raises(profwin.ConfigError, match=r"^--profwin\.spec: must say the window"):
+        OpenRLHFProfiling.from_env({ENV: '{"rollouts": "1"}'})
 
 
 def test_the_runtime_env_keeps_openrlhfs_and_adds_the_hook_and_the_settings() -> None:
-    settings = OpenRLHFProfiling.of("1", "2:6")
+    settings = OpenRLHFProfiling(rollouts="1", spec="2:6")
     base = {"env_vars": {"NCCL_DEBUG": "WARN"}, "pip": ["x"]}
     env = runtime_env(settings, base)
     assert env == {
-        "env_vars": {"NCCL_DEBUG": "WARN", ENV: settings.to_json()}, "pip": ["x"], "worker_process_setup_hook": SETUP_HOOK,
+        "env_vars": {"NCCL_DEBUG": "WARN", ENV: settings.to_env()}, "pip": ["x"], "worker_process_setup_hook": SETUP_HOOK,
     }  # fmt: skip
     assert base == {"env_vars": {"NCCL_DEBUG": "WARN"}, "pip": ["x"]}  # the caller's is left as it was
     assert runtime_env(settings, env) == env
@@ -98,55 +99,35 @@ def test_the_runtime_env_keeps_openrlhfs_and_adds_the_hook_and_the_settings() ->
         runtime_env(settings, {"worker_process_setup_hook": "mine.setup"})
 
 
-def test_another_openrlhf_series_is_refused_by_its_version() -> None:
-    with pytest.raises(profwin.PluginError) as caught:
-        check_openrlhf("0.10.4")
-    assert str(caught.value) == (
-        "profwin-openrlhf profiles OpenRLHF 0.11.x (its RolloutRayActor and SamplesGenerator), and OpenRLHF is 0.10.4: "
-        "its seams may differ"
-    )
-
-
 def test_enable_without_openrlhf_warns_once_and_changes_nothing() -> None:
     assert importlib.util.find_spec("openrlhf") is None  # the dev environment has no OpenRLHF
     before = list(sys.meta_path)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert profwin_openrlhf.enable(OpenRLHFProfiling.of("1", "2:6")) == []
+        assert profwin_openrlhf.enable(OpenRLHFProfiling(rollouts="1", spec="2:6")) == []
     assert [str(w.message) for w in caught] == [
-        "profwin-openrlhf left OpenRLHF unprofiled: OpenRLHF is not installed in this environment"
+        "profwin-openrlhf left OpenRLHF unprofiled: OpenRLHF is not installed in this environment "
+        "(profwin-openrlhf supports openrlhf>=0.11,<0.12)"
     ]
     assert sys.meta_path == before
 
 
 def test_the_setup_hook_never_raises_and_waits_for_the_module(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The worker hook: bad settings are logged, never raised (a worker must start); good ones
+    """The worker hook: bad settings are one warning, never raised (a worker must start); good ones
     arm a watcher that acts when OpenRLHF's module is imported, not before."""
-    from profwin_openrlhf import generator
+    from profwin_openrlhf import seam
 
     monkeypatch.setenv(ENV, "{not json")
-    generator.setup()  # logged, not raised
+    with pytest.warns(RuntimeWarning, match=f"profwin-openrlhf left OpenRLHF unprofiled: {ENV}: must be"):
+        seam.setup()  # said, not raised
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
-    monkeypatch.setenv(ENV, OpenRLHFProfiling.of("1", "2:6").to_json())
-    generator.setup()
-    generator.setup()  # once
-    assert sum(isinstance(f, _AfterImport) for f in sys.meta_path) == 1
-
-
-def test_the_import_watcher_runs_after_the_module_executes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "watched_pkg").mkdir()
-    (tmp_path / "watched_pkg" / "__init__.py").write_text("")
-    (tmp_path / "watched_pkg" / "mod.py").write_text("VALUE = 1\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    seen: list[types.ModuleType] = []
-    monkeypatch.setattr(sys, "meta_path", [_AfterImport("watched_pkg.mod", seen.append), *sys.meta_path])
-    import watched_pkg.mod  # type: ignore[import-not-found]
-
-    assert seen == [watched_pkg.mod]
-    assert watched_pkg.mod.VALUE == 1
-    assert not any(isinstance(f, _AfterImport) for f in sys.meta_path)  # it only watched once
-    for name in ("watched_pkg.mod", "watched_pkg"):
-        del sys.modules[name]
+    monkeypatch.setenv(ENV, OpenRLHFProfiling(rollouts="1", spec="2:6").to_env())
+    seam.setup()
+    seam.setup()  # once
+    watchers = [f for f in sys.meta_path if getattr(f, "name", None) == GENERATOR_MODULE]
+    assert len(watchers) == 1
+    assert INTEGRATION.disable() == [f"{GENERATOR_MODULE} (when imported)"]
+    assert not any(getattr(f, "name", None) == GENERATOR_MODULE for f in sys.meta_path)
 
 
 DEEP = '{"window": "2:6", "x": ' + "[" * 5000 + "]" * 5000 + "}"
@@ -163,7 +144,7 @@ def test_the_launcher_without_openrlhf_is_one_line_naming_the_install(flags: lis
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [
         "profwin-openrlhf: error: OpenRLHF is not installed in this environment, and profwin-openrlhf runs its "
-        "openrlhf.cli.train_ppo_ray: pip install 'openrlhf==0.11.*'"
+        "openrlhf.cli.train_ppo_ray: pip install 'openrlhf>=0.11,<0.12'"
     ]
 
 
@@ -190,18 +171,13 @@ def test_a_spec_nested_past_the_bound_is_one_line() -> None:
         (lambda: OpenRLHFProfiling.from_env({ENV: "[" * 5000 + "]" * 5000}), ENV),
         (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps({"rollouts": "1", "spec": DEEP})}), "--profwin.spec"),
         (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps({"rollouts": [1.5], "spec": "2:6"})}), "--profwin.rollouts[0]"),
-        (
-            lambda: OpenRLHFProfiling.from_env(
-                {ENV: json.dumps({"format": "profwin-openrlhf.settings/9", "rollouts": "1", "spec": "2:6"})}
-            ),
-            f"{ENV}.format",
-        ),
+        (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps({"rollouts": "1", "spec": "2:6", "colour": 1})}), ENV),
+        (lambda: OpenRLHFProfiling.from_env({ENV: json.dumps(["1", "2:6"])}), ENV),
         (lambda: OpenRLHFProfiling.from_env(["not", "a", "mapping"]), "environ"),  # type: ignore[arg-type]
-        (lambda: OpenRLHFProfiling.from_json(5), ENV),
-        (lambda: OpenRLHFProfiling.of("1", 5), "--profwin.spec"),
-        (lambda: OpenRLHFProfiling.of("1", {"window": "2:6", "output_dir": ""}), "--profwin.spec.output_dir"),
-        (lambda: OpenRLHFProfiling(rollouts="x", spec="2:6"), "--profwin.rollouts"),
-        (lambda: OpenRLHFProfiling(rollouts="1", spec={"window": {"start": True}}), "--profwin.spec.window"),
+        (lambda: OpenRLHFProfiling(rollouts="1", spec=5), "spec"),
+        (lambda: OpenRLHFProfiling(rollouts="1", spec={"window": "2:6", "output_dir": ""}), "spec.output_dir"),
+        (lambda: OpenRLHFProfiling(rollouts="x", spec="2:6"), "rollouts"),
+        (lambda: OpenRLHFProfiling(rollouts="1", spec={"window": {"start": True}}), "spec.window"),
         (lambda: split_argv(["--profwin.rollouts", 5, "--profwin.spec", "2:6"]), "argv[1]"),  # type: ignore[list-item]
         (lambda: split_argv("--profwin.rollouts 1"), "argv"),  # type: ignore[arg-type]
     ],
@@ -218,21 +194,16 @@ def test_the_settings_api_takes_bad_values_as_config_errors(make: object, where:
     assert len(str(caught.value)) < 600
 
 
-def test_the_settings_carry_their_version() -> None:
-    settings = OpenRLHFProfiling.of("1", "2:6")
-    data = json.loads(settings.to_json())
-    assert data["format"] == "profwin-openrlhf.settings/2"
-    del data["format"]  # version 1: written before formats carried one
-    assert OpenRLHFProfiling.from_json(json.dumps(data)) == settings
-
-
-def test_check_openrlhf_of_a_supported_version_without_openrlhf_says_so() -> None:
-    with pytest.raises(profwin.PluginError) as caught:
-        check_openrlhf("0.11.2")
-    assert str(caught.value) == (
-        "OpenRLHF 0.11.2 is a version profwin-openrlhf supports, but OpenRLHF is not installed in this environment, "
-        "so its seams cannot be checked: pip install 'openrlhf==0.11.*'"
-    )
+def test_the_settings_travel_in_their_json_form() -> None:
+    """One converter: what the environment carries is ``to_dict()``, read back by the class's own
+    checks (``from_env``) and by the converter's reader (``from_dict``, what an engine actor uses)."""
+    settings = OpenRLHFProfiling(rollouts="3+4", spec={"window": "2:6 tokens", "record": ["shapes"]}, timeout=12)
+    assert json.loads(settings.to_env()) == settings.to_dict() == {
+        "rollouts": "3+4", "spec": {"window": "2:6 tokens", "record": ["shapes"], "output_dir": DEFAULT_OUTPUT_DIR},
+        "timeout": 12,
+    }  # fmt: skip
+    assert OpenRLHFProfiling.from_env({ENV: settings.to_env()}) == settings
+    assert OpenRLHFProfiling.from_dict(json.loads(settings.to_env())) == settings
 
 
 def test_one_flag_switches_the_session_timeline_on() -> None:
@@ -240,9 +211,11 @@ def test_one_flag_switches_the_session_timeline_on() -> None:
     assert rest == ["--x", "y"]
     assert settings is not None
     assert settings.spec_here().timeline is True
-    assert OpenRLHFProfiling.from_json(settings.to_json()).spec_here().timeline is True  # travels to the workers
+    assert OpenRLHFProfiling.from_env({ENV: settings.to_env()}).spec_here().timeline is True  # travels to the workers
     settings, _ = split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6"])
     assert settings is not None
     assert settings.spec_here().timeline is False
     with pytest.raises(profwin.ConfigError, match=r"--profwin\.timeline: takes no value"):
         split_argv(["--profwin.rollouts", "1", "--profwin.spec", "2:6", "--profwin.timeline=maybe"])
+    with pytest.raises(profwin.ConfigError, match=r"--profwin\.rollouts: is needed with --profwin\.spec"):
+        split_argv(["--profwin.timeline", "--profwin.spec", "2:6"])

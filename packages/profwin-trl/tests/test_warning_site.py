@@ -15,6 +15,6 @@ def test_a_trainer_integrations_warning_points_at_the_users_line() -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         here = sys._getframe().f_lineno + 1
-        assert profwin_trl.enable("2:6", rollouts=1) == []
+        assert profwin_trl.enable({"rollouts": 1, "spec": "2:6"}) == []
     (w,) = [w for w in caught if "left TRL unprofiled" in str(w.message)]
     assert (w.filename, w.lineno) == (__file__, here)

@@ -1,6 +1,7 @@
-"""verl's SGLang server stop wrapped by profwin (``sglang_stop``), on a stand-in of verl's
-``async_sglang_server`` module (a fake: the dev environment has neither verl's server module nor
-SGLang; integration_tests/verl/test_sglang_engine.py runs verl's own on a real tokenizer manager)."""
+"""verl's SGLang server stop wrapped by profwin (``sglang_stop``, put in place by the integration
+where verl's server module is), on a stand-in of verl's ``async_sglang_server`` module (a fake:
+the dev environment has neither verl's server module nor SGLang;
+integration_tests/verl/test_sglang_engine.py runs verl's own on a real tokenizer manager)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from typing import Any
 import pytest
 
 from profwin_verl import sglang_stop
+from profwin_verl.seam import INTEGRATION
+
+LABEL = f"{sglang_stop.SERVER_MODULE}.SGLangHttpServer.stop_profile"
 
 
 def _module(error: str | None) -> tuple[ModuleType, list[Any]]:
@@ -24,6 +28,7 @@ def _module(error: str | None) -> tuple[ModuleType, list[Any]]:
                 raise RuntimeError(error)
             module.relocate_rollout_traces("config", 0, 1, None)
 
+    SGLangHttpServer.__module__, SGLangHttpServer.__qualname__ = sglang_stop.SERVER_MODULE, "SGLangHttpServer"
     module.SGLangHttpServer = SGLangHttpServer  # type: ignore[attr-defined]
     module.relocate_rollout_traces = lambda *args: relocated.append(args)  # type: ignore[attr-defined]
     return module, relocated
@@ -43,12 +48,12 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> Any:
     def install(error: str | None) -> tuple[ModuleType, list[Any]]:
         module, relocated = _module(error)
         monkeypatch.setitem(sys.modules, sglang_stop.SERVER_MODULE, module)
-        assert sglang_stop.install() == f"{sglang_stop.SERVER_MODULE}.SGLangHttpServer.stop_profile"
-        assert sglang_stop.install() is None  # once
+        assert INTEGRATION._stop_taking_a_stop(module) == [LABEL]
+        assert INTEGRATION._stop_taking_a_stop(module) == []  # once
         return module, relocated
 
     yield install
-    sglang_stop.uninstall()
+    INTEGRATION.disable()
 
 
 def test_a_stop_after_sglang_stopped_by_itself_is_a_stop_and_relocates(installed: Any) -> None:
@@ -64,8 +69,8 @@ def test_any_other_error_is_verls_and_goes_on(installed: Any) -> None:
     assert relocated == []
 
 
-def test_uninstall_gives_verl_its_own_stop_back(installed: Any) -> None:
+def test_disable_gives_verl_its_own_stop_back(installed: Any) -> None:
     module, _ = installed("Profiling is not in progress.")
-    assert sglang_stop.uninstall() == f"{sglang_stop.SERVER_MODULE}.SGLangHttpServer.stop_profile"
+    assert INTEGRATION.disable() == [LABEL]
     with pytest.raises(RuntimeError, match="not in progress"):
         asyncio.run(module.SGLangHttpServer.stop_profile(_server()))

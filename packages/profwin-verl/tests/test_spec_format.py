@@ -69,7 +69,7 @@ def test_the_entry_point_names_the_reader() -> None:
     import importlib.metadata
 
     (ep,) = importlib.metadata.entry_points(group="profwin.spec_formats", name="verl")
-    assert ep.value == "profwin_verl.config:spec_format"
+    assert ep.value == "profwin_verl.settings:spec_format"
     assert ep.dist is not None
     assert ep.dist.name == "profwin-verl"
 

@@ -24,7 +24,7 @@ from profwin_verl import (
     rollout_trace_dir,
     rollout_trace_local_rank,
 )
-from profwin_verl.rollout import expect_trim
+from profwin_verl.traces import expect_trim
 
 
 def config(save_path: Path | str, **changes: Any) -> dict[str, Any]:

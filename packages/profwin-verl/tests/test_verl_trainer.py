@@ -13,7 +13,9 @@ def test_listed_as_a_trainer_integration() -> None:
     (info,) = [p for p in profwin.plugins() if p.group == "profwin.trainers" and p.name == "verl"]
     assert (info.distribution, info.version) == ("profwin-verl", "0.1.0")
     assert info.spec is not None
-    assert (info.spec.kind, info.spec.target, info.spec.requires) == ("trainer", "profwin_verl.patch:patch", ("verl",))
+    assert (info.spec.kind, info.spec.target, info.spec.requires) == (
+        "trainer", "profwin_verl.seam:INTEGRATION", ("verl>=0.9,<0.10",)
+    )  # fmt: skip
 
 
 def _trainer(steps: object) -> dict[str, object]:

@@ -18,7 +18,10 @@ commit, exactly the parts profwin-slime meets, with slime's module paths, names 
   ``ray.remote``; the tests do the same);
 - ``slime.utils.misc.load_function`` and ``slime.utils.arguments.apply_custom_config`` (the lines
   of slime's ``slime_validate_args`` that set every key of ``--custom-config-path`` on ``args``,
-  and ``eval_function_path`` defaulting to ``rollout_function_path``).
+  and ``eval_function_path`` defaulting to ``rollout_function_path``);
+- its installed metadata, ``../slime-0.3.1.dist-info`` (the version slime's ``setup.py`` says at
+  that commit; slime's image installs it with ``pip install -e .``), which profwin-slime's version
+  rule reads (``PluginSpec.requires``).
 
 Where it differs from slime, and why: requests carry ``text`` and ``ignore_eos`` (slime sends the
 tokenizer's ``input_ids`` and stops at EOS; a tiny random model has no meaningful EOS and the

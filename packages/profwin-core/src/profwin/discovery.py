@@ -1,12 +1,14 @@
 """Plugin discovery through entry points, without importing the libraries plugins drive.
 
 Listing loads only each entry point's small module (a :class:`~profwin.protocols.PluginSpec`)
-and checks the plugin's run-time requirements with ``importlib.util.find_spec``. A plugin that
+and checks the plugin's run-time requirements against the installed distributions
+(:func:`unmet`: ``packaging``'s requirements and specifiers, nothing imported). A plugin that
 fails to load is reported with its error and never hides the others: whatever its import does
 (raise anything, call ``sys.exit()``, print) is caught, and what it prints is kept off stdout,
 which belongs to the command's output. When two distributions register one name, profwin's own
 distribution wins (else the first in ``importlib.metadata`` order) and the other is listed as
-``shadowed``: a third-party package cannot silently replace a built-in plugin.
+``shadowed``: a third-party package cannot silently replace a built-in plugin. profwin's own
+distributions are known by a rule, not a list (:func:`own_distribution`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import importlib.metadata
 import importlib.util
 import io
 import os
+import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
@@ -42,20 +45,22 @@ __all__ = [
     "backend",
     "cluster",
     "engine_flavours",
+    "own_distribution",
     "plugins",
     "profiler",
     "spec_formats",
     "step_markers",
+    "unmet",
     "validate_options",
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
 _GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.TRAINERS_GROUP, protocols.CLUSTERS_GROUP)
-# Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
+_KINDS = {protocols.BACKENDS_GROUP: "backend", protocols.PROFILERS_GROUP: "profiler", protocols.CLUSTERS_GROUP: "cluster"}
+# Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra
+# (integration_tests/test_trainer_layout.py holds it to the workspace's entry points).
 _PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
-_OWN_DISTRIBUTIONS = frozenset(
-    {"profwin-core", "profwin-ray", "profwin-verl", "profwin-slime", *(f"profwin-{extra}" for extra in _PUBLISHED.values())}
-)
+_OWN_PREFIX = "profwin-"
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
 _noisy: dict[str, str] = {}
@@ -72,24 +77,86 @@ class PluginInfo(JsonForm):
     status: Status
     detail: str = ""
     spec: PluginSpec | None = None
-    summary: str = ""
-    """One line: the spec's, or a cluster plugin's own ``summary``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``profwin plugins --json``: the fields, with the one-line summary in place of the spec."""
-        return {**to_json(self, exclude=("spec", "summary")), "summary": self.spec.summary if self.spec else self.summary}
+        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
 
 
-def _missing(requires: tuple[str, ...]) -> list[str]:
-    missing = []
-    for module in requires:
+def own_distribution(name: str, author: str | None = None) -> bool:
+    """Whether the distribution ``name`` is one of profwin's own: ``profwin`` or ``profwin-*``
+    (names compared as PyPI normalizes them), by the authors of profwin-core when the metadata
+    says (``author``: the distribution's ``Author`` field). A rule, not a list, so a new
+    distribution of the workspace is profwin's own the day it is added (the wheel tests hold every
+    one of ``packages/`` to it)."""
+    canonical = re.sub(r"[-_.]+", "-", name).lower()
+    if canonical != "profwin" and not canonical.startswith(_OWN_PREFIX):
+        return False
+    ours = _core_author()
+    return author is None or ours is None or author == ours
+
+
+@functools.cache
+def _core_author() -> str | None:
+    try:
+        return importlib.metadata.metadata("profwin-core")["Author"]
+    except (importlib.metadata.PackageNotFoundError, KeyError):
+        return None
+
+
+@frozen
+class Unmet:
+    """A requirement of a plugin this environment does not meet: ``found`` is the installed
+    version, or ``None`` when the distribution is not installed."""
+
+    requirement: str
+    name: str
+    found: str | None
+
+    def __str__(self) -> str:
+        if self.found is None:
+            return self.requirement
+        return f"{self.requirement} (found {self.name} {self.found})"
+
+
+@checked
+def unmet(requires: Sequence[str]) -> list[Unmet]:
+    """The requirements of ``requires`` (PEP 508 strings, as :attr:`PluginSpec.requires
+    <profwin.protocols.PluginSpec.requires>` holds them: ``"trl>=1.11,<1.17"``, ``"torch"``) that the
+    installed distributions do not meet, checked with ``packaging`` without importing anything.
+
+    A pre-release or development version counts when the range holds it (``1.16.1.dev0`` is in
+    ``<1.17``). A requirement without a version is also met by an importable module of its name
+    (a package used from a checkout, without installed metadata). A requirement that is not PEP 508
+    is a :class:`~profwin.ConfigError` at ``requires[i]``."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found = []
+    for i, text in enumerate(requires):
         try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            missing.append(module)
-    return missing
+            requirement = Requirement(text)
+        except InvalidRequirement as exc:
+            raise ConfigError(f"must be a requirement like 'trl>=1.11,<1.17' ({exc})", path=f"requires[{i}]") from None
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue  # not for this platform or Python
+        try:
+            version: str | None = importlib.metadata.version(requirement.name)
+        except importlib.metadata.PackageNotFoundError:
+            version = None
+        if version is None:
+            if not requirement.specifier and _importable(requirement.name.replace("-", "_")):
+                continue
+            found.append(Unmet(text, requirement.name, None))
+        elif not requirement.specifier.contains(version, prereleases=True):
+            found.append(Unmet(text, requirement.name, version))
+    return found
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 _loading = threading.RLock()
@@ -123,13 +190,13 @@ def _guarded(what: str, load: Callable[[], object]) -> object:
     return obj
 
 
-def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str]:
-    """The name and version of the distribution that registers ``ep``, from one read of its
-    metadata (``dist.name`` and ``dist.version`` each parse it again)."""
+def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str, bool]:
+    """The name and version of the distribution that registers ``ep``, and whether it is profwin's
+    own, from one read of its metadata (``dist.name`` and ``dist.version`` each parse it again)."""
     if ep.dist is None:
-        return "?", "?"
+        return "?", "?", False
     metadata = ep.dist.metadata
-    return metadata["Name"], metadata["Version"]
+    return metadata["Name"], metadata["Version"], own_distribution(metadata["Name"], metadata["Author"])
 
 
 def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str) -> PluginInfo:
@@ -138,8 +205,6 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
         spec = _guarded(f"module {ep.module}", ep.load)
     except PluginError as exc:
         return PluginInfo(**base, status="failed", detail=str(exc))
-    if group == protocols.CLUSTERS_GROUP:
-        return _cluster_info(ep, spec, base)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != protocols.PLUGIN_API:
@@ -150,26 +215,15 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
             detail=f"written for plugin API {spec.api}, this profwin-core speaks {protocols.PLUGIN_API}: {upgrade}",
             spec=spec,
         )
-    missing = _missing(spec.requires)
-    if missing:
+    try:
+        problems = unmet(spec.requires)
+    except ConfigError as exc:
+        return PluginInfo(**base, status="failed", detail=f"{ep.value}: {exc}", spec=spec)
+    if problems:
         hint = f"; install {spec.install_hint}" if spec.install_hint else ""
-        return PluginInfo(**base, status="missing dependency", detail=f"needs {', '.join(missing)}{hint}", spec=spec)
+        status: Status = "missing dependency" if any(p.found is None for p in problems) else "incompatible"
+        return PluginInfo(**base, status=status, detail=f"needs {', '.join(map(str, problems))}{hint}", spec=spec)
     return PluginInfo(**base, status="ok", spec=spec)
-
-
-def _cluster_info(ep: importlib.metadata.EntryPoint, obj: object, base: dict[str, Any]) -> PluginInfo:
-    """A ``profwin.clusters`` entry point: a :class:`~profwin.protocols.Cluster` object, which may
-    name what it needs (``requires``: import names, ``install_hint``) and a ``summary`` line."""
-    if not isinstance(obj, Cluster):
-        return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(obj).__name__}, not a profwin Cluster")
-    summary = str(getattr(obj, "summary", ""))
-    requires = getattr(obj, "requires", ())
-    missing = _missing(tuple(requires)) if isinstance(requires, tuple) else []
-    if missing:
-        hint = str(getattr(obj, "install_hint", ""))
-        detail = f"needs {', '.join(missing)}" + (f"; install {hint}" if hint else "")
-        return PluginInfo(**base, status="missing dependency", detail=detail, summary=summary)
-    return PluginInfo(**base, status="ok", summary=summary)
 
 
 @checked
@@ -179,16 +233,19 @@ def plugins(group: str | None = None) -> list[PluginInfo]:
     every = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
     found = []
     for grp in groups:
-        first: dict[str, PluginInfo] = {}
+        first: dict[str, tuple[PluginInfo, bool]] = {}
         entry_points = [(ep, *_about(ep)) for ep in every.select(group=grp)]
-        for ep, dist, version in sorted(entry_points, key=lambda row: row[1] not in _OWN_DISTRIBUTIONS):
+        for ep, dist, version, own in sorted(entry_points, key=lambda row: not row[3]):
             winner = first.get(ep.name)
             if winner is None:
-                first[ep.name] = info = _inspect(ep, grp, dist, version)
+                info = _inspect(ep, grp, dist, version)
+                first[ep.name] = (info, own)
                 found.append(info)
-            elif winner.distribution != dist:
-                why = "is profwin's own" if winner.distribution in _OWN_DISTRIBUTIONS else "comes first on sys.path"
-                detail = f"{ep.value} is not used: {winner.distribution} {winner.version} registers {ep.name!r} too, and {why}"
+            elif winner[0].distribution != dist:
+                why = "is profwin's own" if winner[1] else "comes first on sys.path"
+                detail = (
+                    f"{ep.value} is not used: {winner[0].distribution} {winner[0].version} registers {ep.name!r} too, and {why}"
+                )
                 found.append(
                     PluginInfo(name=ep.name, group=grp, distribution=dist, version=version, status="shadowed", detail=detail)
                 )
@@ -219,7 +276,7 @@ def _load(group: str, name: str) -> object:
     if key in _loaded:
         return _loaded[key]
     infos = {p.name: p for p in plugins(group) if p.status != "shadowed"}
-    kind = "backend" if group == protocols.BACKENDS_GROUP else "profiler"
+    kind = _KINDS[group]
     if name not in infos:
         installed = ", ".join(sorted(infos)) or "none"
         other_group = protocols.PROFILERS_GROUP if group == protocols.BACKENDS_GROUP else protocols.BACKENDS_GROUP
@@ -359,12 +416,12 @@ def spec_formats() -> tuple[SpecFormat, ...]:
 
 @checked
 def cluster(name: str) -> Cluster:
-    """The :class:`~profwin.protocols.Cluster` registered as ``name`` (``ray``: profwin-ray).
-    Raises :class:`PluginError` with what to install when none is, or when it fails to load."""
-    found = [ep for ep in importlib.metadata.entry_points(group=protocols.CLUSTERS_GROUP) if ep.name == name]
-    if not found:
+    """The :class:`~profwin.protocols.Cluster` registered as ``name`` (``ray``: profwin-ray's
+    ``PluginSpec``, its target loaded once per process). Raises :class:`PluginError` with what to
+    install when none is, or when it fails to load."""
+    if not any(ep.name == name for ep in importlib.metadata.entry_points(group=protocols.CLUSTERS_GROUP)):
         raise PluginError(f"no {name!r} cluster support installed: pip install 'profwin[{name}]' (profwin-{name})")
-    obj = _guarded(f"module {found[0].module}", found[0].load)
+    obj = _load(protocols.CLUSTERS_GROUP, name)
     if not isinstance(obj, Cluster):
-        raise PluginError(f"{found[0].value} is a {type(obj).__name__}, not a profwin Cluster")
+        raise PluginError(f"cluster {name!r} is a {type(obj).__name__}, not a profwin Cluster")
     return obj

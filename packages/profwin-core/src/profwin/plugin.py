@@ -48,9 +48,11 @@ Groups of names:
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
   :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
   imported on first use so the plugin API itself stays free of command-line machinery;
-- trainer integrations (profwin-verl, profwin-slime): :data:`TRAINERS_GROUP` and
-  :class:`RolloutProfiler` over a :class:`Rollouts` selection, with a :class:`RolloutRecord` per
-  profiled rollout;
+- trainer integrations (profwin-verl, -slime, -openrlhf, -trl): :data:`TRAINERS_GROUP`,
+  :class:`TrainerIntegration` (the verb pair ``enable``/``disable``, its failure policy, the
+  version check, ``records()`` and the pieces around a seam), :class:`RolloutSettings` (the base
+  of each one's settings type), and :class:`RolloutProfiler` over a :class:`Rollouts` selection,
+  with a :class:`RolloutRecord` per profiled rollout;
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
   :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
   them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
@@ -116,7 +118,7 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
         session_function,
     )
     from profwin.render import render_plan
-    from profwin.rollouts import RolloutProfiler, RolloutRecord
+    from profwin.rollouts import RolloutProfiler, RolloutRecord, RolloutSettings, TrainerIntegration
     from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
     from profwin.timeline_record import TimelineRecorder, timeline_artifacts
@@ -175,6 +177,7 @@ __all__ = [
     "Reply",
     "RolloutProfiler",
     "RolloutRecord",
+    "RolloutSettings",
     "Rollouts",
     "ServerClient",
     "SessionError",
@@ -189,6 +192,7 @@ __all__ = [
     "TraceError",
     "TraceFacts",
     "TraceRanks",
+    "TrainerIntegration",
     "VersionSource",
     "Window",
     "WindowWarning",
@@ -303,7 +307,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.parts": ("Part", "PartsMemoryError", "part_name"),
         "profwin.processes": ("LocalProcess", "serving_processes"),
         "profwin.render": ("render_plan",),
-        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
+        "profwin.rollouts": ("RolloutProfiler", "RolloutRecord", "RolloutSettings", "TrainerIntegration"),
         "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
         "profwin.timeline_record": (

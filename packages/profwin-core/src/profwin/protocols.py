@@ -11,6 +11,9 @@ A distribution registers a :class:`PluginSpec` under one of these entry-point gr
     [project.entry-points."profwin.trainers"]      # trainer integrations (listed, never loaded by core)
     slime = "profwin_slime._plugin:PLUGIN"
 
+    [project.entry-points."profwin.clusters"]      # files on every node of a cluster
+    ray = "profwin_ray._plugin:PLUGIN"
+
 The module named by the entry point must import nothing heavy: listing plugins loads it.
 ``PluginSpec.target`` names the object that does the work and is imported only on use.
 
@@ -67,11 +70,14 @@ SPEC_FORMATS_GROUP = "profwin.spec_formats"
 """Readers of other tools' configs (a :class:`SpecFormat` each), asked by :func:`profwin.load_spec`
 before a document is read as a profwin spec; profwin-verl registers verl's profiler blocks."""
 CLUSTERS_GROUP = "profwin.clusters"
-"""Objects implementing :class:`Cluster`: how ``profwin collect --ray`` and ``profwin summarize
---ray`` reach the files on every node (``ray = "profwin_ray:CLUSTER"`` in profwin-ray)."""
+"""Cluster plugins: a :class:`PluginSpec` of kind ``cluster`` each, whose target implements
+:class:`Cluster`: how ``profwin collect --ray`` and ``profwin summarize --ray`` reach the files on
+every node (``ray = "profwin_ray._plugin:PLUGIN"`` in profwin-ray)."""
 TRAINERS_GROUP = "profwin.trainers"
-"""Trainer integrations (profwin-verl, profwin-slime): a :class:`PluginSpec` of kind ``trainer``
-each, whose ``requires`` names the trainer's import name; ``profwin plugins`` lists them."""
+"""Trainer integrations (profwin-verl, -slime, -openrlhf, -trl): a :class:`PluginSpec` of kind
+``trainer`` each, whose ``requires`` holds the trainer releases it supports
+(``"trl>=1.11,<1.17"``) and whose target is its :class:`profwin.plugin.TrainerIntegration`;
+``profwin plugins`` lists them."""
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.plugin.engine_flavours`."""
@@ -83,19 +89,23 @@ class PluginSpec:
 
     Attributes:
         name: the key users type (``vllm``, ``npu``); must equal the entry-point name.
-        kind: ``backend``, ``profiler`` or ``trainer``.
+        kind: ``backend``, ``profiler``, ``trainer`` or ``cluster``.
         target: ``"module:attribute"`` of the implementation, imported on first use (a trainer
-            integration's: what the trainer is given, such as slime's rollout function).
-        requires: import names the implementation needs at run time (``("torch_npu",)``);
-            checked with ``importlib.util.find_spec``, so nothing is imported to list plugins.
-        install_hint: what to install when a requirement is missing.
+            integration's: its :class:`~profwin.plugin.TrainerIntegration`).
+        requires: what the implementation needs at run time, as data: PEP 508 requirements
+            naming a distribution and the releases supported (``("trl>=1.11,<1.17",)``,
+            ``("torch",)``), the one place a plugin writes its range (OpenTelemetry's
+            ``_instruments``). Checked against the installed distributions with ``packaging``
+            (:func:`profwin.discovery.unmet`), so nothing is imported to list plugins; a
+            trainer integration refuses a trainer outside them when it is enabled.
+        install_hint: how to install what is missing (the versions are ``requires``'s to say).
         summary: one line for ``profwin plugins``.
         api: the :data:`PLUGIN_API` the plugin was written for.
         step_marker: how the producer marks steps in its traces, for ``profwin summarize``.
     """
 
     name: str
-    kind: Literal["backend", "profiler", "trainer"]
+    kind: Literal["backend", "profiler", "trainer", "cluster"]
     target: str
     requires: tuple[str, ...] = ()
     install_hint: str = ""

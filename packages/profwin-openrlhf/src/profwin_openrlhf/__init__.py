@@ -6,9 +6,10 @@ window of engine steps each.
     python -m profwin_openrlhf.train_ppo_ray --profwin.rollouts 1 --profwin.spec 2:6 \\
         <OpenRLHF's own flags, as for python -m openrlhf.cli.train_ppo_ray>
 
-- :func:`enable` (what the launcher calls): each engine actor gets vLLM's ``profiler_config`` for
-  the vLLM in that actor; ``SamplesGenerator.generate_samples`` opens one session on every engine
-  around each chosen rollout, wherever it runs;
+- :func:`enable` / :func:`disable` (the launcher calls ``enable``): each engine actor gets vLLM's
+  ``profiler_config`` for the vLLM in that actor; ``SamplesGenerator.generate_samples`` opens one
+  session on every engine around each chosen rollout, wherever it runs; an OpenRLHF outside the
+  supported releases gets one warning and runs unprofiled;
 - :class:`OpenRLHFProfiling`, :func:`split_argv`: the settings (``--profwin.rollouts``,
   ``--profwin.spec``);
 - :func:`runtime_env`: for a driver that starts Ray itself;
@@ -25,17 +26,15 @@ from profwin.plugin import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
     from profwin_openrlhf.actor import ACTOR_METHOD
-    from profwin_openrlhf.config import DEFAULT_OUTPUT_DIR, ENV, OpenRLHFProfiling, split_argv
-    from profwin_openrlhf.generator import records
-    from profwin_openrlhf.patch import SUPPORTED_OPENRLHF, check_openrlhf, enable, runtime_env
+    from profwin_openrlhf.seam import INTEGRATION, disable, enable, records, runtime_env
+    from profwin_openrlhf.settings import ENV, OpenRLHFProfiling, split_argv
 
 __all__ = [
     "ACTOR_METHOD",
-    "DEFAULT_OUTPUT_DIR",
     "ENV",
-    "SUPPORTED_OPENRLHF",
+    "INTEGRATION",
     "OpenRLHFProfiling",
-    "check_openrlhf",
+    "disable",
     "enable",
     "records",
     "runtime_env",
@@ -46,8 +45,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "profwin_openrlhf.actor": ("ACTOR_METHOD",),
-        "profwin_openrlhf.config": ("DEFAULT_OUTPUT_DIR", "ENV", "OpenRLHFProfiling", "split_argv"),
-        "profwin_openrlhf.generator": ("records",),
-        "profwin_openrlhf.patch": ("SUPPORTED_OPENRLHF", "check_openrlhf", "enable", "runtime_env"),
+        "profwin_openrlhf.seam": ("INTEGRATION", "disable", "enable", "records", "runtime_env"),
+        "profwin_openrlhf.settings": ("ENV", "OpenRLHFProfiling", "split_argv"),
     },
 )

@@ -17,6 +17,7 @@ engine from starting.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -36,7 +37,7 @@ def original_class(actor_class: Any) -> type:
 
 def launch_kwargs(kwargs: dict[str, Any], settings_json: str) -> dict[str, Any]:
     """OpenRLHF's engine arguments with the ``profiler_config`` of this actor's vLLM for the
-    settings' spec; unchanged (and a warning logged) when it cannot be planned. Runs in the actor."""
+    settings' spec (``settings_json``: their JSON form, ``OpenRLHFProfiling.to_env()``); unchanged (and a warning logged) when it cannot be planned. Runs in the actor."""
     if kwargs.get("profiler_config") is not None:
         logger.warning("profwin: this engine already has a profiler_config; profwin keeps it")
         return kwargs
@@ -45,9 +46,9 @@ def launch_kwargs(kwargs: dict[str, Any], settings_json: str) -> dict[str, Any]:
         from vllm.config import ProfilerConfig
 
         from profwin.plugin import backend
-        from profwin_openrlhf.config import OpenRLHFProfiling
+        from profwin_openrlhf.settings import OpenRLHFProfiling
 
-        spec = OpenRLHFProfiling.from_json(settings_json).spec_here()
+        spec = OpenRLHFProfiling.from_dict(json.loads(settings_json)).spec_here()
         plan = backend("vllm").plan(spec, version=vllm.__version__)
         config = plan.launch.get("profiler_config")
         if config is None:

@@ -5,7 +5,7 @@
     python -m profwin_openrlhf.train_ppo_ray --profwin.rollouts 1 --profwin.spec 2:6 \\
         <everything you give python -m openrlhf.cli.train_ppo_ray>
 
-takes profwin's two flags out of the command line (:func:`profwin_openrlhf.config.split_argv`),
+takes profwin's two flags out of the command line (:func:`profwin_openrlhf.settings.split_argv`),
 puts profiling in place (:func:`profwin_openrlhf.enable`) and runs ``openrlhf.cli.train_ppo_ray``
 as ``__main__`` with the rest, exactly as ``python -m openrlhf.cli.train_ppo_ray`` would. Without
 profwin's flags it only runs OpenRLHF. A flag profwin cannot read is a one-line error (exit 2)
@@ -20,8 +20,9 @@ import sys
 from collections.abc import Sequence
 
 from profwin.plugin import PluginError, run_cli
-from profwin_openrlhf.config import OpenRLHFProfiling, split_argv
-from profwin_openrlhf.patch import SUPPORTED_OPENRLHF, enable
+from profwin_openrlhf._plugin import PLUGIN
+from profwin_openrlhf.seam import enable
+from profwin_openrlhf.settings import OpenRLHFProfiling, split_argv
 
 __all__ = ["OPENRLHF_MAIN", "PROG", "main"]
 
@@ -52,7 +53,7 @@ def _check(argv: Sequence[str], found: list[OpenRLHFProfiling | None], rest: lis
     if importlib.util.find_spec(OPENRLHF_MAIN.split(".")[0]) is None:
         raise PluginError(
             f"OpenRLHF is not installed in this environment, and {PROG} runs its {OPENRLHF_MAIN}: "
-            f"pip install 'openrlhf=={SUPPORTED_OPENRLHF}.*'"
+            f"pip install '{PLUGIN.requires[0]}'"
         )
     found.append(settings)
     rest.extend(left)

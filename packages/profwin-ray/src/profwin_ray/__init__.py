@@ -9,8 +9,9 @@
     target = profwin_ray.ActorEngine(handle, "vllm", attribute="llm", method="profwin_call")
 
 ``profwin collect --ray`` and ``profwin summarize --ray`` reach this module through the
-``profwin.clusters`` entry point :data:`CLUSTER`, and so do trainer integrations whose engines
-live in Ray actors (``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
+``profwin.clusters`` entry point (``profwin_ray._plugin.PLUGIN``, whose target is
+:class:`RayCluster`), and so do trainer integrations whose engines live in Ray actors
+(``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
 Importing it does not import ray: that happens on the first call (which connects to the
 cluster, or uses this process's connection).
 """
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from profwin_ray.actors import ActorEngine, actor_call
     from profwin_ray.cluster import Collection
 
-__all__ = ["CLUSTER", "ActorEngine", "RayCluster", "actor_call", "collect", "deliver", "summarize"]
+__all__ = ["ActorEngine", "RayCluster", "actor_call", "collect", "deliver", "summarize"]
 
 
 @checked
@@ -56,12 +57,8 @@ def deliver(paths: Sequence[str | Path], dest: str | Path, **options: Any) -> An
 
 class RayCluster:
     """The :class:`profwin.plugin.Cluster` that ``profwin collect --ray`` and ``profwin summarize
-    --ray`` use."""
-
-    name = "ray"
-    summary = "a session's files from every Ray node (profwin collect --ray), summaries where the traces are"
-    requires = ("ray",)
-    install_hint = "pip install 'profwin[ray]'"
+    --ray`` use (the target of :data:`profwin_ray._plugin.PLUGIN`, made once per process by
+    ``profwin.plugin.cluster("ray")``)."""
 
     def collect(
         self, pattern: str, dest: Path, *, address: str | None = None, chunk_bytes: int = 1 << 22, progress: bool = False
@@ -96,7 +93,5 @@ class RayCluster:
 
         return ActorEngine(actor, engine, **options)
 
-
-CLUSTER = RayCluster()
 
 __getattr__, __dir__ = lazy_exports(__name__, {"profwin_ray.actors": ("ActorEngine", "actor_call")})

@@ -8,7 +8,9 @@ slime's router, then run the rollout function slime would have run.
         --custom-config-path profwin.yaml        # profwin_rollouts: "1,3", profwin_spec: "20:80"
 
 - :func:`generate_rollout`: slime's rollout-function signature ``(args, rollout_id, data_source,
-  evaluation=False)``;
+  evaluation=False)``; slime loading it is the switch;
+- :func:`enable` / :func:`disable`: the same verb pair as every trainer integration (settings of
+  your own instead of ``args``'s; the rollout function only calling the wrapped one);
 - :class:`SlimeProfiling` and :func:`add_arguments`: the ``profwin_*`` settings read from slime's
   ``args`` (``--custom-config-path`` YAML keys, or flags of your own entry point);
 - :func:`records`: what profiling did around each profiled rollout in this process.
@@ -23,15 +25,16 @@ from typing import TYPE_CHECKING
 from profwin.plugin import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
-    from profwin_slime.config import DEFAULT_OUTPUT_DIR, DEFAULT_ROLLOUT_FUNCTION, SLIME_COMMIT, SlimeProfiling, add_arguments
-    from profwin_slime.rollout import generate_rollout, records
+    from profwin_slime.seam import INTEGRATION, disable, enable, generate_rollout, records
+    from profwin_slime.settings import DEFAULT_ROLLOUT_FUNCTION, SlimeProfiling, add_arguments
 
 __all__ = [
-    "DEFAULT_OUTPUT_DIR",
     "DEFAULT_ROLLOUT_FUNCTION",
-    "SLIME_COMMIT",
+    "INTEGRATION",
     "SlimeProfiling",
     "add_arguments",
+    "disable",
+    "enable",
     "generate_rollout",
     "records",
 ]
@@ -39,13 +42,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "profwin_slime.config": (
-            "DEFAULT_OUTPUT_DIR",
-            "DEFAULT_ROLLOUT_FUNCTION",
-            "SLIME_COMMIT",
-            "SlimeProfiling",
-            "add_arguments",
-        ),
-        "profwin_slime.rollout": ("generate_rollout", "records"),
+        "profwin_slime.seam": ("INTEGRATION", "disable", "enable", "generate_rollout", "records"),
+        "profwin_slime.settings": ("DEFAULT_ROLLOUT_FUNCTION", "SlimeProfiling", "add_arguments"),
     },
 )

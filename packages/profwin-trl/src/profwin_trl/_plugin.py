@@ -7,8 +7,10 @@ from profwin.plugin import PluginSpec
 PLUGIN = PluginSpec(
     name="trl",
     kind="trainer",
-    target="profwin_trl.patch:enable",
-    requires=("trl",),
-    install_hint="trl>=1.11,<1.17 (pip install 'profwin-trl[engine]'; profwin-trl runs in TRL's training process)",
-    summary="TRL: profwin_trl.enable(window, rollouts) profiles its vLLM generation (colocate or trl vllm-serve)",
+    target="profwin_trl.seam:INTEGRATION",
+    # From 1.11 `trl vllm-serve` is vLLM's own server and VLLMGeneration builds its LLM the same
+    # way; checked to 1.16.
+    requires=("trl>=1.11,<1.17",),
+    install_hint="profwin-trl[engine] in TRL's training process (profwin-trl runs there)",
+    summary="TRL: profwin_trl.enable(TRLProfiling(rollouts=R, spec=W)) profiles its vLLM generation (colocate or trl vllm-serve)",
 )

@@ -7,8 +7,9 @@ from profwin.plugin import PluginSpec
 PLUGIN = PluginSpec(
     name="verl",
     kind="trainer",
-    target="profwin_verl.patch:patch",
-    requires=("verl",),
-    install_hint="verl>=0.9,<0.10 (pip install 'profwin-verl[engine]')",
+    target="profwin_verl.seam:INTEGRATION",
+    # The functions swapped have verl 0.9.1's signatures.
+    requires=("verl>=0.9,<0.10",),
+    install_hint="profwin-verl[engine]",
     summary="verl 0.9: exact rollout windows in verl's own builders (VERL_USE_EXTERNAL_MODULES=profwin_verl.autopatch)",
 )

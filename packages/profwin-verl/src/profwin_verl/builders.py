@@ -44,7 +44,7 @@ from profwin.plugin import (
     shown,
     warn,
 )
-from profwin_verl.rollout import expect_trim, read, rollout_trace_dir
+from profwin_verl.traces import expect_trim, read, rollout_trace_dir
 
 __all__ = ["TIMELINE_KEY", "build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "timeline_set", "window_set"]
 
