@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from profwin.cli import _ray_address_first, main
+from profwin.cli import main
+from profwin.cli_runner import ray_address_first
 
 
 @pytest.mark.parametrize(
@@ -27,7 +28,7 @@ from profwin.cli import _ray_address_first, main
     ],
 )
 def test_ray_takes_an_address_only_when_one_follows(argv: list[str], expected: list[str]) -> None:
-    assert _ray_address_first(argv) == expected
+    assert ray_address_first(argv) == expected
 
 
 @pytest.fixture

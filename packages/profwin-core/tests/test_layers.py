@@ -59,10 +59,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     ("traces", ("profwin.traces", "profwin.traces.*")),
     ("integrations", ("profwin.verl", "profwin.verl.*")),
-    ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli_support", "profwin.cli", "profwin.__main__")),
+    (
+        "commands",
+        (
+            "profwin.demo",
+            "profwin.cli_runner",
+            "profwin.cli_support",
+            "profwin.traces.commands",
+            "profwin.cli",
+            "profwin.__main__",
+        ),
+    ),
     ("facades", ("profwin", "profwin.plugin")),
 )
-"""Lowest first. ``name.*`` is every module inside the package ``name``."""
+"""Lowest first. ``name.*`` is every module inside the package ``name`` that no layer names itself."""
 
 
 def modules() -> dict[str, Path]:
@@ -77,10 +87,12 @@ def modules() -> dict[str, Path]:
 
 
 def layer_of(module: str) -> int | None:
-    for i, (_, members) in enumerate(LAYERS):
-        for member in members:
-            if module == member or (member.endswith(".*") and module.startswith(member[:-1])):
-                return i
+    """The layer that names ``module``, else the one whose ``name.*`` holds it."""
+    for exact in (True, False):
+        for i, (_, members) in enumerate(LAYERS):
+            for member in members:
+                if module == member if exact else member.endswith(".*") and module.startswith(member[:-1]):
+                    return i
     return None
 
 

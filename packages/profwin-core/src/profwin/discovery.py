@@ -31,7 +31,7 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
-from profwin.protocols import Cluster, PluginSpec, Profiler, SpecFormat
+from profwin.protocols import Cluster, Command, PluginSpec, Profiler, SpecFormat
 from profwin.spec import ProfileSpec
 
 if TYPE_CHECKING:  # asyncio behind it: not imported to list plugins or learn their step markers
@@ -41,6 +41,7 @@ __all__ = [
     "PluginInfo",
     "backend",
     "cluster",
+    "commands",
     "engine_flavours",
     "plugins",
     "profiler",
@@ -50,11 +51,24 @@ __all__ = [
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
-_GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.TRAINERS_GROUP, protocols.CLUSTERS_GROUP)
+_GROUPS = (
+    protocols.BACKENDS_GROUP,
+    protocols.PROFILERS_GROUP,
+    protocols.TRAINERS_GROUP,
+    protocols.CLUSTERS_GROUP,
+    protocols.COMMANDS_GROUP,
+)
 # Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra.
 _PUBLISHED = {"vllm": "vllm", "sglang": "sglang", "npu": "npu", "memory": "memory"}
 _OWN_DISTRIBUTIONS = frozenset(
-    {"profwin-core", "profwin-ray", "profwin-verl", "profwin-slime", *(f"profwin-{extra}" for extra in _PUBLISHED.values())}
+    {
+        "profwin-core",
+        "profwin-traces",
+        "profwin-ray",
+        "profwin-verl",
+        "profwin-slime",
+        *(f"profwin-{extra}" for extra in _PUBLISHED.values()),
+    }
 )
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
@@ -140,6 +154,10 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
         return PluginInfo(**base, status="failed", detail=str(exc))
     if group == protocols.CLUSTERS_GROUP:
         return _cluster_info(ep, spec, base)
+    if group == protocols.COMMANDS_GROUP:
+        if not isinstance(spec, Command):
+            return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin Command")
+        return PluginInfo(**base, status="ok", summary=spec.help)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != protocols.PLUGIN_API:
@@ -355,6 +373,28 @@ def spec_formats() -> tuple[SpecFormat, ...]:
         except PluginError:
             continue
     return tuple(found)
+
+
+def commands() -> dict[str, Command | PluginError]:
+    """The commands other distributions add to ``profwin`` (:data:`~profwin.protocols.COMMANDS_GROUP`),
+    by name: each a :class:`~profwin.protocols.Command`, or the :class:`PluginError` saying why it
+    cannot run (its module failed to load: ``profwin plugins`` lists it so). A name two
+    distributions register is profwin's own (as for every plugin). Loading one imports only its
+    module, which the contract keeps cheap: the command line is built from all of them."""
+    found: dict[str, Command | PluginError] = {}
+    listed = [p for p in plugins(protocols.COMMANDS_GROUP) if p.status != "shadowed"]
+    if not listed:
+        return found
+    every = importlib.metadata.entry_points(group=protocols.COMMANDS_GROUP)
+    for info in listed:
+        if info.status != "ok":
+            found[info.name] = PluginError(
+                f"'profwin {info.name}' of {info.distribution} {info.version} cannot run: {info.detail}"
+            )
+            continue
+        ep = next(ep for ep in every if ep.name == info.name and _about(ep) == (info.distribution, info.version))
+        found[info.name] = cast(Command, ep.load())  # imported by the listing just now: a lookup
+    return found
 
 
 @checked
