@@ -80,8 +80,6 @@ def test_an_unknown_user_is_an_error_in_a_spec_file_too(tmp_path: Path) -> None:
         (lambda: profwin.current_rank(True), r"^rank: must be None or an int in \[0, 2147483647\] \(got True\)$"),  # own=
         (lambda: profwin.backend(None), r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
         (lambda: spec_from_mapping({1: "x"}), r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
-        (lambda: profwin.plugin.trace_files(["a", 7]), r"^paths\[1\]: must be str \| Path \(got 7\)$"),
-        (lambda: profwin.plugin.trace_files("a.json"), r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$"),
         (lambda: profwin.plugin.read_input("x", limit="9", what="file"), r"^limit: must be int \(got '9'\)$"),  # type: ignore[arg-type]
         (lambda: profwin.plugin.fan_out(None, [1]), r"^call: must be callable \(got None\)$"),  # type: ignore[arg-type]
         (lambda: profwin.remote_session(5, "h:1", "1:2"), r"^engine: must be str \| Backend \(got 5\)$"),  # type: ignore[arg-type]

@@ -92,12 +92,12 @@ def test_without_profwin_traces_the_user_is_told_what_to_install(command: str, c
     assert main([command, "trace.json", "--json"]) == 2
     assert json.loads(capsys.readouterr().out)["error"] == (
         f"'profwin {command}' comes with profwin-traces, which is not installed: "
-        "pip install profwin-traces (or: pip install profwin, which includes it)"
+        'pip install --find-links dist/ "profwin-traces" (the umbrella "profwin" includes it; dist/: bash scripts/build_dists.sh dist/)'
     )
     assert main([command, "trace.json"]) == 2
     assert capsys.readouterr().err.splitlines() == [
         f"profwin: error: 'profwin {command}' comes with profwin-traces, which is not installed: "
-        "pip install profwin-traces (or: pip install profwin, which includes it)"
+        'pip install --find-links dist/ "profwin-traces" (the umbrella "profwin" includes it; dist/: bash scripts/build_dists.sh dist/)'
     ]
 
 

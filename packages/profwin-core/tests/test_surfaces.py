@@ -23,7 +23,16 @@ import profwin.plugin
 from profwin.cli_runner import EXIT_ERROR, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
-DISTRIBUTIONS = ("profwin", "profwin_vllm", "profwin_sglang", "profwin_npu", "profwin_memory", "profwin_verl", "profwin_slime")
+DISTRIBUTIONS = (
+    "profwin",
+    "profwin_traces",
+    "profwin_vllm",
+    "profwin_sglang",
+    "profwin_npu",
+    "profwin_memory",
+    "profwin_verl",
+    "profwin_slime",
+)
 # Modules whose import does something (runs a command, patches verl, warns): they define no errors;
 # profwin.verl only forwards to profwin_verl, which is walked itself.
 _SIDE_EFFECTS = ("__main__", ".autopatch", ".cli_support")
@@ -52,7 +61,8 @@ def _exceptions() -> dict[str, type[BaseException]]:
 def test_one_error_family() -> None:
     found = _exceptions()
     assert "profwin.engine.TargetError" in found
-    assert "profwin.traces.reader.TraceError" in found
+    if importlib.util.find_spec("profwin_traces") is not None:  # not in core's own CI job
+        assert "profwin_traces.reader.TraceError" in found
     # Warnings are not errors, and SIGTERM's Terminated and Ctrl-C's CollectInterrupted (a
     # KeyboardInterrupt carrying what arrived) must get past `except Exception`.
     passing = ("profwin.errors.Terminated", "profwin.protocols.CollectInterrupted")
@@ -67,7 +77,7 @@ def test_one_error_family() -> None:
     [
         profwin.TargetError("the server at http://127.0.0.1:1 refused the connection"),
         profwin.SessionError("stop failed on 1 of 2 engines"),
-        profwin.plugin.TraceError("t.json", "not a trace"),
+        profwin.PluginError("backend 'toy' failed while planning: ValueError: no"),
         profwin.ProfilingDisabled("verl profiles nothing with this config: enable is false", path="profiler"),
     ],
 )
@@ -113,9 +123,6 @@ def test_plugin_api_ranks_is_one_meaning() -> None:
     with pytest.warns(DeprecationWarning, match="RankSelection"):
         old = profwin.plugin.Ranks
     assert old is profwin.plugin.RankSelection
-    from profwin.traces import Ranks
-
-    assert inspect.isclass(Ranks)  # the multi-rank summary: the only class of that name
 
 
 def test_importing_the_facades_imports_no_command_line() -> None:

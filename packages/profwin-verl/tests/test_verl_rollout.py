@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import profwin
-from profwin.traces import summarize
+from profwin_traces import summarize
 from profwin_verl import (
     relocate_rollout_traces,
     rollout_profiler_global_ranks,

@@ -539,10 +539,13 @@ def build_parser(added: Mapping[str, Command | PluginError] | None = None) -> ar
 
 
 _ELSEWHERE = {
-    **dict.fromkeys(("summarize", "diff", "trim", "merge"), ("profwin-traces", "profwin, which includes it")),
+    **dict.fromkeys(
+        ("summarize", "diff", "trim", "merge"), ("profwin-traces", '"profwin-traces" (the umbrella "profwin" includes it')
+    ),
 }
 """Commands of profwin's other distributions (:data:`~profwin.protocols.COMMANDS_GROUP`), for the
-one line that says what to install when a user types one that is not installed."""
+one line that says what to install when a user types one that is not installed: the distribution,
+and what to install, in the words of the docs' install line (docs/quickstart.md#installing)."""
 
 
 def _check_command(word: str | None, added: Mapping[str, Command | PluginError]) -> None:
@@ -552,9 +555,10 @@ def _check_command(word: str | None, added: Mapping[str, Command | PluginError])
     if isinstance(found, PluginError):
         raise found
     if found is None and word in _ELSEWHERE:
-        dist, umbrella = _ELSEWHERE[word]
+        dist, what = _ELSEWHERE[word]
         raise PluginError(
-            f"'profwin {word}' comes with {dist}, which is not installed: pip install {dist} (or: pip install {umbrella})"
+            f"'profwin {word}' comes with {dist}, which is not installed: "
+            f"pip install --find-links dist/ {what}; dist/: bash scripts/build_dists.sh dist/)"
         )
 
 

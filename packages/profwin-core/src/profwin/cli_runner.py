@@ -464,6 +464,7 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
     return EXIT_ERROR
 
 
+@checked
 def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for an integer in ``[minimum, maximum]``, with the rule in its message."""
     rule = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
@@ -493,10 +494,16 @@ def seconds_arg(text: str) -> float:
         ) from None
 
 
-step_arg = int_arg(0, MAX_STEP)
-"""An argparse ``type`` for a step number: an integer from 0 to :data:`~profwin.window.MAX_STEP`."""
+_step = int_arg(0, MAX_STEP)
 
 
+@checked
+def step_arg(text: str) -> int:
+    """An argparse ``type`` for a step number: an integer from 0 to :data:`~profwin.window.MAX_STEP`."""
+    return _step(text)
+
+
+@checked
 def window_arg(text: str) -> Window:
     """An argparse ``type`` for a window (``20:80``, ``20:``, ``20:80 tokens``: :meth:`Window.parse`)."""
     try:
@@ -505,6 +512,7 @@ def window_arg(text: str) -> Window:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+@checked
 def cluster_option(parser: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
     """``--ray [ADDRESS]``, the same in every command that reaches the nodes of a cluster
     (``args.ray``: ``None``, or the address, ``auto`` when none follows; :func:`ray_address_first`)."""
@@ -531,6 +539,7 @@ def ray_address_first(argv: Sequence[str]) -> list[str]:
 PERFETTO_UI = "https://ui.perfetto.dev"
 
 
+@checked
 def how_to_view(paths: Sequence[str | Path]) -> str:
     """``view: open FILE in https://ui.perfetto.dev (Open trace file) or chrome://tracing (Load)``:
     the line every command that writes or names a trace ends with; both viewers read ``.json`` and

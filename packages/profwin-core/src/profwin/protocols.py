@@ -291,7 +291,7 @@ class Cluster(Protocol):
         session: str | None = None,
     ) -> Any:
         """Summarize ``paths`` on the nodes that hold them; the merged result is what
-        :func:`profwin.traces.summarize` (one file) or :func:`~profwin.traces.summarize_ranks`
+        ``profwin_traces.summarize`` (one file) or ``profwin_traces.summarize_ranks``
         (several) gives for the same files on one disk, the session chosen as there
         (``session``: an id or its prefix; default: each rank's newest, said so in a note)."""
 
