@@ -15,9 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from profwin.atomic import all_or_nothing
 from profwin.cli_runner import (
-    EXIT_INTERRUPTED,
     CliParser,
-    cluster_option,
     how_to_view,
     int_arg,
     print_json,
@@ -27,10 +25,10 @@ from profwin.cli_runner import (
     window_arg,
 )
 from profwin.discovery import backend as load_backend
-from profwin.discovery import cluster, commands, validate_options
+from profwin.discovery import commands, validate_options
 from profwin.discovery import plugins as list_plugins
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning
-from profwin.protocols import BACKENDS_GROUP, CollectInterrupted, Command
+from profwin.protocols import BACKENDS_GROUP, Command
 from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
 from profwin.window import MAX_STEP, Window
@@ -388,27 +386,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _cmd_collect(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    try:
-        report = cluster("ray").collect(
-            args.source,
-            Path(args.to),
-            address=args.ray,
-            chunk_bytes=args.chunk_bytes,
-            progress=sys.stderr.isatty() and not args.json,
-        )
-        code = 0 if report.ok else 1
-    except CollectInterrupted as stopped:  # what arrived is kept: say what it is
-        report, code = stopped.report, EXIT_INTERRUPTED
-    if args.json:
-        _print_json(report.to_dict())
-    else:
-        print(report.render())
-    return code
-
-
 def _version_text() -> str:
     """One line per distribution: the umbrella (when installed), core, then each plugin's with
     the entry points it provides."""
@@ -519,17 +496,6 @@ def build_parser(added: Mapping[str, Command | PluginError] | None = None) -> ar
     _add_spec_options(p, window_default="20:80")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("collect", help="copy a session's files from every Ray node into one folder (needs profwin[ray])")
-    cluster_option(p, "the Ray cluster to collect from", required=True)
-    p.add_argument("--from", dest="source", required=True, metavar="PATTERN", help="path or glob on the nodes (** for any depth)")
-    p.add_argument("--to", required=True, metavar="DIR", help="folder on this machine; files land in DIR/<node>/<file>")
-    p.add_argument(
-        "--chunk-bytes", type=int_arg(1024), default=1 << 22, metavar="N",
-        help="bytes per transfer (memory is bounded by this, not the file size; default 4 MiB)",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the per-node results as JSON")
-    p.set_defaults(func=_cmd_collect)
-
     for name, command in sorted((commands() if added is None else added).items()):
         if isinstance(command, Command) and name not in sub.choices:  # core's own commands keep their names
             p = sub.add_parser(name, help=command.help)
@@ -542,6 +508,7 @@ _ELSEWHERE = {
     **dict.fromkeys(
         ("summarize", "diff", "trim", "merge"), ("profwin-traces", '"profwin-traces" (the umbrella "profwin" includes it')
     ),
+    "collect": ("profwin-ray", '"profwin[ray]" (profwin-ray, with ray'),
 }
 """Commands of profwin's other distributions (:data:`~profwin.protocols.COMMANDS_GROUP`), for the
 one line that says what to install when a user types one that is not installed: the distribution,

@@ -8,9 +8,10 @@
     summary = profwin_ray.summarize(["/tmp/profwin"])                   # only summaries travel
     target = profwin_ray.ActorEngine(handle, "vllm", attribute="llm", method="profwin_call")
 
-``profwin collect --ray`` and ``profwin summarize --ray`` reach this module through the
-``profwin.clusters`` entry point :data:`CLUSTER`, and so do trainer integrations whose engines
-live in Ray actors (``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
+``profwin collect --ray`` is this distribution's command (:mod:`profwin_ray.commands`, through the
+``profwin.commands`` entry point); ``profwin summarize --ray`` (profwin-traces) reaches this module
+through the ``profwin.clusters`` entry point :data:`CLUSTER`, and so do trainer integrations whose
+engines live in Ray actors (``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
 Importing it does not import ray: that happens on the first call (which connects to the
 cluster, or uses this process's connection).
 """
