@@ -19,6 +19,7 @@ import importlib.metadata
 import importlib.util
 import io
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -73,6 +74,8 @@ _OWN_DISTRIBUTIONS = frozenset(
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
 _noisy: dict[str, str] = {}
+# The commands the listing loaded, by (distribution, version, name): commands() needs no second scan.
+_commands: dict[tuple[str, str, str], Command] = {}
 
 
 @frozen(kw_only=True)
@@ -157,6 +160,7 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
     if group == protocols.COMMANDS_GROUP:
         if not isinstance(spec, Command):
             return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin Command")
+        _commands[(distribution, version, ep.name)] = spec
         return PluginInfo(**base, status="ok", summary=spec.help)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
@@ -192,8 +196,25 @@ def _cluster_info(ep: importlib.metadata.EntryPoint, obj: object, base: dict[str
 
 @checked
 def plugins(group: str | None = None) -> list[PluginInfo]:
-    """Every installed plugin (of one group, if given), sorted by group and name."""
-    groups = _GROUPS if group is None else (group,)
+    """Every installed plugin (of one group, if given), sorted by group and name.
+
+    The listing of every group is read once per process while ``sys.path`` (and so what is
+    installed) is unchanged: a command asks for it up to three times (the commands it offers, the
+    step markers, ``profwin plugins``), and each read scans every installed distribution."""
+    if group is not None and group not in _GROUPS:
+        return _list((group,))
+    key = (tuple(sys.path), importlib.metadata.entry_points)
+    if key not in _listings:
+        _listings.clear()
+        _listings[key] = tuple(_list(_GROUPS))
+    return [p for p in _listings[key] if group is None or p.group == group]
+
+
+_listings: dict[tuple[object, ...], tuple[PluginInfo, ...]] = {}
+"""The listing of every group by (``sys.path``, the scanning function): only the latest is kept."""
+
+
+def _list(groups: tuple[str, ...]) -> list[PluginInfo]:
     every = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
     found = []
     for grp in groups:
@@ -382,18 +403,13 @@ def commands() -> dict[str, Command | PluginError]:
     distributions register is profwin's own (as for every plugin). Loading one imports only its
     module, which the contract keeps cheap: the command line is built from all of them."""
     found: dict[str, Command | PluginError] = {}
-    listed = [p for p in plugins(protocols.COMMANDS_GROUP) if p.status != "shadowed"]
-    if not listed:
-        return found
-    every = importlib.metadata.entry_points(group=protocols.COMMANDS_GROUP)
-    for info in listed:
-        if info.status != "ok":
+    for info in plugins(protocols.COMMANDS_GROUP):  # the whole listing, read once (the step markers reuse it)
+        if info.status == "ok":
+            found[info.name] = _commands[(info.distribution, info.version, info.name)]
+        elif info.status != "shadowed":
             found[info.name] = PluginError(
                 f"'profwin {info.name}' of {info.distribution} {info.version} cannot run: {info.detail}"
             )
-            continue
-        ep = next(ep for ep in every if ep.name == info.name and _about(ep) == (info.distribution, info.version))
-        found[info.name] = cast(Command, ep.load())  # imported by the listing just now: a lookup
     return found
 
 
