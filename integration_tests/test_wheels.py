@@ -49,10 +49,12 @@ PACKAGES = {
 }
 UMBRELLA = "profwin"
 CORE = "profwin-core"
+TRACES = "profwin-traces"  # the trace toolkit: the umbrella's by default, and what plugins that read traces depend on
 RAY = "profwin-ray"
 PLUGINS = sorted(name for name in MEMBERS if name not in (UMBRELLA, CORE))  # the light ones, in profwin[all]
 ENGINE_DISTS = {"vllm", "sglang", "torch-npu"}
-LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.trainers", "profwin.clusters")  # what `profwin plugins` lists
+# What `profwin plugins` lists.
+LISTED_GROUPS = ("profwin.backends", "profwin.profilers", "profwin.trainers", "profwin.clusters", "profwin.commands")
 # Trainer integrations no "engine" extra can name: slime is not on the registry (it is installed
 # from its repository; the "slime" on PyPI is another project), and OpenRLHF's wheel pins a training
 # stack (transformers==5.15.0) that verl's excludes, so one workspace lock cannot hold both extras.
@@ -73,6 +75,17 @@ def _requirement_name(req: str) -> str:
     match = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", req)
     assert match, req
     return _norm(match.group(1))
+
+
+def _with_requirements(*names: str) -> set[str]:
+    """``names`` and the profwin distributions they require, as pip installs them (no extras)."""
+    found, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in found:
+            found.add(name)
+            todo += [r for r in map(_requirement_name, PACKAGES[name].get("dependencies", [])) if r.startswith("profwin")]
+    return found
 
 
 # -- building ----------------------------------------------------------------------------------
@@ -137,6 +150,7 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
     code = sorted({f.split("/")[0] for f in files if not f.split("/")[0].endswith(".dist-info")})
     if name == UMBRELLA:
         assert code == [], f"the umbrella must ship no code, has {code}"
+        assert sorted(_requirement_name(r) for r in hard) == [CORE, TRACES], hard  # `profwin summarize` by default
         extras = set(meta.get_all("Provides-Extra") or [])
         assert extras == {"vllm", "sglang", "npu", "memory", "verl", "slime", "openrlhf", "trl", "ray", "plot", "fast", "all"}
         for extra in ("vllm", "sglang", "npu", "memory", "verl", "slime", "openrlhf", "trl", "ray"):
@@ -149,12 +163,12 @@ def test_package_builds_alone_with_its_metadata(dist: Path, name: str) -> None:
                 assert f"{ep_name} = {target}" in entry_points, f"{name}: entry point {group}:{ep_name} missing"
     if name in PLUGINS:
         assert any(_requirement_name(r) == CORE for r in hard), f"{name} must require {CORE}"
-        if name in NO_ENGINE_EXTRA:
+        if name in NO_ENGINE_EXTRA or name == TRACES:  # the toolkit drives no engine: it reads files
             assert "engine" not in (meta.get_all("Provides-Extra") or []), f"{name}: its trainer is not on the registry"
         else:
             assert "engine" in (meta.get_all("Provides-Extra") or []), f"{name}: the engine must be the extra 'engine'"
     if name == RAY:  # no engine extra: ray is what it is for
-        assert sorted(_requirement_name(r) for r in hard) == [CORE, "ray"], hard
+        assert sorted(_requirement_name(r) for r in hard) == [CORE, TRACES, "ray"], hard
 
     with tarfile.open(sdist) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
@@ -348,7 +362,7 @@ def extras_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 def test_umbrella_extras_install_only_their_plugins(extras_venv: Venv) -> None:
     versions = extras_venv.distributions()
-    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, "profwin-vllm", "profwin-npu"}
+    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, TRACES, "profwin-vllm", "profwin-npu"}
     assert not set(versions) & (ENGINE_DISTS | {"torch"}), "an engine was installed without its extra"
     code = "import profwin; print(profwin.__file__, profwin.__version__)"
     path, version = extras_venv.run(str(extras_venv.python), "-I", "-c", code).split()
@@ -356,7 +370,7 @@ def test_umbrella_extras_install_only_their_plugins(extras_venv: Venv) -> None:
     assert version == PACKAGES[CORE]["version"]
 
     plugins = extras_venv.plugins()
-    expected = _declared_plugins(CORE, "profwin-vllm", "profwin-npu")
+    expected = _declared_plugins(CORE, TRACES, "profwin-vllm", "profwin-npu")
     assert {"vllm", "npu", "torch"} <= set(expected)
     _assert_listed(plugins, expected, versions)
     assert "sglang" not in plugins
@@ -393,9 +407,32 @@ def alone(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str
 def test_plugin_alone_needs_no_undeclared_sibling(alone: Callable[[str], Alone], name: str) -> None:
     case = alone(name)
     installed = {d for d in case.versions if d.startswith("profwin")}
-    assert installed == {CORE, name}, f"installing {name} alone brought {sorted(installed)}"
-    _assert_listed(case.plugins, _declared_plugins(CORE, name), case.versions)
+    assert installed == _with_requirements(name), f"installing {name} alone brought {sorted(installed)}"
+    _assert_listed(case.plugins, _declared_plugins(*sorted(installed)), case.versions)
     assert case.report["modules"], case.report
+
+
+def test_the_trace_commands_come_with_profwin_traces(
+    alone: Callable[[str], Alone], dist: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``profwin summarize`` runs where profwin-traces is installed (its entry point joins core's
+    command line); where only profwin-core is, it says on one line what to install (exit 2)."""
+    trace = tmp_path_factory.mktemp("trace") / "t.json"
+    events = [{"ph": "X", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": 10.0 * k, "dur": 5.0} for k in range(3)]
+    trace.write_text(json.dumps({"traceEvents": events}))
+    toolkit = alone(TRACES).venv
+    summary = json.loads(toolkit.run(str(toolkit.path / "bin" / "profwin"), "summarize", str(trace), "--json"))
+    assert [step["number"] for step in summary["steps"]] == [0, 1, 2]
+    core = Venv(tmp_path_factory.mktemp("venv-core") / "venv", dist)
+    core.install(f"{CORE}=={PACKAGES[CORE]['version']}")
+    done = subprocess.run(
+        [str(core.path / "bin" / "profwin"), "summarize", str(trace)], capture_output=True, text=True, env=core.env, cwd=core.path
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "profwin: error: 'profwin summarize' comes with profwin-traces, which is not installed: "
+        'pip install --find-links dist/ "profwin-traces" (the umbrella "profwin" includes it; dist/: bash scripts/build_dists.sh dist/)\n'
+    )
 
 
 def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
@@ -465,7 +502,7 @@ def verl_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
 def test_profwin_verl_from_its_wheel_is_found_through_its_entry_point_next_to_verl(verl_venv: Venv) -> None:
     versions = verl_venv.distributions()
     assert versions["verl"] == VERL_VERSION
-    assert {d for d in versions if d.startswith("profwin")} == {CORE, "profwin-verl"}
+    assert {d for d in versions if d.startswith("profwin")} == {CORE, TRACES, "profwin-verl"}
     report = verl_venv.import_report("profwin-verl")
     assert report["top"] == "profwin_verl"
     assert report["file"].startswith(str(verl_venv.path)), report
@@ -506,11 +543,11 @@ def ray_venv(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
 
 def test_profwin_ray_from_its_wheel_is_found_through_its_entry_point(ray_venv: Venv) -> None:
     versions = ray_venv.distributions()
-    assert {d for d in versions if d.startswith("profwin")} == {CORE, RAY}
+    assert {d for d in versions if d.startswith("profwin")} == {CORE, TRACES, RAY}
     assert versions["ray"] == RAY_VERSION
     assert "torch" not in versions
     plugins = ray_venv.plugins()
-    _assert_listed(plugins, _declared_plugins(CORE, RAY), versions)
+    _assert_listed(plugins, _declared_plugins(CORE, TRACES, RAY), versions)
     assert (plugins["ray"]["group"], plugins["ray"]["status"]) == ("profwin.clusters", "ok"), plugins["ray"]
     report = _assert_no_undeclared_imports(ray_venv, RAY)
     assert report["failures"] == {}, report
@@ -523,7 +560,7 @@ def test_the_umbrellas_ray_extra_is_profwin_ray(ray_venv: Venv) -> None:
     ray), installs no other plugin, and ray stays the one installed."""
     ray_venv.install(f"profwin[ray]=={PACKAGES[UMBRELLA]['version']}")
     versions = ray_venv.distributions()
-    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, RAY}
+    assert {d for d in versions if d.startswith("profwin")} == {UMBRELLA, CORE, TRACES, RAY}
     assert versions["ray"] == RAY_VERSION
     assert ray_venv.plugins()["ray"]["status"] == "ok"
 
@@ -542,7 +579,7 @@ def documented_extras() -> list[str]:
 
 def _closure(extras: str) -> set[str]:
     """The profwin distributions ``profwin[extras]`` installs (from the built metadata)."""
-    wanted, todo = {UMBRELLA, CORE}, [(UMBRELLA, e) for e in extras.split(",")]
+    wanted, todo = {UMBRELLA} | _with_requirements(UMBRELLA), [(UMBRELLA, e) for e in extras.split(",")]
     while todo:
         name, extra = todo.pop()
         for req in PACKAGES[name].get("optional-dependencies", {}).get(extra, []):
@@ -553,9 +590,7 @@ def _closure(extras: str) -> set[str]:
             elif dep.startswith("profwin") and dep not in wanted:
                 wanted.add(dep)
                 todo += [(dep, "")]
-        for req in PACKAGES[name].get("dependencies", []) if name != UMBRELLA else []:
-            if _requirement_name(req).startswith("profwin"):
-                wanted.add(_requirement_name(req))
+        wanted |= _with_requirements(name)
     return wanted
 
 

@@ -244,10 +244,10 @@ def test_check_tag_refuses_malformed_and_unknown(workspace: Path) -> None:
 
 
 def test_release_smoke_test_accepts_a_built_plugin(tmp_path: Path) -> None:
-    """release.yml's smoke test on a real wheel; core comes from the same folder, as it would
-    come from PyPI once released."""
+    """release.yml's smoke test on a real wheel; core and the trace toolkit come from the same
+    folder, as they would come from PyPI once released."""
     dist = tmp_path / "dist"
-    for package in ("profwin-core", "profwin-vllm"):
+    for package in ("profwin-core", "profwin-traces", "profwin-vllm"):
         subprocess.run(
             ["uv", "build", "--quiet", "--wheel", "--package", package, "--no-sources", "--out-dir", str(dist)],
             cwd=ROOT, check=True,

@@ -10,7 +10,15 @@ Two uses:
 from __future__ import annotations
 
 import argparse
+import importlib
+import sys
+from pathlib import Path
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # mypy brings tomli on 3.10
+    import tomli as tomllib
 
 MARKER = "<!-- cli-reference: generated from profwin.cli.build_parser() at build time -->"
 
@@ -64,23 +72,50 @@ def _usage(parser: argparse.ArgumentParser) -> str:
     return formatter.format_help().strip()
 
 
+def _workspace_commands() -> tuple[dict[str, Any], dict[str, str]]:
+    """Every command this repository's distributions add to ``profwin`` (the ``profwin.commands``
+    entry points of each ``packages/*/pyproject.toml``), installed here or not, and the distribution
+    of each: the reference describes the product. One not installed (profwin-ray stays out of the
+    dev environment) is loaded from its package's source folder: a command's module is cheap."""
+    from profwin.discovery import commands
+
+    found: dict[str, Any] = dict(commands())
+    homes: dict[str, str] = {}
+    for pyproject in sorted(Path(__file__).resolve().parents[1].glob("packages/*/pyproject.toml")):
+        project = tomllib.loads(pyproject.read_text())["project"]
+        for name, target in project.get("entry-points", {}).get("profwin.commands", {}).items():
+            homes[name] = project["name"]
+            if name not in found:
+                if str(pyproject.parent / "src") not in sys.path:
+                    sys.path.append(str(pyproject.parent / "src"))
+                module, _, attr = target.partition(":")
+                found[name] = getattr(importlib.import_module(module), attr)
+    return found, homes
+
+
 def render() -> str:
     """The reference for every ``profwin`` command, as Markdown."""
     from profwin.cli import build_parser
 
-    parser = build_parser()
+    added, homes = _workspace_commands()
+    parser = build_parser(added)
     commands = _subcommands(parser)
     lines = [f"```text\n{_usage(parser)}\n```", ""]
     if parser.description:
         lines += [parser.description, ""]
     lines += _arguments_table(parser)
-    lines += ["| command | what it does |", "| --- | --- |"]
-    lines += [f"| [`{name}`](#profwin-{name}) | {_cell(help_text)} |" for name, help_text, _ in commands]
+    lines += ["| command | from | what it does |", "| --- | --- | --- |"]
+    lines += [
+        f"| [`{name}`](#profwin-{name}) | {homes.get(name, 'profwin-core')} | {_cell(help_text)} |"
+        for name, help_text, _ in commands
+    ]
     lines.append("")
     for name, help_text, sub in commands:
         lines += [f"## `profwin {name}` {{#profwin-{name}}}", ""]
         if help_text:
             lines += [help_text[0].upper() + help_text[1:] + ".", ""]
+        if name in homes:
+            lines += [f"A command of {homes[name]} (through the `profwin.commands` entry points).", ""]
         lines += [f"```text\n{_usage(sub)}\n```", ""]
         if sub.description and sub.description != help_text:
             lines += [sub.description, ""]

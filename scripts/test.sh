@@ -54,9 +54,10 @@ else
     floor_env="${PROFWIN_CACHE:-$HOME/.cache/profwin}/venvs/floor-3.10"
     UV_PROJECT_ENVIRONMENT="$floor_env" uv sync --locked --quiet --python "$floor_python"
     tests=packages/profwin-core/tests
+    traces=packages/profwin-traces/tests
     "$floor_env/bin/python" -m pytest -n auto -p no:cacheprovider -m "not torch" \
         "$tests/test_window.py" "$tests/test_spec_config.py" "$tests/test_inputs.py" "$tests/test_arguments.py" \
-        "$tests/test_json_form.py" "$tests/test_rollouts.py" "$tests/test_http.py" "$tests/test_traces_synthetic.py" \
-        "$tests/test_traces_bounds.py" "$tests/test_traces_markers.py" "$tests/test_traces_errors.py" \
-        "$tests/test_traces_fast_path.py" "$tests/test_traces_progress.py"
+        "$tests/test_json_form.py" "$tests/test_rollouts.py" "$tests/test_http.py" "$traces/test_traces_synthetic.py" \
+        "$traces/test_traces_bounds.py" "$traces/test_traces_markers.py" "$traces/test_traces_errors.py" \
+        "$traces/test_traces_fast_path.py" "$traces/test_traces_progress.py"
 fi

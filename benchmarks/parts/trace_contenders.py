@@ -116,7 +116,7 @@ def gzip_dc(path: str) -> str:
 
 
 def parse_stdlib(path: str) -> str:
-    from profwin.traces.reader import read_trace
+    from profwin_traces.reader import read_trace
 
     with read_trace(path) as trace:
         n = sum(1 for _ in trace.events())

@@ -82,8 +82,8 @@ def _section(event: dict[str, Any]) -> str:
 
 def _read(path: Path) -> tuple[str, list[tuple[dict[str, Any], int, int]]]:
     """The template's text and its events with where each one's text is (profwin's reader)."""
-    sys.path.insert(0, str(ROOT / "packages" / "profwin-core" / "src"))
-    from profwin.traces.reader import read_trace
+    sys.path[:0] = [str(ROOT / "packages" / p / "src") for p in ("profwin-core", "profwin-traces")]
+    from profwin_traces.reader import read_trace
 
     opener: Any = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
     with opener(path, "rt", encoding="utf-8") as f:

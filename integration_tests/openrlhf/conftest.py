@@ -18,7 +18,7 @@ from ..vllm.conftest import ENGINE_ENV, tiny_model, vllm_python  # noqa: F401
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 OPENRLHF_VERSION = "0.11.2"
-PACKAGES = ("profwin-core", "profwin-vllm", "profwin-ray", "profwin-openrlhf")
+PACKAGES = ("profwin-core", "profwin-traces", "profwin-vllm", "profwin-ray", "profwin-openrlhf")
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """The cached Ray 2.60.0 environment (``build_env.sh``: ray + CPU torch, built on first use) and
 how profwin reaches it: this checkout's src folders on PYTHONPATH, with the dist-info an install
-of profwin-core and profwin-ray would write (their entry points), never installed in the cache."""
+of profwin-core, profwin-traces and profwin-ray would write (their entry points), never installed in the cache."""
 
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ def ray_python() -> Path:
 @pytest.fixture(scope="session")
 def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """The environment a Ray driver (and, inherited, every node) runs profwin in."""
-    site = dist_info_site(tmp_path_factory.mktemp("ray-site"), "profwin-core", "profwin-ray", "profwin-verl")
+    site = dist_info_site(tmp_path_factory.mktemp("ray-site"), "profwin-core", "profwin-traces", "profwin-ray", "profwin-verl")
     # HERE: the nodes' workers import local_cluster (its Engine actor) too; profwin-verl: the
     # relocation switch (its rollout functions need nothing beyond core); node_site: the nodes'
     # hold for the fault tests (its sitecustomize acts only on a node).
-    packages = ("profwin-core", "profwin-ray", "profwin-verl")
+    packages = ("profwin-core", "profwin-traces", "profwin-ray", "profwin-verl")
     paths = [HERE / "node_site", site, *(ROOT / "packages" / p / "src" for p in packages), HERE]
     env = {k: v for k, v in os.environ.items() if k not in ("PROFWIN_NODE_DIR", "RAY_ADDRESS")}
     # RAY_ENABLE_UV_RUN_RUNTIME_ENV=0: pytest runs under `uv run`, and Ray would otherwise start

@@ -118,7 +118,7 @@ class Engine:
 
     def sessions(self, sub: str) -> dict[str, str | None]:
         """Each trace in this node's ``sub`` folder and the session id its provenance names."""
-        from profwin.traces import trace_facts
+        from profwin_traces import trace_facts
 
         return {p.name: trace_facts(p).session for p in sorted((self.dir / sub).glob("*.json*"))}
 

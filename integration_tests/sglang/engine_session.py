@@ -23,9 +23,9 @@ def main(model: str, out: Path, windows: list[str]) -> None:
     import sglang
 
     from profwin import ProfileSpec, Window
-    from profwin.traces import TORCH_MARKER, summarize
     from profwin_sglang import session
     from profwin_sglang._plugin import STEP_MARKER
+    from profwin_traces import TORCH_MARKER, summarize
 
     def step_names(path: Path) -> list[str]:
         # Markers named: this process has profwin on PYTHONPATH, without the entry points.

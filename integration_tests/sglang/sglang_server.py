@@ -86,7 +86,11 @@ class Server:
 
     def start(self) -> None:
         self.port = _free_port()
-        paths = [HERE / "stubs", *self.stubs, ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+        paths = [
+            HERE / "stubs",
+            *self.stubs,
+            *(ROOT / "packages" / p / "src" for p in ("profwin-sglang", "profwin-traces", "profwin-core")),
+        ]
         if self.plugin_site is not None:
             paths.insert(1 + len(self.stubs), self.plugin_site)
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}

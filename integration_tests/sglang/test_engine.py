@@ -23,7 +23,7 @@ ROOT = HERE.parents[1]
 
 
 def test_stock_engine_windows(sglang_python: Path, tiny_model: Path, tmp_path: Path) -> None:
-    paths = [HERE / "stubs", ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+    paths = [HERE / "stubs", *(ROOT / "packages" / p / "src" for p in ("profwin-sglang", "profwin-traces", "profwin-core"))]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths)), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(
         [

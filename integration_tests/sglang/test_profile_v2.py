@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, SessionError, Window
-from profwin.traces import summarize
 from profwin_sglang import session
+from profwin_traces import summarize
 
 from .conftest import ADMIN_KEY, Server, _serve
 

@@ -29,9 +29,9 @@ from profwin import ProfileSpec, TargetError, Window
 from profwin.http import request
 from profwin.plugin import TargetContext
 from profwin.remote import start_remote, stop_remote
-from profwin.traces import summarize
 from profwin_sglang import SessionError, SglangServer, session
 from profwin_sglang.server_plugin import RELATIVE_BASE, STATE_KEY
+from profwin_traces import summarize
 
 from ..test_benchmarks import run_smoke
 

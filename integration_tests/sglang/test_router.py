@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 import profwin
-from profwin.traces import count_steps, summarize
+from profwin_traces import count_steps, summarize
 
 from ..conftest import built_python, dist_info_site
 from ..readiness import CAP_S, RAY_PATIENCE, wait_ready
@@ -141,7 +141,9 @@ def test_a_window_on_every_worker_the_router_lists(servers: list[Server], router
 def _cli(*argv: str) -> tuple[int, list[dict[str, Any]]]:
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("packages/profwin-core/src", "packages/profwin-sglang/src")),
+        "PYTHONPATH": os.pathsep.join(
+            str(ROOT / "packages" / p / "src") for p in ("profwin-core", "profwin-traces", "profwin-sglang")
+        ),
     }
     done = subprocess.run(
         [sys.executable, "-m", "profwin", *argv], capture_output=True, text=True, env=env, timeout=300, check=False
@@ -238,8 +240,12 @@ def test_slime_profiles_the_chosen_rollouts_on_every_worker_from_a_ray_actor(
             }
         )
     )
-    site = dist_info_site(tmp_path / "site", "profwin-core", "profwin-sglang", "profwin-slime")
-    paths = [site, *(ROOT / "packages" / p / "src" for p in ("profwin-core", "profwin-sglang", "profwin-slime")), SLIME]
+    site = dist_info_site(tmp_path / "site", "profwin-core", "profwin-traces", "profwin-sglang", "profwin-slime")
+    paths = [
+        site,
+        *(ROOT / "packages" / p / "src" for p in ("profwin-core", "profwin-traces", "profwin-sglang", "profwin-slime")),
+        SLIME,
+    ]
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "PROFWIN_API_KEY")}
     env |= {"PYTHONPATH": os.pathsep.join(map(str, paths)), "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
     env |= RAY_PATIENCE

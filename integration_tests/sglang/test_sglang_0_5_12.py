@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, Window
-from profwin.traces import summarize
 from profwin_sglang import session
 from profwin_sglang.window import ASSUMED_V1
+from profwin_traces import summarize
 
 from .conftest import HERE, OLD_STUBS, OLD_VERSION, ROOT, Server
 from .forward import forwarded
@@ -34,7 +34,12 @@ TOKENS = 12  # batches per request: 1 prefill + 11 decodes
 
 def probe(python: Path, plugin_site: Path, *stubs: Path) -> Any:
     """plugin_probe.py in an SGLang environment with profwin-sglang's entry point installed."""
-    paths = [HERE / "stubs", *stubs, plugin_site, ROOT / "packages/profwin-sglang/src", ROOT / "packages/profwin-core/src"]
+    paths = [
+        HERE / "stubs",
+        *stubs,
+        plugin_site,
+        *(ROOT / "packages" / p / "src" for p in ("profwin-sglang", "profwin-traces", "profwin-core")),
+    ]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(map(str, paths))}
     env.pop("SGLANG_PLUGINS", None)
     proc = subprocess.run(

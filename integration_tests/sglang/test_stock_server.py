@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, SessionError, Window
-from profwin.traces import summarize
 from profwin_sglang import session
 from profwin_sglang.window import ASSUMED_V1
+from profwin_traces import summarize
 
 from .conftest import ROOT, Server, _serve
 from .forward import forwarded

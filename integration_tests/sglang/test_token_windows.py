@@ -27,8 +27,8 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, Window
-from profwin.traces import summarize
 from profwin_sglang import session
+from profwin_traces import summarize
 
 from ..token_rule import expected_steps, fields, held, produced_by_step
 from .conftest import ADMIN_KEY, HERE, Server, _serve

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from profwin.traces import summarize
+from profwin_traces import summarize
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

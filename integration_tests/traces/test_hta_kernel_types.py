@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin.traces.scan import KERNEL_KINDS, kernel_kind
+from profwin_traces.scan import KERNEL_KINDS, kernel_kind
 
 pytestmark = [pytest.mark.slow]
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from profwin.traces import summarize
+from profwin_traces import summarize
 
 HERE = Path(__file__).resolve().parent
 TRACE = HERE / "data" / "h200_rank0.pt.trace.json.gz"

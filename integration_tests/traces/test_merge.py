@@ -14,7 +14,7 @@ import pytest
 
 from profwin.cli import main
 from profwin.errors import ConfigError
-from profwin.traces import TraceError, merge, summarize, summarize_ranks, trim
+from profwin_traces import TraceError, merge, summarize, summarize_ranks, trim
 
 from .perfetto_rules import by_process, check_perfetto_trace, load, names
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin.traces import merge_ranks, plot_ranks, plot_steps, summarize, summarize_ranks
+from profwin_traces import merge_ranks, plot_ranks, plot_steps, summarize, summarize_ranks
 
 FOLDER = Path(__file__).resolve().parent / "data" / "h200_two_ranks"
 

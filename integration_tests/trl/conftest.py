@@ -17,7 +17,7 @@ from ..vllm.conftest import ENGINE_ENV, tiny_model, vllm_python  # noqa: F401
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 TRL_VERSION = "1.16.0"
-PACKAGES = ("profwin-core", "profwin-vllm", "profwin-trl")
+PACKAGES = ("profwin-core", "profwin-traces", "profwin-vllm", "profwin-trl")
 
 
 @pytest.fixture(scope="session")

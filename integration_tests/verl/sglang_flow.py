@@ -27,7 +27,7 @@ from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
 
 import profwin_verl
 from profwin.http import request
-from profwin.traces import TraceError, summarize
+from profwin_traces import TraceError, summarize
 
 TOKENS = 12  # one request: 1 prefill batch + 11 decode batches
 

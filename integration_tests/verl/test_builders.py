@@ -15,7 +15,7 @@ import pytest
 
 import profwin
 from profwin.errors import WindowWarning
-from profwin.traces import summarize
+from profwin_traces import summarize
 from profwin_verl import build_sglang_profiler_args, build_vllm_profiler_args, relocate_rollout_traces, rollout_trace_dir
 from profwin_verl.traces import expect_trim
 

@@ -35,8 +35,8 @@ def main(model: str, out: str, side: str, start: int, end: int) -> None:
     from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
     from verl.utils.profiler.profile import build_rollout_dist_profiler
 
-    from profwin.traces import TORCH_MARKER, TraceError, summarize
     from profwin_sglang._plugin import STEP_MARKER
+    from profwin_traces import TORCH_MARKER, TraceError, summarize
 
     tool = TorchProfilerToolConfig(contents=[], discrete=True, profile_token_start=start, profile_token_end=end)
     profiler = ProfilerConfig(tool="torch", enable=True, save_path=out, tool_config={"torch": tool})

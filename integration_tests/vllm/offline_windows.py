@@ -22,7 +22,7 @@ from pathlib import Path
 from tiny_llm import step_names, tiny_llm  # sets vLLM's environment before vLLM is imported
 
 from profwin import ProfileSpec, Window
-from profwin.traces import count_steps
+from profwin_traces import count_steps
 from profwin_vllm._plugin import STEP_MARKER
 
 MAX_TOKENS = 8

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from profwin import Window
-from profwin.traces import count_steps, summarize, trim
+from profwin_traces import count_steps, summarize, trim
 
 from .conftest import FIXTURES, HERE, engine_env, start_servers_early
 
@@ -185,7 +185,7 @@ def host_annotations(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("name", ["w0-3", "w2-5"])
 def test_trace_tools_on_the_saved_traces(report: dict[str, Any], name: str, tmp_path: Path) -> None:
-    """profwin.traces on these real traces: step counts checked against the window and against
+    """profwin_traces on these real traces: step counts checked against the window and against
     the annotations counted with json.load."""
     path = FIXTURES / f"vllm-trace-{name}.pt.trace.json.gz"
     expected = host_annotations(path)

@@ -25,7 +25,7 @@ import pytest
 
 import profwin
 from profwin.http import request
-from profwin.traces import summarize
+from profwin_traces import summarize
 
 from ..conftest import built_python, end_process_group
 from ..readiness import wait_ready

@@ -21,7 +21,7 @@ from profwin import ProfileSpec, Window
 from profwin.engine import TargetContext
 from profwin.http import request
 from profwin.remote import start_remote, stop_remote
-from profwin.traces import summarize
+from profwin_traces import summarize
 
 from .conftest import API_KEY, ENGINE_VERSION, Server
 

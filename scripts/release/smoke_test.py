@@ -29,7 +29,7 @@ def _declared_plugins(entry_points_txt: str) -> list[str]:
     parser = configparser.ConfigParser(delimiters=("=",))
     parser.optionxform = str  # type: ignore[assignment,method-assign]  # entry-point names keep their case
     parser.read_string(entry_points_txt)
-    listed = ("profwin.backends", "profwin.profilers", "profwin.clusters")  # the groups `profwin plugins` lists
+    listed = ("profwin.backends", "profwin.profilers", "profwin.clusters", "profwin.commands")  # what `profwin plugins` lists
     return [ep for group in parser.sections() if group in listed for ep in parser[group]]
 
 

@@ -100,12 +100,6 @@ def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_con
         ),  # own=
         (lambda: profwin.backend(None), ArgumentTypeError, r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
         (lambda: spec_from_mapping({1: "x"}), ArgumentTypeError, r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
-        (lambda: profwin.plugin.trace_files(["a", 7]), ArgumentTypeError, r"^paths\[1\]: must be str \| Path \(got 7\)$"),
-        (
-            lambda: profwin.plugin.trace_files("a.json"),
-            ArgumentTypeError,
-            r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$",
-        ),
         (lambda: profwin.plugin.read_input("x", limit="9", what="file"), ArgumentTypeError, r"^limit: must be int \(got '9'\)$"),  # type: ignore[arg-type]
         (lambda: profwin.plugin.fan_out(None, [1]), ArgumentTypeError, r"^call: must be callable \(got None\)$"),  # type: ignore[arg-type]
         (lambda: profwin.remote_session(5, "h:1", "1:2"), ArgumentTypeError, r"^engine: must be str \| Backend \(got 5\)$"),  # type: ignore[arg-type]

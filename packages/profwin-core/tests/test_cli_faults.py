@@ -3,51 +3,22 @@ a regular file is replaced, and SIGTERM or a closed pipe leaves nothing behind. 
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from profwin import ConfigError
-from profwin.cli_runner import EXIT_BROKEN_PIPE, EXIT_ERROR, EXIT_INTERRUPTED, EXIT_TERMINATED
+from profwin.cli_runner import EXIT_BROKEN_PIPE, EXIT_ERROR
 from profwin.plugin import check_output_path
 
 
 def profwin(*args: str, timeout: float = 120, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "profwin", *args], capture_output=True, text=True, timeout=timeout, **kwargs)  # type: ignore[call-overload, no-any-return]
-
-
-def synthetic_trace(path: Path, steps: int, ops_per_step: int) -> Path:
-    """A plain Chrome trace with ``steps`` ProfilerStep markers, each holding ``ops_per_step`` ops."""
-    with open(path, "w") as f:
-        f.write('{"schemaVersion": 1, "traceEvents": [\n')
-        first = True
-        for k in range(steps):
-            t = k * 10_000.0
-            events = [
-                {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": t, "dur": 9000.0}
-            ]
-            events += [
-                {"ph": "X", "cat": "cpu_op", "name": f"aten::op{i % 50}", "pid": 1, "tid": 1, "ts": t + i, "dur": 0.5}
-                for i in range(ops_per_step)
-            ]
-            for event in events:
-                f.write(("" if first else ",\n") + json.dumps(event))
-                first = False
-        f.write("\n]}\n")
-    return path
-
-
-@pytest.fixture(scope="module")
-def small_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return synthetic_trace(tmp_path_factory.mktemp("trace") / "small.json", steps=6, ops_per_step=3)
 
 
 def test_check_output_path_accepts_new_and_regular_files(tmp_path: Path) -> None:
@@ -73,92 +44,6 @@ def test_check_output_path_refuses_what_is_not_a_regular_file(tmp_path: Path) ->
                 check_output_path(path)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "devnull"])
-def test_trim_refuses_special_outputs_before_reading(tmp_path: Path, small_trace: Path, kind: str) -> None:
-    out = {"fifo": tmp_path / "out.fifo", "directory": tmp_path, "devnull": Path("/dev/null")}[kind]
-    if kind == "fifo":
-        os.mkfifo(out)
-    before = os.stat(out)
-    # The input does not exist: the output is refused first, so no work is done at all.
-    done = profwin("trim", str(tmp_path / "no-such-input.json"), "--window", "1:3", "-o", str(out))
-    assert done.returncode == EXIT_ERROR
-    assert done.stderr.count("\n") == 1
-    assert "Traceback" not in done.stderr
-    assert f"cannot write {str(out)!r}: it is a" in done.stderr
-    after = os.stat(out)
-    assert (after.st_mode, after.st_ino, after.st_rdev) == (before.st_mode, before.st_ino, before.st_rdev)
-    assert not list(tmp_path.glob(".*.partial*"))
-
-
-HOLD = """
-import importlib
-import os
-
-trim = importlib.import_module("profwin.traces.trim")  # the module (profwin.traces.trim is also its function)
-_copy_events = trim._copy_events
-
-
-def held_copy(index, kept, out, progress, **kwargs):
-    out.flush()  # the partial file holds the trace's header
-    with open(os.environ["PROFWIN_TEST_HOLD"], "rb") as fifo:  # until the test opens it for writing
-        fifo.read()  # until the test closes it
-    return _copy_events(index, kept, out, progress, **kwargs)
-
-
-trim._copy_events = held_copy
-"""
-
-
-def wait_held(hold: Path, proc: subprocess.Popen[str]) -> int:
-    """The write end of the FIFO ``hold``, once the child has opened its read end (it is then held
-    mid-work and cannot finish); fails, with the child's output, if the child ends first."""
-    deadline = time.monotonic() + 300  # only for a child that never gets there: a failure, not a bet
-    while True:
-        try:
-            return os.open(hold, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
-                raise
-        assert proc.poll() is None, f"the child ended before it was held: {proc.communicate()}"
-        assert time.monotonic() < deadline, "the child never reached the hold"
-        time.sleep(0.01)
-
-
-@pytest.mark.parametrize(
-    ("sig", "code", "message"),
-    [(signal.SIGTERM, EXIT_TERMINATED, "profwin: terminated"), (signal.SIGINT, EXIT_INTERRUPTED, "profwin: interrupted")],
-)
-def test_a_signal_during_trim_removes_the_partial_file(
-    tmp_path: Path, small_trace: Path, sig: int, code: int, message: str
-) -> None:
-    """The signal lands while the child is provably mid-trim: a hook (sitecustomize) holds it on
-    a FIFO the test controls once the partial file holds the header, and the test signals only
-    after the child is held there. No bet on how fast the child runs."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(HOLD)
-    hold = tmp_path / "hold"
-    os.mkfifo(hold)
-    env = dict(os.environ, PROFWIN_TEST_HOLD=str(hold))
-    env["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
-    out = tmp_path / "out" / "trimmed.json.gz"
-    out.parent.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "profwin", "trim", str(small_trace), "--window", "0:4", "-o", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    writer = wait_held(hold, proc)
-    try:
-        assert [p.name for p in out.parent.iterdir() if ".partial" in p.name]  # mid-work: the partial file is there
-        proc.send_signal(sig)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        os.close(writer)
-    assert proc.returncode == code, stderr
-    assert stderr.strip() == message
-    assert list(out.parent.iterdir()) == []
-
-
 def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
     reader, writer = os.pipe()
     os.close(reader)  # what `| head` does once it has read enough
@@ -174,8 +59,6 @@ def test_broken_pipe_is_a_quiet_exit(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["summarize", "x.json", "--top", "-1"], "argument --top: must be an integer >= 0 (got '-1')"),
-        (["summarize", "x.json", "--first-step", "٣"], "argument --first-step: must be an integer >= 0"),
         (["demo", "--steps", "0"], "argument --steps: must be an integer >= 1 and <= 2147483647 (got '0')"),
         (
             ["stop", "--engine", "x", "--url", "u", "--timeout", "nan"],
@@ -207,12 +90,12 @@ def test_numeric_flags_are_checked_by_the_parser(args: list[str], expected: str)
 
 
 def test_errors_are_one_line_or_json(tmp_path: Path) -> None:
-    missing = tmp_path / "missing.json"
-    done = profwin("summarize", str(missing))
+    missing = tmp_path / "missing.yaml"
+    done = profwin("validate", str(missing))
     assert done.returncode == EXIT_ERROR
     assert done.stderr.startswith("profwin: error: ")
     assert done.stderr.count("\n") == 1
-    done = profwin("summarize", str(missing), "--json")
+    done = profwin("validate", str(missing), "--json")
     assert done.returncode == EXIT_ERROR
     error = json.loads(done.stdout)
     assert set(error) == {"error", "path"}

@@ -1,16 +1,16 @@
-"""``profwin collect`` and ``profwin summarize --ray`` in core: the optional ADDRESS after
-``--ray``, and what a user without profwin-ray is told. (With profwin-ray and a real Ray cluster:
-integration_tests/ray/.)"""
+"""``--ray [ADDRESS]`` in core's command-line frame: the optional ADDRESS after ``--ray``, and what
+a user typing ``profwin collect`` without profwin-ray is told. (``summarize --ray`` without
+profwin-ray: profwin-traces' tests; with profwin-ray and a real Ray cluster: integration_tests/ray/.)"""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 from pathlib import Path
 
 import pytest
 
-from profwin.cli import _ray_address_first, main
+from profwin.cli import main
+from profwin.cli_runner import ray_address_first
 
 
 @pytest.mark.parametrize(
@@ -27,28 +27,17 @@ from profwin.cli import _ray_address_first, main
     ],
 )
 def test_ray_takes_an_address_only_when_one_follows(argv: list[str], expected: list[str]) -> None:
-    assert _ray_address_first(argv) == expected
+    assert ray_address_first(argv) == expected
 
 
-@pytest.fixture
-def no_cluster_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.metadata.entry_points
-
-    def without_clusters(**kwargs: str) -> object:
-        return [] if kwargs.get("group") == "profwin.clusters" else real(**kwargs)
-
-    monkeypatch.setattr("profwin.discovery.importlib.metadata.entry_points", without_clusters)
-
-
-@pytest.mark.usefixtures("no_cluster_plugins")
-@pytest.mark.parametrize(
-    "argv",
-    [["collect", "--ray", "--from", "/x/*", "--to", "{tmp}"], ["summarize", "--ray", "/x"], ["summarize", "--ray", "h:1", "/x"]],
-)
-def test_without_profwin_ray_the_user_is_told_what_to_install(
-    argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_without_profwin_ray_collect_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code = main([a.format(tmp=tmp_path) for a in argv] + ["--json"])
-    out = json.loads(capsys.readouterr().out)
-    assert code == 2
-    assert out["error"] == "no 'ray' cluster support installed: pip install 'profwin[ray]' (profwin-ray)"
+    """``profwin collect`` is profwin-ray's command (the profwin.commands entry points); core knows
+    where it comes from."""
+    monkeypatch.setattr("profwin.cli.commands", lambda: {})  # as where profwin-ray is not installed
+    assert main(["collect", "--ray", "--from", "/x/*", "--to", str(tmp_path), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"] == (
+        "'profwin collect' comes with profwin-ray, which is not installed: "
+        'pip install --find-links dist/ "profwin[ray]" (profwin-ray, with ray; dist/: bash scripts/build_dists.sh dist/)'
+    )

@@ -7,8 +7,8 @@ level, inside a function (a "lazy" import) and under ``if TYPE_CHECKING``, becau
 dependency the layer above must not need. An import names one module; the parent packages that
 Python initialises first (``profwin`` for ``profwin.errors``) are not counted, else every module
 would depend on the facade. So ``from profwin import spec`` (a submodule) counts as
-``import profwin.spec``, and ``from profwin.traces import summarize`` (a name) as an
-import of ``profwin.traces``.
+``import profwin.spec``, and ``from profwin.discovery import plugins`` (a name) as an
+import of ``profwin.discovery``.
 
 Run ``python packages/profwin-core/tests/test_layers.py`` to print the circles and upward
 imports found (the figures the test holds at 0).
@@ -57,7 +57,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "profwin.nsys_driver",
         ),
     ),
-    ("traces", ("profwin.traces", "profwin.traces.*")),
     ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli", "profwin.__main__")),
     ("facades", ("profwin", "profwin.plugin")),
 )
@@ -174,6 +173,18 @@ def test_no_import_runs_back_up() -> None:
 
 def test_no_imports_close_a_circle() -> None:
     assert circles(graph()) == []
+
+
+def test_core_never_imports_the_trace_toolkit() -> None:
+    """profwin-traces sits on core (it depends on profwin-core): an import of it from core would
+    run back up, out of the distribution, where no layer above can see it."""
+    found = []
+    for module, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            names += [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{module}:{node.lineno}" for name in names if name.split(".")[0] == "profwin_traces"]
+    assert found == []
 
 
 def test_the_checks_find_what_they_look_for(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ PACKAGES = Path(__file__).resolve().parents[2]
 ROOTS = {
     "profwin": PACKAGES / "profwin-core/src/profwin/__init__.py",
     "profwin.plugin": PACKAGES / "profwin-core/src/profwin/plugin.py",
-    "profwin.traces": PACKAGES / "profwin-core/src/profwin/traces/__init__.py",
+    "profwin_traces": PACKAGES / "profwin-traces/src/profwin_traces/__init__.py",
     **{
         f"profwin_{name}": PACKAGES / f"profwin-{name}/src/profwin_{name}/__init__.py"
         for name in ("vllm", "sglang", "npu", "memory", "verl", "slime")
@@ -61,7 +61,7 @@ def test_what_type_checkers_read_is_what_runs(root: str) -> None:
 def _fresh(code: str, also: list[str] | None = None) -> list[str]:
     """The modules among a few heavy ones (and ``also``) that ``code`` leaves imported, in a new interpreter."""
     watched = ["asyncio", "ssl", "http.client", "profwin.remote", "profwin_vllm.backend", "profwin_sglang.backend"]
-    watched += ["profwin.traces.diff", "profwin.traces.trim", *(also or [])]
+    watched += ["profwin_traces.diff", "profwin_traces.trim", *(also or [])]
     probe = f"{code}\nimport sys\nprint(' '.join(m for m in {watched!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
     return done.stdout.split()
@@ -69,12 +69,12 @@ def _fresh(code: str, also: list[str] | None = None) -> list[str]:
 
 def test_step_markers_and_plugin_listing_import_no_session_machinery() -> None:
     assert _fresh("import profwin.discovery as d; d.step_markers(); d.plugins()") == []
-    assert _fresh("import profwin, profwin.cli, profwin.traces; profwin.Window.parse('2:5')") == []
+    assert _fresh("import profwin, profwin.cli, profwin_traces; profwin.Window.parse('2:5')") == []
 
 
 def test_summarize_imports_neither_diff_nor_trim(tmp_path: Path) -> None:
-    assert _fresh("from profwin.traces import render_summary, summarize, summarize_ranks") == []
-    assert _fresh("from profwin.traces import diff") == ["profwin.traces.diff"]
+    assert _fresh("from profwin_traces import render_summary, summarize, summarize_ranks") == []
+    assert _fresh("from profwin_traces import diff") == ["profwin_traces.diff"]
     trace = tmp_path / "t.pt.trace.json"
     events = [
         {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
@@ -83,7 +83,7 @@ def test_summarize_imports_neither_diff_nor_trim(tmp_path: Path) -> None:
     trace.write_text(json.dumps({"traceEvents": events}))
     # The command on one trace: not the modules of ranks and plots either.
     command = f"import contextlib, io\nfrom profwin.cli import main\nwith contextlib.redirect_stdout(io.StringIO()):\n    assert main(['summarize', {str(trace)!r}]) == 0"
-    assert _fresh(command, also=["profwin.traces.ranks", "profwin.traces.plot"]) == []
+    assert _fresh(command, also=["profwin_traces.ranks", "profwin_traces.plot"]) == []
 
 
 def test_a_name_that_is_also_a_submodule_stays_the_name() -> None:

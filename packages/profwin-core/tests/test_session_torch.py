@@ -200,24 +200,6 @@ def test_closing_before_the_first_step_ends_writes_nothing(spec_in, tmp_path: Pa
     assert list(tmp_path.iterdir()) == []
 
 
-def test_cli_summarize_and_trim_a_session_trace(run_loop, spec_in, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
-    import json
-
-    from profwin.cli import main
-
-    (artifact,) = run_loop(spec_in("2:8"), 9).artifacts
-    assert main(["summarize", str(artifact.path), "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert [s["number"] for s in summary["steps"]] == [2, 3, 4, 5, 6, 7]
-    out = tmp_path / "trimmed" / "t.pt.trace.json.gz"
-    out.parent.mkdir()
-    assert main(["trim", str(artifact.path), "--window", "4:6", "-o", str(out)]) == 0
-    assert count_step_markers(out) == [4, 5]
-    assert main(["trim", str(artifact.path), "--window", "20:30", "-o", str(tmp_path / "none.json")]) == 2
-    assert "20:30" in capsys.readouterr().err
-    assert not (tmp_path / "none.json").exists()
-
-
 FILE_SIZE_LIMITED = """
 import resource, sys
 import torch

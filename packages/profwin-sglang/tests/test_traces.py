@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from profwin import EnginePlan, ProfileSpec, Window
-from profwin.traces import count_steps, summarize
 from profwin_sglang import plan_for, trim_in_place
 from profwin_sglang.traces import collect
+from profwin_traces import count_steps, summarize
 
 
 def step_names(path: Path) -> list[str]:

@@ -17,7 +17,7 @@ import pytest
 
 import profwin
 from profwin.errors import ArgumentTypeError
-from profwin.traces import summarize
+from profwin_traces import summarize
 from profwin_verl import (
     relocate_rollout_traces,
     rollout_profiler_global_ranks,

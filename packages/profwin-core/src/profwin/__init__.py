@@ -3,8 +3,9 @@
 This is the surface for users: the window and the spec, loading specs, the in-process
 :class:`Session`, live engines (:func:`remote_session`, :func:`backend`, :func:`render_plan`), a
 trainer's chosen rollouts (:class:`RolloutProfiler`, :class:`Rollouts`),
-plugin discovery, and the one error family under :class:`ProfwinError`. Reading traces is
-:mod:`profwin.traces` (with its ``TraceError``); writing a plugin is :mod:`profwin.plugin` (the plugin authors' surface).
+plugin discovery, and the one error family under :class:`ProfwinError`. Reading traces is the
+distribution profwin-traces (``profwin_traces``, with its ``TraceError``); writing a plugin is
+:mod:`profwin.plugin` (the plugin authors' surface).
 docs/architecture.md lays out the modules behind both and the layers they sit in.
 """
 

@@ -6,24 +6,31 @@ import argparse
 import functools
 import json
 import os
-import re
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as dist_version
 from typing import TYPE_CHECKING, Any
 
-from profwin.atomic import all_or_nothing, check_output_path
-from profwin.cli_runner import EXIT_INTERRUPTED, CliParser, int_arg, print_json, run_cli, seconds_arg
+from profwin.atomic import all_or_nothing
+from profwin.cli_runner import (
+    CliParser,
+    how_to_view,
+    int_arg,
+    print_json,
+    ray_address_first,
+    run_cli,
+    seconds_arg,
+    window_arg,
+)
 from profwin.discovery import backend as load_backend
-from profwin.discovery import cluster, validate_options
+from profwin.discovery import commands, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning, shown
-from profwin.protocols import BACKENDS_GROUP, CollectInterrupted
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning
+from profwin.protocols import BACKENDS_GROUP, Command
 from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
-from profwin.traces.view import how_to_view
 from profwin.window import MAX_STEP, Window
 
 if TYPE_CHECKING:
@@ -33,13 +40,6 @@ __all__ = ["build_parser", "main"]
 
 
 _print_json = print_json
-
-
-def _window_arg(text: str) -> Window:
-    try:
-        return Window.parse(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
@@ -386,223 +386,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0 if len(w.recorded_steps) == expected.length else 1
 
 
-def _one_trace(args: argparse.Namespace) -> str | list[str] | None:
-    """The trace ``profwin summarize`` names when it names one: a file, a folder holding one
-    trace (which then reads exactly as the file would), or the part traces of one long window
-    (files or their folder, read as one); ``None`` for several, or on Ray."""
-    from pathlib import Path
-
-    if args.ray:
-        return None
-    if len(args.trace) == 1 and not Path(args.trace[0]).is_dir():
-        return str(args.trace[0])  # trim's rule too; here before importing ranks (summarize FILE's start-up)
-    from profwin.traces.ranks import window_parts
-
-    units = window_parts(args.trace)
-    if len(units) != 1:
-        return None
-    return str(units[0][0]) if len(units[0]) == 1 else [str(p) for p in units[0]]
-
-
-def _summary(args: argparse.Namespace, one: str | list[str] | None) -> Any:
-    """What ``profwin summarize`` shows: a :class:`~profwin.traces.Summary` of one trace (``one``)
-    or the :class:`~profwin.traces.Ranks` of several (a folder, many files, or the nodes of a Ray cluster)."""
-    from profwin.traces import tty_progress
-
-    options = {"window": args.window, "top": args.top, "first_step": args.first_step}
-    if args.ray:  # on the nodes that hold the traces; the same result as for the files on one disk
-        return cluster("ray").summarize(args.trace, address=args.ray, session=args.session, **options)
-    # The modules a command needs only (one trace: not those of ranks; 0.005 CPU s of a start).
-    if one is not None:
-        from profwin.traces import summarize
-
-        if args.session is not None:  # one trace: it must be of that session
-            from profwin.traces import choose_session, trace_facts
-
-            choose_session([trace_facts(p) for p in ([one] if isinstance(one, str) else one)], args.session)
-        shown = one if isinstance(one, str) else f"{len(one)} parts of one window"
-        return summarize(one, **options, progress=tty_progress(f"reading {shown}"))
-    from profwin.traces import summarize_ranks
-
-    return summarize_ranks(args.trace, **options, progress=lambda path: tty_progress(f"reading {path}"), session=args.session)
-
-
-def _cmd_summarize(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from profwin.traces import Summary
-    from profwin.traces.reader import trace_command
-
-    if args.plot:
-        _check_plot(args.plot, args.trace)
-    with trace_command(blas=not args.ray):  # Ray's local workers inherit this process's environment
-        one_trace = _one_trace(args)
-        result = _summary(args, one_trace)
-    one = isinstance(result, Summary)
-    if args.plot:
-        from profwin.traces import plot_ranks, plot_steps
-
-        if one:
-            plot_steps(result, args.plot)
-        else:
-            plot_ranks(result, args.plot)
-        print(f"plot: {args.plot}", file=sys.stderr)
-    if args.json:
-        _print_json(result.to_dict())
-    elif one:  # only the form that is printed is built: the JSON form of a long trace's steps costs 0.08 s
-        from profwin.traces import render_summary
-
-        print(render_summary(result))
-        if one_trace is not None:  # paths on the nodes (--ray): nothing here to open
-            print("\n" + how_to_view([Path(p) for p in ([one_trace] if isinstance(one_trace, str) else one_trace)]))
-    else:
-        from profwin.traces import render_ranks, trace_files
-
-        print(render_ranks(result))
-        if not args.ray:  # paths on the nodes: nothing here to open
-            print("\n" + how_to_view(trace_files(args.trace)))
-    return 0
-
-
-def _cmd_collect(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    try:
-        report = cluster("ray").collect(
-            args.source,
-            Path(args.to),
-            address=args.ray,
-            chunk_bytes=args.chunk_bytes,
-            progress=sys.stderr.isatty() and not args.json,
-        )
-        code = 0 if report.ok else 1
-    except CollectInterrupted as stopped:  # what arrived is kept: say what it is
-        report, code = stopped.report, EXIT_INTERRUPTED
-    if args.json:
-        _print_json(report.to_dict())
-    else:
-        print(report.render())
-    return code
-
-
-_RAY_ADDRESS = re.compile(r"auto|ray://\S+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
-
-
-def _ray_address_first(argv: Sequence[str]) -> list[str]:
-    """``--ray`` takes an optional ADDRESS: when the word after it is not one (``auto``,
-    ``HOST:PORT``, ``ray://...``), it is a trace path, and ``--ray`` means ``--ray auto``."""
-    out = list(argv)
-    for i, word in enumerate(out[:-1]):
-        if word == "--ray" and not _RAY_ADDRESS.fullmatch(out[i + 1]):
-            out.insert(i + 1, "auto")
-            break
-    return out
-
-
-def _cmd_diff(args: argparse.Namespace) -> int:
-    from profwin.traces import diff, plot_diff, render_diff, trace_files
-    from profwin.traces.reader import trace_command
-
-    if args.plot:
-        _check_plot(args.plot, [args.a, args.b])
-    with trace_command():
-        result = diff(args.a, args.b, window=args.window, b_window=args.b_window, top=args.top, first_step=args.first_step)
-    if args.plot:
-        plot_diff(result, args.plot)
-        print(f"plot: {args.plot}", file=sys.stderr)
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        print(render_diff(result))
-        print("\n" + how_to_view([*trace_files([args.a]), *trace_files([args.b])]))
-    return 0
-
-
-_PLOT_FORMATS = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".webp", ".tif", ".tiff", ".gif", ".eps", ".ps")
-
-
-def _check_plot(plot: str, inputs: Sequence[str]) -> None:
-    """Before any work: ``--plot`` names an image format matplotlib writes, is a path profwin
-    may write (:func:`check_output_path`) and is none of the inputs."""
-    from pathlib import Path
-
-    if not plot.lower().endswith(_PLOT_FORMATS):
-        raise ConfigError(f"--plot must name an image file ending in {', '.join(_PLOT_FORMATS)} (got {shown(plot)})", path="plot")
-    target = check_output_path(plot)
-    for given in inputs:
-        if target.exists() and Path(given).exists() and os.path.samefile(target, given):
-            raise ConfigError(f"--plot {shown(plot)} is one of the input traces; name another file", path="plot")
-
-
-def _cmd_trim(args: argparse.Namespace) -> int:
-    from profwin.traces import trim, tty_progress
-    from profwin.traces.reader import trace_command
-
-    check_output_path(args.output)
-    source = args.trace[0] if len(args.trace) == 1 else args.trace
-    progress = tty_progress(f"trimming {args.trace[0] if len(args.trace) == 1 else f'{len(args.trace)} parts'}", passes=2)
-    with trace_command():  # trim reads its input twice
-        result = trim(source, args.window, args.output, first_step=args.first_step, progress=progress)
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        print(
-            f"{result.path}: steps {result.steps} ({result.step_count} steps, {result.events:,} events, {result.bytes:,} bytes)"
-        )
-        for note in result.notes:
-            print(f"note: {note}", file=sys.stderr)
-        print(how_to_view([result.path]))
-    return 0
-
-
-def _cmd_merge(args: argparse.Namespace) -> int:
-    from profwin.traces import merge, tty_progress
-    from profwin.traces.reader import trace_command
-
-    check_output_path(args.output)
-
-    def progress(path: Any, n: int) -> Any:
-        return tty_progress(f"{'reading' if n == 1 else 'merging'} {path}")
-
-    with trace_command():
-        result = merge(
-            args.trace, args.output, window=args.window, first_step=args.first_step, session=args.session, progress=progress,
-            timelines=args.timeline or (),
-        )  # fmt: skip
-    if args.json:
-        _print_json(result.to_dict())
-    else:
-        timelines = sum(t.producer == "profwin.timeline" for t in result.traces)
-        print(
-            f"{result.path}: {len(result.traces) - timelines} traces"
-            + (f" and {timelines} session timeline(s)" if timelines else "")
-            + f", one process each, aligned on step {result.aligned_step} ({result.events:,} events, {result.bytes:,} bytes)"
-        )
-        for t in result.traces:
-            print(f"  pid {t.pid}: {t.label}, {t.producer} steps {t.steps}, times {t.shift_us:+,.3f} us")
-        for note in result.notes:
-            print(f"note: {note}", file=sys.stderr)
-        print(how_to_view([result.path]))
-    return 0
-
-
-def _cmd_timeline(args: argparse.Namespace) -> int:
-    from profwin.traces.timeline import plot_timeline, read_timelines, render_timeline, timeline_report
-
-    if args.plot:
-        _check_plot(args.plot, args.timeline)
-    report = timeline_report(args.timeline, session=args.session, length=args.length)
-    if args.plot:
-        timelines, _ = read_timelines(args.timeline, session=args.session)
-        plot_timeline(report, timelines, args.plot)
-        print(f"plot: {args.plot}", file=sys.stderr)
-    if args.json:
-        _print_json(report.to_dict())
-    else:
-        print(render_timeline(report))
-    return 0
-
-
 def _version_text() -> str:
     """One line per distribution: the umbrella (when installed), core, then each plugin's with
     the entry points it provides."""
@@ -642,10 +425,10 @@ def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None 
         help="the block of --spec to read, e.g. actor_rollout_ref.rollout.profiler (a verl trainer file)",
     )
     default_help = f" (default: the spec file's, else {window_default})" if window_default else " (default: the spec file's)"
-    p.add_argument("--window", type=_window_arg, default=None, help=f"steps to record, START:END half-open{default_help}")
+    p.add_argument("--window", type=window_arg, default=None, help=f"steps to record, START:END half-open{default_help}")
     p.add_argument("--out", metavar="DIR", help="output directory for traces (--out is a directory in every command)")
     p.add_argument("--prefix", help="file-name prefix for traces")
-    p.set_defaults(window_default=_window_arg(window_default) if window_default else None)
+    p.set_defaults(window_default=window_arg(window_default) if window_default else None)
 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
@@ -663,15 +446,9 @@ def _add_remote_options(p: argparse.ArgumentParser) -> None:
     _add_spec_options(p)
 
 
-def _add_ray_option(p: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
-    p.add_argument(
-        "--ray", nargs="?", const="auto", default=None, required=required, metavar="ADDRESS",
-        help=f"{what}: ADDRESS is auto (default), HOST:PORT or ray://HOST:PORT; needs profwin[ray]",
-    )  # fmt: skip
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``profwin`` argument parser (also used to generate docs/cli.md)."""
+def build_parser(added: Mapping[str, Command | PluginError] | None = None) -> argparse.ArgumentParser:
+    """The ``profwin`` argument parser (also used to generate docs/cli.md): core's commands, then
+    those other distributions add (``added``, default :func:`~profwin.discovery.commands`)."""
     parser = CliParser(prog="profwin", description="Profile an exact window of generation steps on any engine.")
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -687,7 +464,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_validate)
 
     p = sub.add_parser("window", help="explain a window and what each installed backend is sent")
-    p.add_argument("window_text", metavar="WINDOW", type=_window_arg, help="START:END, e.g. 20:80")
+    p.add_argument("window_text", metavar="WINDOW", type=window_arg, help="START:END, e.g. 20:80")
     p.add_argument(
         "--engine-version", action="append", default=[], type=_engine_version_arg, metavar="[ENGINE=]VERSION",
         help=f"describe for this engine version (repeatable): {_ENGINE_VERSION_HELP}; a bare VERSION is for every engine",
@@ -719,117 +496,50 @@ def build_parser() -> argparse.ArgumentParser:
     _add_spec_options(p, window_default="20:80")
     p.set_defaults(func=_cmd_demo)
 
-    first_step_help = (
-        "number of the trace's first step (vLLM/SGLang traces do not record it; default 0, or what a trimmed trace recorded)"
-    )
-    p = sub.add_parser("summarize", help="steps, per-step time, device time and top operators of traces (streaming)")
-    p.add_argument(
-        "trace", nargs="+",
-        help="Chrome/Kineto trace (.json or .json.gz) from torch, vLLM, SGLang or profwin; several, or a folder: one per rank",
-    )  # fmt: skip
-    p.add_argument("--window", type=_window_arg, help="only these steps (numbered by the producer's markers)")
-    p.add_argument("--top", type=int_arg(0), default=20, help="operators to list by self time (default 20)")
-    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
-    p.add_argument(
-        "--session", metavar="ID",
-        help="of traces from several profiling sessions, this one (an id or its prefix; default: each rank's newest, "
-        "said so); with --ray the same, on the nodes' traces",
-    )  # fmt: skip
-    p.add_argument(
-        "--plot", metavar="PNG",
-        help="draw per-step time (one trace) or a steps x ranks heat map (several); needs matplotlib",
-    )  # fmt: skip
-    _add_ray_option(p, "summarize each trace on the Ray node that holds it; only summaries travel")
-    p.add_argument("--json", action="store_true", help="print as JSON")
-    p.set_defaults(func=_cmd_summarize)
-
-    p = sub.add_parser("collect", help="copy a session's files from every Ray node into one folder (needs profwin[ray])")
-    _add_ray_option(p, "the Ray cluster to collect from", required=True)
-    p.add_argument("--from", dest="source", required=True, metavar="PATTERN", help="path or glob on the nodes (** for any depth)")
-    p.add_argument("--to", required=True, metavar="DIR", help="folder on this machine; files land in DIR/<node>/<file>")
-    p.add_argument(
-        "--chunk-bytes", type=int_arg(1024), default=1 << 22, metavar="N",
-        help="bytes per transfer (memory is bounded by this, not the file size; default 4 MiB)",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the per-node results as JSON")
-    p.set_defaults(func=_cmd_collect)
-
-    p = sub.add_parser("diff", help="compare two traces (or two folders of per-rank traces) step by step and by operator")
-    p.add_argument("a", help="the trace or folder before (A)")
-    p.add_argument("b", help="the trace or folder after (B)")
-    p.add_argument("--window", type=_window_arg, help="only these steps, on both sides")
-    p.add_argument("--b-window", type=_window_arg, help="other steps for B (default: --window)")
-    p.add_argument("--top", type=int_arg(0), default=20, help="operators to list, largest change first (default 20)")
-    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
-    p.add_argument("--plot", metavar="PNG", help="draw per-operator bars of A and B (needs matplotlib)")
-    p.add_argument("--json", action="store_true", help="print as JSON")
-    p.set_defaults(func=_cmd_diff)
-
-    p = sub.add_parser(
-        "merge", help="write the traces of one window as one trace, each rank or engine its own process, steps aligned"
-    )
-    p.add_argument(
-        "trace", nargs="+",
-        help="the traces (.json or .json.gz) of one window: files, a folder of them, or a profwin collect folder",
-    )  # fmt: skip
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json.gz, or .json)")
-    p.add_argument("--window", type=_window_arg, help="only these steps; aligned on the first one every trace holds")
-    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
-    p.add_argument(
-        "--session", metavar="ID", help="of traces from several profiling sessions, this one (default: each rank's newest)"
-    )
-    p.add_argument(
-        "--timeline", action="append", metavar="FILE|DIR",
-        help="also the session's timeline (record: [timeline]): counter tracks, one slice per request, the window marked; repeatable",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=_cmd_merge)
-
-    p = sub.add_parser(
-        "timeline", help="where a rollout's time goes: phases, the long tail, where the window sits, a suggested window"
-    )
-    p.add_argument(
-        "timeline", nargs="+", metavar="FILE|DIR",
-        help="session timelines (*.timeline.json, record: [timeline]): files, or a folder of them; several ranks or engines are compared",
-    )  # fmt: skip
-    p.add_argument(
-        "--session", metavar="ID", help="of timelines from several profiling sessions, this one (default: the newest, said so)"
-    )
-    p.add_argument(
-        "--length", type=int_arg(1, MAX_STEP), default=32, metavar="N", help="steps of the suggested window (default 32)"
-    )
-    p.add_argument(
-        "--plot", metavar="PNG",
-        help="draw batch size and tokens per step over time (phases and the window shaded) and each request's lifespan; needs matplotlib",
-    )  # fmt: skip
-    p.add_argument("--json", action="store_true", help="print as JSON")
-    p.set_defaults(func=_cmd_timeline)
-
-    p = sub.add_parser("trim", help="write a trace holding only a window of steps (streaming)")
-    p.add_argument(
-        "trace",
-        nargs="+",
-        help="Chrome/Kineto trace (.json or .json.gz), or the part traces of one long window (files or their folder)",
-    )
-    p.add_argument("--window", type=_window_arg, required=True, help="steps to keep, START:END")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="output trace file (.json or .json.gz)")
-    p.add_argument("--first-step", type=int_arg(0, MAX_STEP), metavar="N", help=first_step_help)
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.set_defaults(func=_cmd_trim)
+    for name, command in sorted((commands() if added is None else added).items()):
+        if isinstance(command, Command) and name not in sub.choices:  # core's own commands keep their names
+            p = sub.add_parser(name, help=command.help)
+            command.arguments(p)
+            p.set_defaults(func=command.run, writes_results=command.writes_results)
     return parser
 
 
-_WRITES_RESULTS = frozenset({_cmd_summarize, _cmd_diff, _cmd_merge, _cmd_trim})
-"""Commands whose files are their result: each runs in :func:`~profwin.atomic.all_or_nothing`, so
-one stopped (Ctrl-C, SIGTERM) leaves none of them, even one already renamed
-into place. The others keep what they did (``demo``: the window recorded, as a session keeps it on an early
-exit; ``collect``: what arrived; ``start``/``stop``: their own
-state and rollback)."""
+_ELSEWHERE = {
+    **dict.fromkeys(
+        ("summarize", "diff", "trim", "merge", "timeline"), ("profwin-traces", '"profwin-traces" (the umbrella "profwin" includes it')
+    ),
+    "collect": ("profwin-ray", '"profwin[ray]" (profwin-ray, with ray'),
+}
+"""Commands of profwin's other distributions (:data:`~profwin.protocols.COMMANDS_GROUP`), for the
+one line that says what to install when a user types one that is not installed: the distribution,
+and what to install, in the words of the docs' install line (docs/quickstart.md#installing)."""
+
+
+def _check_command(word: str | None, added: Mapping[str, Command | PluginError]) -> None:
+    """The command ``word`` can run here, or the error saying why not: the plugin that adds it
+    failed to load, or the distribution that adds it is not installed (and what to install)."""
+    found = added.get(word) if word is not None else None
+    if isinstance(found, PluginError):
+        raise found
+    if found is None and word in _ELSEWHERE:
+        dist, what = _ELSEWHERE[word]
+        raise PluginError(
+            f"'profwin {word}' comes with {dist}, which is not installed: "
+            f"pip install --find-links dist/ {what}; dist/: bash scripts/build_dists.sh dist/)"
+        )
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    args = build_parser().parse_args(_ray_address_first(sys.argv[1:] if argv is None else argv))
-    if args.func in _WRITES_RESULTS:
+    words = ray_address_first(sys.argv[1:] if argv is None else argv)
+    added = commands()
+    # The first word that is not an option is the command: profwin's own options take no value.
+    _check_command(next((w for w in words if not w.startswith("-")), None), added)
+    args = build_parser(added).parse_args(words)
+    if getattr(args, "writes_results", False):
+        # Its files are its result: stopped (Ctrl-C, SIGTERM), it leaves none of them, even one
+        # already renamed into place. The others keep what they did (``demo``: the window
+        # recorded, as a session keeps it on an early exit; ``collect``: what arrived;
+        # ``start``/``stop``: their own state and rollback).
         with all_or_nothing():
             return int(args.func(args))
     return int(args.func(args))

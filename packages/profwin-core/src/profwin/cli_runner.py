@@ -49,24 +49,32 @@ import threading
 import traceback
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn, TextIO
 
 from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, ProfwinError, Terminated, shown
+from profwin.window import MAX_STEP, Window
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
     "EXIT_ERROR",
     "EXIT_INTERRUPTED",
     "EXIT_TERMINATED",
+    "PERFETTO_UI",
     "CliParser",
     "UsageError",
     "clean_text",
+    "cluster_option",
+    "how_to_view",
     "int_arg",
     "print_json",
+    "ray_address_first",
     "run_cli",
     "seconds_arg",
+    "step_arg",
+    "window_arg",
 ]
 
 EXIT_ERROR = 2
@@ -456,6 +464,7 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
     return EXIT_ERROR
 
 
+@checked
 def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse ``type`` for an integer in ``[minimum, maximum]``, with the rule in its message."""
     rule = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
@@ -483,3 +492,60 @@ def seconds_arg(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"must be a number of seconds > 0 and <= {MAX_TIMEOUT:,.0f} (got {shown(text)})"
         ) from None
+
+
+_step = int_arg(0, MAX_STEP)
+
+
+@checked
+def step_arg(text: str) -> int:
+    """An argparse ``type`` for a step number: an integer from 0 to :data:`~profwin.window.MAX_STEP`."""
+    return _step(text)
+
+
+@checked
+def window_arg(text: str) -> Window:
+    """An argparse ``type`` for a window (``20:80``, ``20:``, ``20:80 tokens``: :meth:`Window.parse`)."""
+    try:
+        return Window.parse(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+@checked
+def cluster_option(parser: argparse.ArgumentParser, what: str, *, required: bool = False) -> None:
+    """``--ray [ADDRESS]``, the same in every command that reaches the nodes of a cluster
+    (``args.ray``: ``None``, or the address, ``auto`` when none follows; :func:`ray_address_first`)."""
+    parser.add_argument(
+        "--ray", nargs="?", const="auto", default=None, required=required, metavar="ADDRESS",
+        help=f"{what}: ADDRESS is auto (default), HOST:PORT or ray://HOST:PORT; needs profwin[ray]",
+    )  # fmt: skip
+
+
+_RAY_ADDRESS = re.compile(r"auto|ray://\S+|[\w.-]+:\d{1,5}|\[[0-9A-Fa-f:.]+\]:\d{1,5}")
+
+
+def ray_address_first(argv: Sequence[str]) -> list[str]:
+    """``--ray`` takes an optional ADDRESS: when the word after it is not one (``auto``,
+    ``HOST:PORT``, ``ray://...``), it is a trace path, and ``--ray`` means ``--ray auto``."""
+    out = list(argv)
+    for i, word in enumerate(out[:-1]):
+        if word == "--ray" and not _RAY_ADDRESS.fullmatch(out[i + 1]):
+            out.insert(i + 1, "auto")
+            break
+    return out
+
+
+PERFETTO_UI = "https://ui.perfetto.dev"
+
+
+@checked
+def how_to_view(paths: Sequence[str | Path]) -> str:
+    """``view: open FILE in https://ui.perfetto.dev (Open trace file) or chrome://tracing (Load)``:
+    the line every command that writes or names a trace ends with; both viewers read ``.json`` and
+    ``.json.gz`` as written, so no step is needed before."""
+    names = list(dict.fromkeys(str(p) for p in paths))
+    if not names:
+        return ""
+    what = names[0] if len(names) == 1 else f"any of these {len(names)} files"
+    return f"view: open {what} in {PERFETTO_UI} (Open trace file) or in Chrome at chrome://tracing (Load)"

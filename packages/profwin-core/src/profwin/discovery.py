@@ -22,6 +22,7 @@ import importlib.util
 import io
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -34,7 +35,7 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
 from profwin.markers import MARKER_ENV, TORCH_MARKER, StepMarker
-from profwin.protocols import Cluster, PluginSpec, Profiler, SpecFormat
+from profwin.protocols import Cluster, Command, PluginSpec, Profiler, SpecFormat
 from profwin.spec import ProfileSpec
 
 if TYPE_CHECKING:  # asyncio behind it: not imported to list plugins or learn their step markers
@@ -44,6 +45,7 @@ __all__ = [
     "PluginInfo",
     "backend",
     "cluster",
+    "commands",
     "engine_flavours",
     "own_distribution",
     "plugins",
@@ -55,7 +57,13 @@ __all__ = [
 ]
 
 Status = Literal["ok", "missing dependency", "incompatible", "failed", "shadowed"]
-_GROUPS = (protocols.BACKENDS_GROUP, protocols.PROFILERS_GROUP, protocols.TRAINERS_GROUP, protocols.CLUSTERS_GROUP)
+_GROUPS = (
+    protocols.BACKENDS_GROUP,
+    protocols.PROFILERS_GROUP,
+    protocols.TRAINERS_GROUP,
+    protocols.CLUSTERS_GROUP,
+    protocols.COMMANDS_GROUP,
+)
 _KINDS = {protocols.BACKENDS_GROUP: "backend", protocols.PROFILERS_GROUP: "profiler", protocols.CLUSTERS_GROUP: "cluster"}
 # Plugins profwin publishes, for the install hint of an unknown name: name -> umbrella extra
 # (integration_tests/test_trainer_layout.py holds it to the workspace's entry points).
@@ -64,6 +72,8 @@ _OWN_PREFIX = "profwin-"
 # What wrote to stdout while being imported, and the error: a module is imported once per
 # process, so the second listing must still report what the first one saw.
 _noisy: dict[str, str] = {}
+# The commands the listing loaded, by (distribution, version, name): commands() needs no second scan.
+_commands: dict[tuple[str, str, str], Command] = {}
 
 
 @frozen(kw_only=True)
@@ -205,6 +215,11 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
         spec = _guarded(f"module {ep.module}", ep.load)
     except PluginError as exc:
         return PluginInfo(**base, status="failed", detail=str(exc))
+    if group == protocols.COMMANDS_GROUP:
+        if not isinstance(spec, Command):
+            return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin Command")
+        _commands[(distribution, version, ep.name)] = spec
+        return PluginInfo(**base, status="ok", summary=spec.help)
     if not isinstance(spec, PluginSpec):
         return PluginInfo(**base, status="failed", detail=f"{ep.value} is a {type(spec).__name__}, not a profwin PluginSpec")
     if spec.api != protocols.PLUGIN_API:
@@ -228,8 +243,25 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
 
 @checked
 def plugins(group: str | None = None) -> list[PluginInfo]:
-    """Every installed plugin (of one group, if given), sorted by group and name."""
-    groups = _GROUPS if group is None else (group,)
+    """Every installed plugin (of one group, if given), sorted by group and name.
+
+    The listing of every group is read once per process while ``sys.path`` (and so what is
+    installed) is unchanged: a command asks for it up to three times (the commands it offers, the
+    step markers, ``profwin plugins``), and each read scans every installed distribution."""
+    if group is not None and group not in _GROUPS:
+        return _list((group,))
+    key = (tuple(sys.path), importlib.metadata.entry_points)
+    if key not in _listings:
+        _listings.clear()
+        _listings[key] = tuple(_list(_GROUPS))
+    return [p for p in _listings[key] if group is None or p.group == group]
+
+
+_listings: dict[tuple[object, ...], tuple[PluginInfo, ...]] = {}
+"""The listing of every group by (``sys.path``, the scanning function): only the latest is kept."""
+
+
+def _list(groups: tuple[str, ...]) -> list[PluginInfo]:
     every = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
     found = []
     for grp in groups:
@@ -412,6 +444,23 @@ def spec_formats() -> tuple[SpecFormat, ...]:
         except PluginError:
             continue
     return tuple(found)
+
+
+def commands() -> dict[str, Command | PluginError]:
+    """The commands other distributions add to ``profwin`` (:data:`~profwin.protocols.COMMANDS_GROUP`),
+    by name: each a :class:`~profwin.protocols.Command`, or the :class:`PluginError` saying why it
+    cannot run (its module failed to load: ``profwin plugins`` lists it so). A name two
+    distributions register is profwin's own (as for every plugin). Loading one imports only its
+    module, which the contract keeps cheap: the command line is built from all of them."""
+    found: dict[str, Command | PluginError] = {}
+    for info in plugins(protocols.COMMANDS_GROUP):  # the whole listing, read once (the step markers reuse it)
+        if info.status == "ok":
+            found[info.name] = _commands[(info.distribution, info.version, info.name)]
+        elif info.status != "shadowed":
+            found[info.name] = PluginError(
+                f"'profwin {info.name}' of {info.distribution} {info.version} cannot run: {info.detail}"
+            )
+    return found
 
 
 @checked

@@ -11,7 +11,7 @@ Every error profwin raises on purpose derives from :class:`ProfwinError`, so a c
   :class:`ProfilingDisabled`: a valid config that profiles nothing; :class:`UnreadableInput`: an
   input file that cannot be read at all;
 - :class:`PluginError` (``RuntimeError``): a plugin is unknown, broken or lacks its library;
-- :class:`profwin.traces.TraceError` (``ValueError``): a trace file cannot be used;
+- ``profwin_traces.TraceError`` (``ValueError``, profwin-traces): a trace file cannot be used;
 - :class:`profwin.TargetError` (``RuntimeError``) and :class:`profwin.EngineBusy`: one live engine
   refused or failed;
 - :class:`profwin.SessionError` (``RuntimeError``): a remote session failed on some engine.

@@ -47,7 +47,6 @@ __all__ = [
     "MAX_URL_CHARS",
     "check_timeout",
     "expand_user",
-    "file_identity",
     "normalize_url",
     "open_input",
     "parse_json",
@@ -248,18 +247,6 @@ def read_input(path: str | os.PathLike[str], *, limit: int, what: str, pipes: bo
     if len(data) > limit:
         raise ConfigError(f"{what} {os.fspath(path)!r} is larger than {limit:,} bytes, the limit for it")
     return data
-
-
-def file_identity(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """What tells one state of the file at ``path`` from another (device, inode, type, size,
-    modification and change times), or ``None`` when it cannot be looked at. Every write changes
-    it (the change time moves with each write, a rename gives a new inode), so a value computed
-    from a file can be kept while this stays the same: each file is read once per command."""
-    try:
-        info = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def read_spec_file(path: str | os.PathLike[str]) -> tuple[Any, Path]:

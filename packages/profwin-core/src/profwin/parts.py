@@ -17,7 +17,7 @@ The rules, in one place:
   so each step is in exactly one part, and the boundary's cost is in no step;
 * every part of a window carries its window, its part number and one session id in its
   provenance (:mod:`profwin.provenance`), and its steps in its name (:func:`part_name`), so the
-  trace tools read a window's parts as one (:mod:`profwin.traces.parts`);
+  trace tools read a window's parts as one (profwin-traces: ``profwin_traces.parts``);
 * when memory runs out anyway, :class:`PartsMemoryError` names the window and the parts already
   written, which are kept.
 """

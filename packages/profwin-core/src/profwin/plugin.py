@@ -1,7 +1,7 @@
 """The plugin API: everything a profwin plugin may import from core, in one module.
 
-Plugins (``profwin-vllm``, ``profwin-sglang``, ``profwin-npu``, ``profwin-memory``, and yours)
-import from here and nowhere else in ``profwin``; the workspace's lint enforces it, so core can
+Plugins (``profwin-traces``, ``profwin-vllm``, ``profwin-sglang``, ``profwin-npu``,
+``profwin-memory``, and yours) import from here and nowhere else in ``profwin``; the workspace's lint enforces it, so core can
 reorganise its modules without breaking a plugin. What is here is versioned by
 :data:`PLUGIN_API`. See docs/plugins.md for a backend written end to end.
 
@@ -15,7 +15,7 @@ Groups of names:
   :class:`TargetSkipped` (one engine left out of a session, untouched, the others going on),
   :func:`serving_processes` and :class:`LocalProcess` (who serves a URL on this machine, with its environment),
   :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side), the HTTP client
-  (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`), :func:`count_steps`, :func:`trim`,
+  (:class:`ServerClient`, :func:`request`, :class:`Reply`, :func:`normalize_url`),
   :func:`backend` (another installed backend, e.g. for an integration such as profwin-verl),
   :func:`folder_listing` (what a session lists to find an engine's new files: a target whose
   engine writes on another machine lists them there with it, see :class:`EngineTarget`);
@@ -27,14 +27,14 @@ Groups of names:
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields; :func:`token_claimed`:
   a start value in the token windows' range, refused when it decodes to no window),
-  :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``);
+  :class:`StepTokens` (what each recorded step held: ``StepTokens.of(...).span_name()``, the
+  ``record_function`` name, beginning :data:`TOKENS_PREFIX`; :func:`parse_step_tokens` reads it back);
 - the session timeline (an engine-side plugin records it for ``record: [timeline]``):
-  :class:`TimelineRecorder` (a few numbers per step and per request, written beside the trace),
+  :class:`TimelineRecorder` (a few numbers per step and per request, written beside the trace;
+  :data:`TIMELINE`: the file's layout, for its readers),
   :func:`encode_timeline` / :func:`decode_timeline` (how the request for it travels in an engine's
   own start field) and :func:`timeline_artifacts` (a session's timeline files among its new files);
-- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded),
-  :class:`JsonStream` (one JSON document streamed in bounded memory, plain or gzip, as the trace tools read theirs),
-  :func:`fast_module` (a module of the ``fast`` extra, or ``None``: where it is missing or ``PROFWIN_TRACES_FAST=0``)
+- reading files: :func:`open_input`, :func:`read_input` (regular files, FIFOs and pipes only, bounded)
   and :func:`expand_user` (``~`` and ``~user`` expanded strictly: an unknown user is a :class:`ConfigError`),
   :func:`parse_json` (JSON within the spec bounds, never a ``RecursionError``);
 - files a plugin writes and reads back: :class:`Format` (their name and version under
@@ -47,22 +47,21 @@ Groups of names:
   that loading its entry point stays cheap);
 - a plugin's own command line: :func:`run_cli` (one-line errors and exit codes),
   :class:`CliParser` (argparse whose errors :func:`run_cli` reports) and :func:`print_json`,
-  imported on first use so the plugin API itself stays free of command-line machinery;
+  imported on first use so the plugin API itself stays free of command-line machinery; commands
+  that join ``profwin`` itself (:class:`Command` under :data:`COMMANDS_GROUP`, as profwin-traces'
+  ``summarize``) take their arguments' types from the same place: :func:`int_arg`, :func:`step_arg`,
+  :func:`window_arg`, :func:`cluster_option` (``--ray [ADDRESS]``), and end with :func:`how_to_view`;
+- traces profwin writes, as their readers find them (profwin-traces): the registry of
+  step markers (:func:`step_markers`), and the provenance record (:mod:`profwin.provenance`: the
+  trace's :data:`PROVENANCE_KEY` and its sidecar, :func:`sidecar_path` (:data:`SIDECAR_SUFFIX`),
+  both in :data:`PROVENANCE_FORMAT`);
 - trainer integrations (profwin-verl, -slime, -openrlhf, -trl): :data:`TRAINERS_GROUP`,
   :class:`TrainerIntegration` (the verb pair ``enable``/``disable``, its failure policy, the
   version check, ``records()`` and the pieces around a seam), :class:`RolloutSettings` (the base
   of each one's settings type), and :class:`RolloutProfiler` over a :class:`Rollouts` selection,
   with a :class:`RolloutRecord` per profiled rollout;
 - cluster plugins (profwin-ray): :class:`Cluster`, :class:`ClusterReport`,
-  :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name), and the trace summary split in two for
-  them: :func:`summarize` (one file, where it lies) and :func:`merge_ranks` (on the caller),
-  :func:`trace_files`, :class:`Summary`, :class:`TraceRanks` (``profwin.traces.Ranks``), and
-  the session choice split the same way: :func:`trace_facts` (where the trace lies) and
-  :func:`choose_session` (on the caller) over :class:`TraceFacts`, and :func:`join_parts` (a long
-  window's part traces, read as one);
-- a step's token annotation (a token window's engine plugins write it, the trace tools read it):
-  :class:`StepTokens` (``StepTokens.of(...).span_name()``, the ``record_function`` name) and
-  :func:`parse_step_tokens`;
+  :class:`CollectInterrupted`, :data:`CLUSTERS_GROUP`, :func:`cluster` (load one by name);
 - a plugin's public functions and classes: :func:`checked` (their arguments checked against
   their type hints where they enter, a bad one a :class:`ConfigError` naming it), and
   :func:`warn` (``warnings.warn`` whose ``stacklevel`` does not count the checker's frames);
@@ -85,9 +84,18 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.activities import resolve_activities
     from profwin.arguments import checked, warn
     from profwin.atomic import atomic_path, check_output_path, write_atomic
-    from profwin.cli_runner import CliParser, print_json, run_cli
+    from profwin.cli_runner import (
+        CliParser,
+        cluster_option,
+        how_to_view,
+        int_arg,
+        print_json,
+        run_cli,
+        step_arg,
+        window_arg,
+    )
     from profwin.config import spec_from_mapping, spec_mapping
-    from profwin.discovery import backend, cluster, engine_flavours
+    from profwin.discovery import backend, cluster, engine_flavours, step_markers
     from profwin.documents import plain, read_document, select
     from profwin.engine import (
         Backend,
@@ -108,6 +116,9 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.options import at_least, choice, flag, names, parse_options
     from profwin.parts import Part, PartsMemoryError, part_name
     from profwin.processes import LocalProcess, serving_processes
+    from profwin.provenance import FORMAT as PROVENANCE_FORMAT
+    from profwin.provenance import KEY as PROVENANCE_KEY
+    from profwin.provenance import SIDECAR_SUFFIX, sidecar_path
     from profwin.remote import (
         OnActive,
         RemoteSession,
@@ -121,38 +132,25 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy), so a plugin's entry p
     from profwin.rollouts import RolloutProfiler, RolloutRecord, RolloutSettings, TrainerIntegration
     from profwin.selection import Rollouts
     from profwin.spec import ProfileSpec, RankSelection
+    from profwin.timeline_record import LAYOUT as TIMELINE
     from profwin.timeline_record import TimelineRecorder, timeline_artifacts
     from profwin.timeline_record import decode as decode_timeline
     from profwin.timeline_record import encode as encode_timeline
-    from profwin.tokens import TokenRule
+    from profwin.tokens import TOKENS_PREFIX, StepTokens, TokenRule, parse_step_tokens
     from profwin.tokens import claimed as token_claimed
     from profwin.tokens import decode as decode_tokens
     from profwin.tokens import encode as encode_tokens
     from profwin.torch_driver import STEP_MARKER, WindowedProfile
-    from profwin.traces import Ranks as TraceRanks
-    from profwin.traces import (
-        StepTokens,
-        Summary,
-        TraceError,
-        TraceFacts,
-        choose_session,
-        count_steps,
-        join_parts,
-        merge_ranks,
-        parse_step_tokens,
-        summarize,
-        token_steps,
-        trace_facts,
-        trace_files,
-        trim,
-    )
-    from profwin.traces.stream import JsonStream, fast_module
     from profwin.versions import EngineVersion, engine_plugin_missing, installed_version
     from profwin.window import Window
 
 __all__ = [
     "FORMAT_KEY",
+    "PROVENANCE_FORMAT",
+    "PROVENANCE_KEY",
+    "SIDECAR_SUFFIX",
     "STEP_MARKER",
+    "TOKENS_PREFIX",
     "TORCH_MARKER",
     "Backend",
     "CliParser",
@@ -163,7 +161,6 @@ __all__ = [
     "EngineVersion",
     "Format",
     "JsonForm",
-    "JsonStream",
     "LocalProcess",
     "OnActive",
     "Part",
@@ -183,15 +180,12 @@ __all__ = [
     "SessionError",
     "StepMarker",
     "StepTokens",
-    "Summary",
     "TargetContext",
     "TargetError",
     "TargetSkipped",
+    "TIMELINE",
     "TimelineRecorder",
     "TokenRule",
-    "TraceError",
-    "TraceFacts",
-    "TraceRanks",
     "TrainerIntegration",
     "VersionSource",
     "Window",
@@ -203,9 +197,8 @@ __all__ = [
     "check_output_path",
     "checked",
     "choice",
-    "choose_session",
     "cluster",
-    "count_steps",
+    "cluster_option",
     "decode_timeline",
     "decode_tokens",
     "encode_timeline",
@@ -213,15 +206,14 @@ __all__ = [
     "engine_flavours",
     "engine_plugin_missing",
     "expand_user",
-    "fast_module",
     "flag",
     "folder_listing",
+    "how_to_view",
     "installed_version",
+    "int_arg",
     "is_session_prefix",
-    "join_parts",
     "json_ready",
     "lazy_exports",
-    "merge_ranks",
     "names",
     "normalize_url",
     "open_input",
@@ -242,18 +234,17 @@ __all__ = [
     "serving_processes",
     "session_function",
     "shown",
+    "sidecar_path",
     "spec_from_mapping",
     "spec_mapping",
-    "summarize",
+    "step_arg",
+    "step_markers",
     "timeline_artifacts",
     "to_json",
     "token_claimed",
-    "token_steps",
-    "trace_facts",
-    "trace_files",
-    "trim",
     "unknown_key",
     "warn",
+    "window_arg",
     "write_atomic",
 ]
 __all__ += protocols.__all__  # the entry-point groups, PluginSpec and the plugin protocols
@@ -268,7 +259,7 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.arguments": ("checked", "warn"),
         "profwin.atomic": ("atomic_path", "check_output_path", "write_atomic"),
         "profwin.config": ("spec_from_mapping", "spec_mapping"),
-        "profwin.discovery": ("backend", "cluster", "engine_flavours"),
+        "profwin.discovery": ("backend", "cluster", "engine_flavours", "step_markers"),
         "profwin.documents": ("plain", "read_document", "select"),
         "profwin.engine": (
             "Backend",
@@ -287,6 +278,7 @@ __getattr__, __dir__ = lazy_exports(
             "ProfwinError",
             "WindowWarning",
             "shown",
+            "sidecar_path",
             "unknown_key",
         ),
         "profwin.formats": ("FORMAT_KEY", "Format"),
@@ -300,44 +292,46 @@ __getattr__, __dir__ = lazy_exports(
             "RemoteSession",
             "SessionError",
             "folder_listing",
+            "how_to_view",
             "is_session_prefix",
             "remote_session",
             "session_function",
         ),
         "profwin.parts": ("Part", "PartsMemoryError", "part_name"),
+        "profwin.provenance": ("PROVENANCE_FORMAT=FORMAT", "PROVENANCE_KEY=KEY", "SIDECAR_SUFFIX", "sidecar_path"),
         "profwin.processes": ("LocalProcess", "serving_processes"),
         "profwin.render": ("render_plan",),
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord", "RolloutSettings", "TrainerIntegration"),
         "profwin.selection": ("Rollouts",),
         "profwin.spec": ("ProfileSpec", "RankSelection"),
         "profwin.timeline_record": (
+            "TIMELINE=LAYOUT",
             "TimelineRecorder",
             "decode_timeline=decode",
             "encode_timeline=encode",
             "timeline_artifacts",
         ),
-        "profwin.tokens": ("TokenRule", "decode_tokens=decode", "encode_tokens=encode", "token_claimed=claimed"),
-        "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
-        "profwin.traces": (
-            "TraceRanks=Ranks",
+        "profwin.tokens": (
+            "TOKENS_PREFIX",
             "StepTokens",
-            "Summary",
-            "TraceError",
-            "TraceFacts",
-            "choose_session",
-            "count_steps",
-            "join_parts",
-            "merge_ranks",
+            "TokenRule",
+            "decode_tokens=decode",
+            "encode_tokens=encode",
             "parse_step_tokens",
-            "summarize",
-            "token_steps",
-            "trace_facts",
-            "trace_files",
-            "trim",
+            "token_claimed=claimed",
         ),
-        "profwin.traces.stream": ("JsonStream", "fast_module"),
+        "profwin.torch_driver": ("STEP_MARKER", "WindowedProfile"),
         "profwin.versions": ("EngineVersion", "engine_plugin_missing", "installed_version"),
         "profwin.window": ("Window",),
-        "profwin.cli_runner": ("CliParser", "print_json", "run_cli"),
+        "profwin.cli_runner": (
+            "CliParser",
+            "cluster_option",
+            "how_to_view",
+            "int_arg",
+            "print_json",
+            "run_cli",
+            "step_arg",
+            "window_arg",
+        ),
     },
 )

@@ -17,6 +17,11 @@ A distribution registers a :class:`PluginSpec` under one of these entry-point gr
 The module named by the entry point must import nothing heavy: listing plugins loads it.
 ``PluginSpec.target`` names the object that does the work and is imported only on use.
 
+A distribution may also add commands to ``profwin`` (a :class:`Command` each)::
+
+    [project.entry-points."profwin.commands"]      # profwin summarize, diff, trim, merge
+    summarize = "profwin_traces.commands:SUMMARIZE"
+
 Either kind of plugin may also define ``validate_options(options: Mapping) -> None``, raising
 :class:`profwin.ConfigError` for bad ``spec.options[name]``; ``profwin validate`` calls it
 without needing the plugin's engine, so it must not import one.
@@ -26,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from attrs import field, frozen
 
@@ -36,9 +41,13 @@ from profwin.markers import StepMarker
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 
+if TYPE_CHECKING:  # argparse is the command line's: not imported to list plugins
+    import argparse
+
 __all__ = [
     "BACKENDS_GROUP",
     "CLUSTERS_GROUP",
+    "COMMANDS_GROUP",
     "ENGINE_FLAVOURS_GROUP",
     "PLUGIN_API",
     "PROFILERS_GROUP",
@@ -48,6 +57,7 @@ __all__ = [
     "Cluster",
     "ClusterReport",
     "CollectInterrupted",
+    "Command",
     "Driver",
     "PluginSpec",
     "Profiler",
@@ -81,6 +91,9 @@ TRAINERS_GROUP = "profwin.trainers"
 ENGINE_FLAVOURS_GROUP = "profwin.engine_flavours"
 """Functions ``(engine, version, spec) -> Mapping | None`` describing hardware builds of an engine
 (vllm-ascend, SGLang-on-NPU); see :func:`profwin.plugin.engine_flavours`."""
+COMMANDS_GROUP = "profwin.commands"
+"""Commands another distribution adds to ``profwin`` (a :class:`Command` each, the entry point's
+name being the command's): profwin-traces' ``summarize``, ``diff``, ``trim`` and ``merge``."""
 
 
 @frozen(kw_only=True)
@@ -112,6 +125,28 @@ class PluginSpec:
     summary: str = ""
     api: int = PLUGIN_API
     step_marker: StepMarker | None = None
+
+
+@frozen(kw_only=True)
+class Command:
+    """A ``profwin`` command from another distribution, registered under :data:`COMMANDS_GROUP`.
+
+    Core's command line is built from every installed one (``profwin --help`` lists them), so the
+    module the entry point names must import nothing heavy: ``run`` imports what the command
+    needs when it runs. Errors it raises are reported like core's own (one line, exit 2).
+
+    Attributes:
+        help: one line for ``profwin --help`` and the CLI reference.
+        arguments: adds the command's arguments to its parser (a :class:`~profwin.plugin.CliParser`).
+        run: runs the parsed command line; returns the exit code.
+        writes_results: its output files are its result: a run stopped (Ctrl-C, SIGTERM) leaves
+            none of them (core runs it in :func:`profwin.atomic.all_or_nothing`).
+    """
+
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+    writes_results: bool = False
 
 
 @frozen(kw_only=True)
@@ -266,7 +301,7 @@ class Cluster(Protocol):
         session: str | None = None,
     ) -> Any:
         """Summarize ``paths`` on the nodes that hold them; the merged result is what
-        :func:`profwin.traces.summarize` (one file) or :func:`~profwin.traces.summarize_ranks`
+        ``profwin_traces.summarize`` (one file) or ``profwin_traces.summarize_ranks``
         (several) gives for the same files on one disk, the session chosen as there
         (``session``: an id or its prefix; default: each rank's newest, said so in a note)."""
 

@@ -5,7 +5,7 @@ A window shows the kernels of a few steps; the timeline shows where they sit in 
 server plugin) and the in-process :class:`profwin.Session` keep, from the start request to the
 stop, one row per step and one per request, and write them beside the window's trace in one small
 JSON file (``<prefix>_rank<r>_<stamp>.timeline.json``). The trace tools read it
-(:mod:`profwin.traces.timeline`: ``profwin timeline``, ``profwin merge --timeline``).
+(:mod:`profwin_traces.timeline`: ``profwin timeline``, ``profwin merge --timeline``).
 
 Per step (:data:`STEP_FIELDS`, one array each, ``null`` where the recorder cannot know)::
 
@@ -64,6 +64,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from attrs import frozen
+
 from profwin.arguments import checked
 from profwin.atomic import write_atomic
 from profwin.errors import ConfigError, shown
@@ -73,11 +75,13 @@ from profwin.window import Window
 __all__ = [
     "FLAG",
     "FORMAT",
+    "LAYOUT",
     "PART_STEPS",
     "REQUEST_FIELDS",
     "STEP_FIELDS",
     "SUFFIX",
     "VERSION",
+    "TimelineLayout",
     "TimelineRecorder",
     "decode",
     "encode",
@@ -96,6 +100,23 @@ STEP_FIELDS: tuple[str, ...] = (
 )  # fmt: skip
 REQUEST_FIELDS: tuple[str, ...] = ("id", "admitted", "first_token", "last_token", "output", "finish")
 FINISHES: tuple[str, ...] = ("length", "stop", "abort", "ended")
+
+
+@frozen
+class TimelineLayout:
+    """What a timeline file is, for its readers (profwin-traces' ``profwin timeline``): the
+    ``format`` key, the newest version written, the file suffix and the columns of its rows."""
+
+    format: str
+    version: int
+    suffix: str
+    step_fields: tuple[str, ...]
+    request_fields: tuple[str, ...]
+
+
+LAYOUT = TimelineLayout(FORMAT, VERSION, SUFFIX, STEP_FIELDS, REQUEST_FIELDS)
+"""The layout this profwin writes (``profwin.plugin.TIMELINE``)."""
+
 PART_STEPS = 50_000
 """Steps one timeline part holds at most: ~3 MB of file, ~10 MB of memory while recorded."""
 MAX_OPEN_REQUESTS = 1 << 20

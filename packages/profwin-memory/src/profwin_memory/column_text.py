@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from profwin.plugin import fast_module
+from profwin_traces import fast_module
 
 __all__ = ["MAX_DIGITS", "NUMPY_AFTER_CHARS", "ColumnCounter"]
 
@@ -52,7 +52,7 @@ class ColumnCounter:
     def decoder(
         self, integer: bool, low: int | None, high: int | None, checked: Callable[[str], Sequence[Any]] | None
     ) -> Callable[[str], Sequence[Any]] | None:
-        """A decoder for :meth:`profwin.plugin.JsonStream.array_batches` of a column of integers
+        """A decoder for :meth:`profwin_traces.JsonStream.array_batches` of a column of integers
         (else numbers) within ``[low, high)`` (``None``: unbounded), whose values are not kept:
         ``range(n)`` for a batch of ``n`` values in the plain form, else what ``checked`` (the
         checking decoder) answers, or without one a ``ValueError`` (the stream then decodes the

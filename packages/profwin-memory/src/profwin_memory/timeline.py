@@ -3,7 +3,7 @@
 A timeline (written by :mod:`profwin_memory.cpu_timeline`) is a JSON object whose bulk is two
 objects of equally long columns of numbers, ``events`` (a row per allocation or free) and
 ``per_step``, and the names ``events.op`` indexes, ``ops``. :func:`load_timeline` reads it with
-core's :class:`~profwin.plugin.JsonStream`, whose bounds are the reader's: at most
+profwin-traces' :class:`~profwin_traces.JsonStream`, whose bounds are the reader's: at most
 :data:`MAX_TIMELINE_BYTES` decompressed (a gzip bomb stops there), one value at most 16 MiB of
 JSON, whitespace dropped as it is read. A column is decoded a buffer at a time and checked as it
 is decoded (by msgspec, in the decode itself, where the ``fast`` extra is installed), and only
@@ -29,10 +29,11 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, JsonStream, ProfwinError, Window, checked, fast_module
+from profwin.plugin import ConfigError, ProfwinError, Window, checked
 from profwin_memory.column_text import ColumnCounter
 from profwin_memory.cpu_timeline import TIMELINE_FORMAT
 from profwin_memory.naming import stat_input
+from profwin_traces import JsonStream, fast_module
 
 __all__ = [
     "EVENT_COLUMNS",

@@ -8,8 +8,9 @@
     summary = profwin_ray.summarize(["/tmp/profwin"])                   # only summaries travel
     target = profwin_ray.ActorEngine(handle, "vllm", attribute="llm", method="profwin_call")
 
-``profwin collect --ray`` and ``profwin summarize --ray`` reach this module through the
-``profwin.clusters`` entry point (``profwin_ray._plugin.PLUGIN``, whose target is
+``profwin collect --ray`` is this distribution's command (:mod:`profwin_ray.commands`, through the
+``profwin.commands`` entry point); ``profwin summarize --ray`` (profwin-traces) reaches this module
+through the ``profwin.clusters`` entry point (``profwin_ray._plugin.PLUGIN``, whose target is
 :class:`RayCluster`), and so do trainer integrations whose engines live in Ray actors
 (``profwin.plugin.cluster("ray").engine_target(...)``: :class:`ActorEngine`).
 Importing it does not import ray: that happens on the first call (which connects to the

@@ -34,22 +34,10 @@ from typing import Any
 
 from attrs import define, field, frozen
 
-from profwin.plugin import (
-    CollectInterrupted,
-    ConfigError,
-    Summary,
-    TraceError,
-    TraceFacts,
-    TraceRanks,
-    Window,
-    choose_session,
-    join_parts,
-    merge_ranks,
-    shown,
-    to_json,
-)
+from profwin.plugin import CollectInterrupted, ConfigError, Window, shown, to_json
 from profwin_ray import files as node
 from profwin_ray.files import FileChanged, NodeFile, Receiver
+from profwin_traces import Ranks, Summary, TraceError, TraceFacts, choose_session, join_parts, merge_ranks
 
 
 def _ray_failure(exc: BaseException) -> str:
@@ -460,7 +448,7 @@ def summarize(
     first_step: int | None = None,
     session: str | None = None,
     travelled: list[Travelled] | None = None,
-) -> Summary | TraceRanks:
+) -> Summary | Ranks:
     """``profwin summarize PATHS`` run on the nodes that hold the traces, merged here.
 
     ``paths`` are paths on the nodes (files, or folders of per-rank traces); a long window's part

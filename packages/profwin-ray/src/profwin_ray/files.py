@@ -24,19 +24,14 @@ from profwin.plugin import (
     FORMAT_KEY,
     ConfigError,
     Format,
-    Summary,
-    TraceError,
-    TraceFacts,
     Window,
     atomic_path,
     check_output_path,
     parse_json,
     read_input,
-    summarize,
-    trace_facts,
-    trace_files,
     write_atomic,
 )
+from profwin_traces import Summary, TraceError, TraceFacts, summarize, trace_facts, trace_files
 
 __all__ = [
     "MANIFEST",

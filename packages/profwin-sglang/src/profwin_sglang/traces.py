@@ -9,7 +9,7 @@ SGLang 0.5.23 names them (``srt/managers/scheduler_components/profiler_manager.p
 
 Each scheduler batch's forward is one ``step[MODE bs=... ]`` span (``profile_range`` in
 ``model_runner``): that is what a "step" is. Reading and trimming are core's
-(:mod:`profwin.traces`, which knows SGLang's markers).
+(:mod:`profwin_traces`, which knows SGLang's markers).
 """
 
 from __future__ import annotations
@@ -20,19 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import (
-    TORCH_MARKER,
-    Artifact,
-    EnginePlan,
-    TraceError,
-    Window,
-    checked,
-    count_steps,
-    timeline_artifacts,
-    token_steps,
-    trim,
-)
+from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, Window, checked, timeline_artifacts
 from profwin_sglang._plugin import STEP_MARKER
+from profwin_traces import TraceError, count_steps, token_steps, trim
 
 __all__ = ["collect", "trim_in_place"]
 

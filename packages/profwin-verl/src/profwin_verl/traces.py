@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, TraceError, Window, WindowWarning, checked, shown, trim
+from profwin.plugin import ConfigError, Window, WindowWarning, checked, shown
+from profwin_traces import TraceError, trim
 
 __all__ = [
     "expect_trim",

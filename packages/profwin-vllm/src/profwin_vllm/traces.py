@@ -28,7 +28,8 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, TraceError, Window, checked, count_steps, token_steps, trim
+from profwin.plugin import TORCH_MARKER, Artifact, RankSelection, Window, checked
+from profwin_traces import TraceError, count_steps, token_steps, trim
 from profwin_vllm._plugin import STEP_MARKER
 
 __all__ = ["PROTON_FORMATS", "STEP_ANNOTATION", "TraceFile", "proton_artifacts", "session_artifacts", "trimmed"]

@@ -21,11 +21,11 @@ from profwin.plugin import (
     ProfileSpec,
     TargetContext,
     TargetError,
-    count_steps,
     is_session_prefix,
     normalize_url,
     request,
 )
+from profwin_traces import count_steps
 
 NEWEST_KNOWN = EngineVersion.parse("1.2.0")
 

@@ -1,0 +1,175 @@
+"""The numpy path (``fast`` extra) and the standard-library path give the same summaries and trims.
+
+Random traces in torch's shape: per thread a tree of properly nested operators in time order
+(same-start nesting written in either order, as Kineto does), runtime calls on a lane of their own,
+kernels on a device stream matched to their launches by correlation id, step markers on one or
+two processes, metadata, instants and untimed events; small segments so that open events are
+carried across segment edges. Floats are compared to 1e-6 relative (numpy sums in another order). The kinds table is also
+set to restart at every segment, so that its restarts are taken too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from profwin_traces import TraceError, columnar, summarize, trim
+from profwin_traces.columnar import column_decoder, numpy_or_none
+from profwin_traces.reader import fast_decoder
+
+
+def _clear() -> None:
+    for cached in (numpy_or_none, column_decoder, fast_decoder):
+        cached.cache_clear()
+
+
+def _tree(draw: Any, ts: float, dur: float, depth: int, out: list[dict[str, Any]], tid: int, pid: int) -> None:
+    """Children inside [ts, ts + dur), parents written after or before their children."""
+    parent_first = draw(st.booleans())
+    name = draw(st.sampled_from(["aten::mm", "aten::add", "aten::linear", "aten::gelu", "aten::copy_", "opé ✓"]))
+    me = {"ph": "X", "cat": "cpu_op", "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if parent_first:
+        out.append(me)
+    if depth > 0 and dur >= 4:
+        t = ts
+        for _ in range(draw(st.integers(0, 3))):
+            gap = draw(st.sampled_from([0.0, 1.0, 2.5]))
+            length = draw(st.sampled_from([0.0, 1.0, 2.0, 3.5]))
+            if t + gap + length > ts + dur:
+                break
+            _tree(draw, t + gap, length, depth - 1, out, tid, pid)
+            t += gap + length
+    if not parent_first:
+        out.append(me)
+
+
+@st.composite
+def traces(draw: Any) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main"}},
+    ]
+    pids = [1, 2] if draw(st.booleans()) else [1]
+    runtime: list[dict[str, Any]] = []
+    device: list[dict[str, Any]] = []
+    correlation = 0
+    stream_free = 0.0  # a stream runs one kernel at a time, in order
+    for k in range(draw(st.integers(1, 6))):
+        start = 100.0 * k
+        for pid in pids:
+            events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": pid, "tid": 2,
+                           "ts": start, "dur": 90.0})  # fmt: skip
+            ops: list[dict[str, Any]] = []
+            _tree(draw, start + 1, float(draw(st.integers(10, 60))), 3, ops, 2, pid)
+            # In time order, as Kineto writes: only events with the same start keep either order.
+            events += sorted(ops, key=lambda e: e["ts"])
+        if draw(st.booleans()):
+            events.append({"ph": "i", "name": "instant", "pid": 1, "tid": 3, "ts": start + 5, "s": "t"})
+        at = start
+        for _ in range(draw(st.integers(0, 3))):
+            correlation += 1
+            at += draw(st.integers(2, 20))
+            runtime.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": at,
+                            "dur": 2.0, "args": {"correlation": correlation}})  # fmt: skip
+            kernel = draw(st.sampled_from(["gemm_kernel", "ncclAllReduceKernel", "Memcpy HtoD", "elementwise"]))
+            begin = max(stream_free, at + draw(st.integers(1, 30)))
+            length = float(draw(st.integers(0, 20)))
+            stream_free = begin + length
+            device.append({"ph": "X", "cat": "kernel", "name": kernel, "pid": 0, "tid": 7, "ts": begin, "dur": length,
+                           "args": {"correlation": correlation if draw(st.booleans()) else correlation + 1000}})  # fmt: skip
+    events.append({"ph": "X", "name": "untimed", "pid": 1, "tid": 2})
+    return events + runtime + device
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=2e-3)
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_close(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _both(monkeypatch: pytest.MonkeyPatch, run: Any) -> tuple[Any, Any]:
+    results = []
+    for fast in ("1", "0"):
+        monkeypatch.setenv("PROFWIN_TRACES_FAST", fast)
+        _clear()
+        assert (numpy_or_none() is not None) == (fast == "1"), "numpy and msgspec are in the dev group"
+        results.append(run())
+    _clear()
+    return results[0], results[1]
+
+
+def _summary(path: Any, window: str | None) -> Any:
+    """The summary as a dict, or the reason it was refused (a window outside the trace)."""
+    try:
+        return summarize(path, window=window).to_dict()
+    except TraceError as exc:
+        return exc.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    events=traces(),
+    segment=st.sampled_from([3, 17, 1 << 16]),
+    kinds=st.sampled_from([0, columnar.MAX_KINDS]),
+    lane_loop=st.sampled_from([0, columnar.LANE_LOOP]),
+    window=st.sampled_from([None, "1:3", "0:1"]),
+    indent=st.sampled_from([None, 1, 2]),
+)
+def test_fast_and_standard_summaries_agree(
+    tmp_path_factory: Any,
+    events: list[dict[str, Any]],
+    segment: int,
+    kinds: int,
+    lane_loop: int,
+    window: str | None,
+    indent: int | None,
+) -> None:
+    path = tmp_path_factory.mktemp("agree") / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=indent, ensure_ascii=False))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(columnar, "SEGMENT", segment)
+        monkeypatch.setattr(columnar, "MAX_KINDS", kinds)  # 0: the kinds table starts again every segment
+        monkeypatch.setattr(columnar, "LANE_LOOP", lane_loop)  # 0: nesting depths of all lanes at once
+        fast, slow = _both(monkeypatch, lambda: _summary(path, window))
+        assert _close(fast, slow), (fast, slow)
+
+
+@settings(max_examples=20, deadline=None)
+@given(events=traces())
+def test_fast_and_standard_trims_are_identical(tmp_path_factory: Any, events: list[dict[str, Any]]) -> None:
+    folder = tmp_path_factory.mktemp("trim")
+    path = folder / "t.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2, ensure_ascii=False))
+    outs = [folder / "fast.pt.trace.json", folder / "slow.pt.trace.json"]
+    targets = iter(outs)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _both(monkeypatch, lambda: trim(path, "0:1", next(targets)))
+    assert outs[0].read_text() == outs[1].read_text()
+
+
+def test_kinds_table_restarts_keep_each_events_thread(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the kinds table starts again, a kind id names another (phase, category, name,
+    thread) than before it: here the first kind of each segment is on another thread each time."""
+    events = []
+    for k in range(6):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1,
+                       "ts": k * 100.0, "dur": 90.0})  # fmt: skip
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2 + k % 3, "ts": k * 100.0 + 1, "dur": 5.0}
+        )
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    monkeypatch.setattr(columnar, "SEGMENT", 1)
+    monkeypatch.setattr(columnar, "MAX_KINDS", 0)
+    fast, slow = _both(monkeypatch, lambda: _summary(path, None))
+    assert [(t["tid"], t["events"]) for t in fast["threads"]] == [(1, 6), (2, 2), (3, 2), (4, 2)]
+    assert _close(fast, slow), (fast, slow)
