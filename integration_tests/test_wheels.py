@@ -615,3 +615,61 @@ def test_each_documented_install_line_works_in_a_fresh_venv(extras: str, dist: P
     assert {d for d in versions if d.startswith("profwin")} == expected, extras
     plugins = venv.plugins()
     _assert_listed(plugins, _declared_plugins(*sorted(expected - {UMBRELLA})), versions)
+
+
+# -- the release rule, tried: a core minor bump and the plugins' pinned ranges ---------------------
+
+
+@pytest.fixture(scope="module")
+def bumped_core(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """profwin-core built as its next minor release would be (its version alone bumped, in a copy)."""
+    from packaging.version import Version
+
+    current = Version(PACKAGES[CORE]["version"])
+    bumped = f"{current.major}.{current.minor + 1}.0"
+    copy = tmp_path_factory.mktemp("core-bumped") / "profwin-core"
+    shutil.copytree(MEMBERS[CORE], copy, ignore=shutil.ignore_patterns("__pycache__", "tests"))
+    pyproject = copy / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(f'version = "{current}"', f'version = "{bumped}"', 1))
+    out = tmp_path_factory.mktemp("core-bumped-dist")
+    done = subprocess.run(
+        ["uv", "build", str(copy), "--wheel", "--no-sources", "--out-dir", str(out)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return bumped, out
+
+
+def test_a_core_minor_bump_needs_a_release_of_each_plugin_whose_range_excludes_it(
+    dist: Path, bumped_core: tuple[str, Path]
+) -> None:
+    """docs/releasing.md's rule, tried with pip: each plugin wheel as built now, installed beside
+    profwin-core's next minor release. Where the plugin's ``profwin-core`` range excludes it (every
+    plugin pins ``>=0.1,<0.2``), pip must refuse the pair, so the plugin needs a release that widens
+    its range (scripts/release/bump.py lists them); where the range admits it, pip must install it.
+    The table printed is what the rules say must happen on that release."""
+    from packaging.requirements import Requirement
+
+    version, bumped = bumped_core
+    rows = []
+    for name, meta in sorted(PACKAGES.items()):
+        core_reqs = [Requirement(r) for r in meta.get("dependencies", []) if _requirement_name(r) == CORE]
+        if name == CORE or not core_reqs:
+            continue
+        admits = all(r.specifier.contains(version, prereleases=True) for r in core_reqs)
+        done = subprocess.run(
+            [*_pip(), "install", "--dry-run", "--ignore-installed", "--quiet", "--find-links", str(bumped),
+             "--find-links", str(dist), f"{name}=={meta['version']}", f"{CORE}=={version}"],
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        installs = done.returncode == 0
+        if not installs:
+            assert "ResolutionImpossible" in done.stderr or "conflict" in done.stderr.lower(), done.stderr[-2000:]
+        rows.append((name, str(core_reqs[0].specifier), admits, installs))
+    print(f"\nprofwin-core {version} beside each plugin as built now:")
+    for name, spec, admits, installs in rows:
+        verdict = "installs" if installs else "refused by pip"
+        print(
+            f"  {name:18} profwin-core{spec:12} {verdict:15} -> {'no release needed' if admits else 'release with a widened range'}"
+        )
+    assert rows, "no plugin depends on profwin-core"
+    assert [(name, installs) for name, _, admits, installs in rows] == [(name, admits) for name, _, admits, _ in rows]

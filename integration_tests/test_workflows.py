@@ -163,6 +163,17 @@ def test_ci_tests_every_package_alone() -> None:
     assert set(engines) == built <= MARKERS
 
 
+def test_ci_dry_runs_the_release_of_every_distribution() -> None:
+    """On every change, what release.yml does on a tag, for each distribution (no upload)."""
+    job = _load(ROOT / ".github" / "workflows" / "ci.yml")["jobs"]["release-dry-run"]
+    assert [str(step.get("run", "")) for step in job["steps"] if "run" in step] == ["bash scripts/release/dry_run.sh dist/"]
+    assert "id-token" not in job.get("permissions", {})
+    script = (ROOT / "scripts" / "release" / "dry_run.sh").read_text()
+    assert "bash scripts/build_dists.sh" in script  # every packages/* folder, --no-sources
+    assert "for folder in packages/*/" in script
+    assert "smoke_test.py" in script
+
+
 def test_release_builds_the_tagged_package_without_sources() -> None:
     release = _load(ROOT / ".github" / "workflows" / "release.yml")
     assert release["on"] == {"push": {"tags": ["*==*"]}}

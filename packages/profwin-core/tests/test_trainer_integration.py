@@ -255,7 +255,9 @@ def test_settings_read_as_the_trainer_names_them_and_travel_in_their_json_form(m
         RolloutSettings.of(5)
     settings = RolloutSettings(rollouts="%10", spec={"window": "2:6 tokens", "output_dir": "$NODE/t"}, timeout=5)
     data = settings.to_dict()
-    assert data == {"rollouts": "0%10", "spec": {"window": "2:6 tokens", "output_dir": "$NODE/t"}, "timeout": 5}
+    assert data == {
+        "rollouts": "0%10", "spec": {"window": "2:6 tokens", "output_dir": "$NODE/t"}, "timeout": 5, "timeline": False
+    }  # fmt: skip
     assert RolloutSettings.from_dict(json.loads(json.dumps(data))) == RolloutSettings.of(data) == settings
     monkeypatch.setenv("NODE", "/nodes/a")
     assert settings.spec_here().output_dir == Path("/nodes/a/t")

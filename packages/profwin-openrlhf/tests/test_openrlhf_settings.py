@@ -200,7 +200,7 @@ def test_the_settings_travel_in_their_json_form() -> None:
     settings = OpenRLHFProfiling(rollouts="3+4", spec={"window": "2:6 tokens", "record": ["shapes"]}, timeout=12)
     assert json.loads(settings.to_env()) == settings.to_dict() == {
         "rollouts": "3+4", "spec": {"window": "2:6 tokens", "record": ["shapes"], "output_dir": DEFAULT_OUTPUT_DIR},
-        "timeout": 12,
+        "timeout": 12, "timeline": False,
     }  # fmt: skip
     assert OpenRLHFProfiling.from_env({ENV: settings.to_env()}) == settings
     assert OpenRLHFProfiling.from_dict(json.loads(settings.to_env())) == settings

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from profwin.errors import ConfigError, ProfwinError
+from profwin.errors import ProfwinError
 from profwin_traces import TraceError, TraceFacts, join_parts, trace_facts
 
 AS_LIMIT = 1 << 30

@@ -16,7 +16,9 @@ from profwin.demo import count_step_markers
 from profwin.provenance import KEY
 from profwin_traces import TraceError, diff, summarize, summarize_ranks, trim, window_parts
 
-torch = pytest.importorskip("torch", reason="the parts are written by the torch driver (scripts/bootstrap.sh installs a CPU build)")
+torch = pytest.importorskip(
+    "torch", reason="the parts are written by the torch driver (scripts/bootstrap.sh installs a CPU build)"
+)
 
 
 def header(path: Path) -> dict[str, Any]:

@@ -235,10 +235,14 @@ def test_plot_needs_matplotlib_or_draws(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("paths", "message"),
-    [(["a", 7], r"^paths\[1\]: must be str \| Path \(got 7\)$"), ("a.json", r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$")],
+    [
+        (["a", 7], r"^paths\[1\]: must be str \| Path \(got 7\)$"),
+        ("a.json", r"^paths: must be Iterable\[str \| Path\] \(got 'a.json'\)$"),
+    ],
 )
 def test_a_bad_argument_names_the_parameter_the_value_and_the_type(paths: object, message: str) -> None:
+    """A wrong type is an ArgumentTypeError: a TypeError of profwin's family."""
     from profwin_traces import trace_files
 
-    with pytest.raises(ConfigError, match=message):
+    with pytest.raises(ArgumentTypeError, match=message):
         trace_files(paths)  # type: ignore[arg-type]

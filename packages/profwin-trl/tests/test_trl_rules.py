@@ -82,6 +82,6 @@ def test_settings_given_as_a_mapping_to_enable_are_read_and_a_bad_one_is_one_war
         warnings.simplefilter("always")
         assert profwin_trl.enable({"rollouts": "1", "spec": "2:6", "colour": 1}) == []
     assert [str(w.message) for w in caught] == [
-        "profwin-trl left TRL unprofiled: settings: unknown key 'colour' (valid keys: rollouts, spec, timeout, router); "
+        "profwin-trl left TRL unprofiled: settings: unknown key 'colour' (valid keys: rollouts, spec, timeout, timeline, router); "
         "did you mean 'rollouts'?"
     ]

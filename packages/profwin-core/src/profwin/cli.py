@@ -506,7 +506,8 @@ def build_parser(added: Mapping[str, Command | PluginError] | None = None) -> ar
 
 _ELSEWHERE = {
     **dict.fromkeys(
-        ("summarize", "diff", "trim", "merge", "timeline"), ("profwin-traces", '"profwin-traces" (the umbrella "profwin" includes it')
+        ("summarize", "diff", "trim", "merge", "timeline"),
+        ("profwin-traces", '"profwin-traces" (the umbrella "profwin" includes it'),
     ),
     "collect": ("profwin-ray", '"profwin[ray]" (profwin-ray, with ray'),
 }

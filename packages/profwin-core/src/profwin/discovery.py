@@ -87,10 +87,12 @@ class PluginInfo(JsonForm):
     status: Status
     detail: str = ""
     spec: PluginSpec | None = None
+    summary: str = ""
+    """One line: the spec's, or a command's own ``help``."""
 
     def to_dict(self) -> dict[str, Any]:
-        """``profwin plugins --json``: the fields, with the spec's one-line summary in place of the spec."""
-        return {**to_json(self, exclude=("spec",)), "summary": self.spec.summary if self.spec else ""}
+        """``profwin plugins --json``: the fields, with the one-line summary in place of the spec."""
+        return {**to_json(self, exclude=("spec", "summary")), "summary": self.spec.summary if self.spec else self.summary}
 
 
 def own_distribution(name: str, author: str | None = None) -> bool:
@@ -245,24 +247,27 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
 def plugins(group: str | None = None) -> list[PluginInfo]:
     """Every installed plugin (of one group, if given), sorted by group and name.
 
-    The listing of every group is read once per process while ``sys.path`` (and so what is
-    installed) is unchanged: a command asks for it up to three times (the commands it offers, the
-    step markers, ``profwin plugins``), and each read scans every installed distribution."""
-    if group is not None and group not in _GROUPS:
-        return _list((group,))
+    What is installed is read once per process while ``sys.path`` is unchanged: a command asks for
+    plugins up to three times (the commands it offers, the step markers, ``profwin plugins``), and
+    each read would scan every installed distribution. Each plugin's status is worked out on every
+    call, since whether its requirements import can change without ``sys.path`` changing."""
+    return _list(_GROUPS if group is None else (group,))
+
+
+_scans: dict[tuple[object, ...], importlib.metadata.EntryPoints] = {}
+"""The installed entry points by (``sys.path``, the scanning function): only the latest is kept."""
+
+
+def _installed() -> importlib.metadata.EntryPoints:
     key = (tuple(sys.path), importlib.metadata.entry_points)
-    if key not in _listings:
-        _listings.clear()
-        _listings[key] = tuple(_list(_GROUPS))
-    return [p for p in _listings[key] if group is None or p.group == group]
-
-
-_listings: dict[tuple[object, ...], tuple[PluginInfo, ...]] = {}
-"""The listing of every group by (``sys.path``, the scanning function): only the latest is kept."""
+    if key not in _scans:
+        _scans.clear()
+        _scans[key] = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
+    return _scans[key]
 
 
 def _list(groups: tuple[str, ...]) -> list[PluginInfo]:
-    every = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
+    every = _installed()
     found = []
     for grp in groups:
         first: dict[str, tuple[PluginInfo, bool]] = {}

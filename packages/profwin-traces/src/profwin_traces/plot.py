@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 from profwin.plugin import PluginError, atomic_path, checked
 
 if TYPE_CHECKING:  # a plot of one kind imports neither of the other kinds' modules
-    from profwin_traces.diff import Diff
-    from profwin_traces.ranks import Ranks
-    from profwin_traces.summarize import Summary
+    import profwin_traces.diff
+    import profwin_traces.ranks
+    import profwin_traces.summarize
 
 __all__ = ["DPI", "plot_diff", "plot_ranks", "plot_steps"]
 
@@ -45,7 +45,7 @@ def _save(fig: Any, ax: Any, title: str, png_path: str | Path) -> Path:
 
 
 @checked
-def plot_steps(summary: Summary, png_path: str | Path) -> Path:
+def plot_steps(summary: profwin_traces.summarize.Summary, png_path: str | Path) -> Path:
     """Each step's wall time (ms) against its number, the window's steps highlighted; for a
     trace with device lanes, a second panel below: each window step's device busy and idle time."""
     plt = _pyplot()
@@ -100,7 +100,7 @@ def _device_bars(ax: Any, positions: list[Any], stats: list[Any], label: str, *,
 
 
 @checked
-def plot_ranks(ranks: Ranks, png_path: str | Path) -> Path:
+def plot_ranks(ranks: profwin_traces.ranks.Ranks, png_path: str | Path) -> Path:
     """A steps × ranks heat map of step wall time (ms), the slowest rank of each step marked; for
     traces with device lanes, a second panel: each rank's device busy and idle time over the window."""
     plt = _pyplot()
@@ -138,7 +138,7 @@ def plot_ranks(ranks: Ranks, png_path: str | Path) -> Path:
 
 
 @checked
-def plot_diff(d: Diff, png_path: str | Path, *, top: int = 15) -> Path:
+def plot_diff(d: profwin_traces.diff.Diff, png_path: str | Path, *, top: int = 15) -> Path:
     """Horizontal bars of self time per step on each side, for the operators that changed most."""
     plt = _pyplot()
     ops = list(d.ops[:top])[::-1]
