@@ -254,11 +254,11 @@ def plugins(group: str | None = None) -> list[PluginInfo]:
     return _list(_GROUPS if group is None else (group,))
 
 
-_scans: dict[tuple[object, ...], importlib.metadata.EntryPoints] = {}
+_scans: dict[tuple[object, ...], Any] = {}
 """The installed entry points by (``sys.path``, the scanning function): only the latest is kept."""
 
 
-def _installed() -> importlib.metadata.EntryPoints:
+def _installed() -> Any:  # EntryPoints (SelectableGroups on Python 3.10 and 3.11)
     key = (tuple(sys.path), importlib.metadata.entry_points)
     if key not in _scans:
         _scans.clear()

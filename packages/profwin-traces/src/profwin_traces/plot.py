@@ -12,7 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from profwin.plugin import PluginError, atomic_path, checked
 
-if TYPE_CHECKING:  # a plot of one kind imports neither of the other kinds' modules
+# A plot of one kind imports neither of the other kinds' modules. The hints are dotted for the
+# argument check; mypy reads ``profwin_traces.summarize`` and ``.diff`` as the package's functions
+# of those names (its lazy exports), hence the ignores.
+if TYPE_CHECKING:
     import profwin_traces.diff
     import profwin_traces.ranks
     import profwin_traces.summarize
@@ -45,7 +48,7 @@ def _save(fig: Any, ax: Any, title: str, png_path: str | Path) -> Path:
 
 
 @checked
-def plot_steps(summary: profwin_traces.summarize.Summary, png_path: str | Path) -> Path:
+def plot_steps(summary: profwin_traces.summarize.Summary, png_path: str | Path) -> Path:  # type: ignore[name-defined]
     """Each step's wall time (ms) against its number, the window's steps highlighted; for a
     trace with device lanes, a second panel below: each window step's device busy and idle time."""
     plt = _pyplot()
@@ -138,7 +141,7 @@ def plot_ranks(ranks: profwin_traces.ranks.Ranks, png_path: str | Path) -> Path:
 
 
 @checked
-def plot_diff(d: profwin_traces.diff.Diff, png_path: str | Path, *, top: int = 15) -> Path:
+def plot_diff(d: profwin_traces.diff.Diff, png_path: str | Path, *, top: int = 15) -> Path:  # type: ignore[name-defined]
     """Horizontal bars of self time per step on each side, for the operators that changed most."""
     plt = _pyplot()
     ops = list(d.ops[:top])[::-1]
