@@ -82,3 +82,13 @@ def test_traces_bench(tmp_path: Path) -> None:
     for name in SHAPES:
         assert f"\n| {name} | " in out, name
     assert "unavailable" not in out
+
+
+def test_checked_cost_smoke() -> None:
+    """The argument checker's per-call cost, new against the checker before issue 40 where git
+    has it: one row per signature, each with the checker's own microseconds."""
+    out = run_smoke("checked_cost.py")
+    rows = [line for line in out.splitlines() if line.startswith(("backend(name)", "trace_files(8 paths)", "Options(4 fields)"))]
+    assert len(rows) == 3, out
+    assert "new µs" in out
+    assert "import profwin " in out

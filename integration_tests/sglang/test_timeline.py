@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, Window
-from profwin.provenance import read_sidecar
 from profwin_sglang import session
+from profwin_traces.provenance import read_sidecar
 
 from ..token_rule import produced_by_step
 from .conftest import ADMIN_KEY, HERE, Server, _serve

@@ -86,7 +86,7 @@ def test_the_server_reports_the_engine_plugin(profiled: Server) -> None:
     # What went wrong in the plugin, kept for the client (hostile requests in this session add to it).
     errors, count = worker.pop("errors"), worker.pop("error_count")
     assert (type(count), type(errors), len(errors) <= min(count, 8)) == (int, list, True)
-    assert worker == {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds}
+    assert worker == {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds, "timeline": 1}
 
 
 def test_token_window_over_http(profiled: Server) -> None:

@@ -466,7 +466,13 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
 
 @checked
 def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse ``type`` for an integer in ``[minimum, maximum]``, with the rule in its message."""
+    """An argparse ``type`` for an integer in ``[minimum, maximum]``, with the rule in its message.
+    The bounds are integers of at most 20 digits, as the text it takes."""
+    for name, bound in (("minimum", minimum), ("maximum", maximum)):
+        if bound is not None and abs(bound) >= 10**20:
+            raise ConfigError(f"must be an integer of at most 20 digits (got {shown(bound)})", path=name)
+    if maximum is not None and maximum < minimum:
+        raise ConfigError(f"must be >= minimum {minimum} (got {maximum})", path="maximum")
     rule = f"an integer >= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
 
     def parse(text: str) -> int:

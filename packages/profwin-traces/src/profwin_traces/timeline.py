@@ -45,7 +45,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import TIMELINE, ConfigError, JsonForm, Window, read_input, shown
+from profwin.plugin import TIMELINE, ConfigError, JsonForm, Window, checked, read_input, shown
 from profwin_traces.provenance import read_sidecar
 from profwin_traces.reader import TraceError
 
@@ -152,6 +152,7 @@ def _load(path: Path) -> dict[str, Any]:
     return data
 
 
+@checked
 def timeline_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """The timeline files named: files as given, folders searched two levels deep (a session's
     folder, or a ``profwin collect`` folder of one folder per node)."""
@@ -169,6 +170,7 @@ def timeline_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+@checked
 def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | None = None) -> tuple[list[Timeline], list[str]]:
     """The timelines in ``paths`` (files or folders), each rank's or engine's parts joined, and
     notes. Of several sessions, ``session`` (an id or its prefix) chooses one; the default is
@@ -428,6 +430,7 @@ def _place(
     return where, _tokens(medians[window.start : end])
 
 
+@checked
 def timeline_report(paths: Iterable[str | os.PathLike[str]], *, session: str | None = None, length: int = 32) -> TimelineReport:
     """Read and analyze the timelines in ``paths``; several ranks or engines are compared."""
     timelines, notes = read_timelines(paths, session=session)
@@ -458,6 +461,7 @@ def _imbalance(ranks: Sequence[RankTimeline]) -> dict[str, Any]:
 # -- text ----------------------------------------------------------------------------------------
 
 
+@checked
 def render_timeline(report: TimelineReport) -> str:
     """The report as text for a terminal."""
     lines: list[str] = []
@@ -511,6 +515,7 @@ def render_timeline(report: TimelineReport) -> str:
 # -- plot ----------------------------------------------------------------------------------------
 
 
+@checked
 def plot_timeline(report: TimelineReport, timelines: Sequence[Timeline], png_path: str | Path) -> Path:
     """Per rank: batch size and tokens per step over time with the phases and the window shaded,
     and below it each request's lifespan as a bar (Gantt), admission to last token."""
