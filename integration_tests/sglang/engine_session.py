@@ -40,6 +40,7 @@ def main(model: str, out: Path, windows: list[str]) -> None:
         max_total_tokens=4096,
         skip_server_warmup=True,
         log_level="warning",
+        sleep_on_idle=True,  # an idle scheduler polls instead of spinning a core (sglang_server.py)
     )
     params = {"max_new_tokens": TOKENS, "temperature": 0, "ignore_eos": True}
     try:

@@ -44,7 +44,8 @@ def main(model: str, out: str, side: str, start: int, end: int) -> None:
     older = {"disable_piecewise_cuda_graph": True} if sglang.__version__ == "0.5.12" else {}
     engine = sglang.Engine(
         model_path=model, device="cpu", attention_backend="torch_native", disable_cuda_graph=True,
-        mem_fraction_static=0.5, max_total_tokens=4096, skip_server_warmup=True, log_level="warning", **older,
+        mem_fraction_static=0.5, max_total_tokens=4096, skip_server_warmup=True, log_level="warning",
+        sleep_on_idle=True, **older,  # an idle scheduler polls instead of spinning a core (sglang_server.py)
     )  # fmt: skip
     params = {"max_new_tokens": TOKENS, "temperature": 0, "ignore_eos": True}
     report: dict[str, Any] = {"sglang": sglang.__version__}
