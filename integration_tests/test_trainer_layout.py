@@ -245,7 +245,11 @@ def test_enable_never_raises_warns_once_and_leaves_the_trainer_alone(
     (requirement,) = integration.plugin.requires
     left = f"RuntimeWarning: {package} left {integration.trainer} {integration.unprofiled}: "
     settings = None if integration.settings_type is None else {"rollouts": 1, "spec": "2:6"}
-    recorded = list(root.records())  # other tests of this process may have profiled rollouts before
+    # Other tests of this process may have profiled rollouts, or left the integration enabled
+    # (slime's rollout function enables it at its first call): start from a fresh process's state.
+    recorded = list(root.records())
+    root.disable()
+    integration.enabled = None
     # Not installed (the dev environment has no trainer).
     assert importlib.util.find_spec(trainer) is None
     assert _said(lambda: root.enable(settings)) == (
