@@ -38,7 +38,7 @@ if sys.argv[1] == "patient":
 import ray  # noqa: E402
 
 try:
-    ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+    ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")  # its own cluster, always
 except Exception as exc:
     print(f"FAILED {exc}", flush=True)
 else:

@@ -47,7 +47,7 @@ def main() -> None:
     )
     began = time.monotonic()
     readiness.patient_ray()  # on a loaded machine the node's raylet took over Ray's 30 s to register
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=True)
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=True)  # its own, whatever else runs here
     up = time.monotonic() - began
     try:
         manager = ray.remote(RolloutManager).options(num_cpus=0).remote(args)
