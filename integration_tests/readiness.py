@@ -66,7 +66,9 @@ def load_factor() -> float:
 
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds (user and system) of the process ``pid`` and every descendant, from ``/proc``
-    (0 where it cannot be read): what shows that a slow process is still working."""
+    (0 where it cannot be read): what shows that a slow process is still working. Children that
+    have ended count too (their parent's cutime and cstime), so the total never goes back down
+    when a busy helper process exits."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     cpu: dict[int, float] = {}
@@ -80,7 +82,7 @@ def tree_cpu_s(pid: int) -> float:
             continue
         child = int(entry.name)
         parents[child] = int(fields[1])
-        cpu[child] = (int(fields[11]) + int(fields[12])) / tick
+        cpu[child] = sum(int(value) for value in fields[11:15]) / tick
     total, todo = 0.0, [pid]
     while todo:
         current = todo.pop()
