@@ -6,7 +6,7 @@ Each row is one signature of profwin's public surface, written out as a function
 * ``name: str``: ``profwin.backend``;
 * a spec mapping of 4 keys, ``path: str`` and ``base_dir: str | os.PathLike[str] | None``:
   ``profwin.spec_from_mapping``;
-* 8 trace paths, ``Iterable[str | Path]``: ``profwin.plugin.trace_files``;
+* 8 trace paths, ``Iterable[str | Path]``: ``profwin_traces.trace_files``;
 * a backend object (a runtime-checkable protocol), a URL, a window and a ``Literal``:
   ``profwin.remote_session``;
 * a class of 4 scalar fields: an options class such as ``MemoryOptions``.

@@ -134,7 +134,7 @@ def main() -> None:
 
     import profwin_vllm
     from profwin import ProfileSpec, Window
-    from profwin.plugin import TokenRule
+    from profwin.plugin.engines import TokenRule
     from profwin_vllm.engine_plugin import highest_token, produced_tokens
 
     record = Record()

@@ -34,6 +34,11 @@ import profwin
 SURFACES = (
     "profwin",
     "profwin.plugin",
+    "profwin.plugin.engines",
+    "profwin.plugin.remote",
+    "profwin.plugin.files",
+    "profwin.plugin.cli",
+    "profwin.plugin.trainers",
     "profwin_traces",
     "profwin_vllm",
     "profwin_sglang",
@@ -46,13 +51,13 @@ SURFACES = (
 )
 # Callables whose arguments are not profwin's to check: an Enum's lookup by value, argparse's
 # own constructor (CliParser only adds how errors are reported).
-NOT_DRIVEN = ("profwin_vllm.Mechanism", "profwin.plugin.CliParser")
+NOT_DRIVEN = ("profwin_vllm.Mechanism", "profwin.plugin.cli.CliParser")
 # Exceptions a callable documents besides profwin's family.
 DOCUMENTED: dict[str, tuple[type[BaseException], ...]] = {
-    "profwin.plugin.open_input": (FileNotFoundError,),  # "A missing file is FileNotFoundError"
-    "profwin.plugin.read_input": (FileNotFoundError,),
+    "profwin.plugin.files.open_input": (FileNotFoundError,),  # "A missing file is FileNotFoundError"
+    "profwin.plugin.files.read_input": (FileNotFoundError,),
     # argparse types: a value refused is argparse's own error, which the command line reports.
-    **dict.fromkeys(("profwin.plugin.step_arg", "profwin.plugin.window_arg"), (argparse.ArgumentTypeError,)),
+    **dict.fromkeys(("profwin.plugin.cli.step_arg", "profwin.plugin.cli.window_arg"), (argparse.ArgumentTypeError,)),
     **dict.fromkeys(
         (
             f"profwin_memory.{name}"
@@ -68,8 +73,8 @@ CHECK_THEMSELVES = (
     "profwin.plugin.shown",
     "profwin.plugin.unknown_key",
     "profwin.plugin.checked",
-    "profwin.plugin.expand_user",
-    "profwin.plugin.spec_mapping",
+    "profwin.plugin.files.expand_user",
+    "profwin.plugin.trainers.spec_mapping",
 )
 DEPTH = 10_000
 EXAMPLES = 40
@@ -203,4 +208,4 @@ def test_every_public_function_is_checked() -> None:
 
 def test_every_surface_is_driven() -> None:
     assert len(PUBLIC) >= 140
-    assert {"profwin.load_spec", "profwin.plugin.plain", "profwin_verl.build_vllm_profiler_args"} <= set(PUBLIC)
+    assert {"profwin.load_spec", "profwin.plugin.trainers.plain", "profwin_verl.build_vllm_profiler_args"} <= set(PUBLIC)

@@ -63,7 +63,7 @@ def main() -> None:
 
     import profwin_vllm
     from profwin import ProfileSpec, Window
-    from profwin.plugin import TimelineRecorder, TokenRule
+    from profwin.plugin.engines import TimelineRecorder, TokenRule
     from profwin_vllm.engine_plugin import highest_token, produced_tokens
 
     outputs: list[Any] = []

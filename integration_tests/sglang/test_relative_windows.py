@@ -27,7 +27,7 @@ import pytest
 
 from profwin import ProfileSpec, TargetError, Window
 from profwin.http import request
-from profwin.plugin import TargetContext
+from profwin.plugin.engines import TargetContext
 from profwin.remote import start_remote, stop_remote
 from profwin_sglang import SessionError, SglangServer, session
 from profwin_sglang.server_plugin import RELATIVE_BASE, STATE_KEY

@@ -23,6 +23,9 @@ import pytest
 
 import profwin
 import profwin.plugin
+import profwin.plugin.cli
+import profwin.plugin.files
+import profwin.plugin.trainers
 from profwin import ConfigError, ProfileSpec, Window, load_spec, spec_from_mapping
 from profwin.arguments import MAX_DEPTH, check_arguments, checked
 from profwin.errors import ArgumentTypeError, ProfwinError, shown
@@ -46,8 +49,8 @@ def test_a_10000_deep_document_is_the_depth_rule_not_a_recursion_error(kind: typ
     with pytest.raises(ConfigError, match=rf"^source: nested deeper than {MAX_DEPTH} levels, the limit for profwin's inputs$"):
         load_spec(deep(10_000, kind))
     with pytest.raises(ConfigError, match=rf"^data: nested deeper than {MAX_DEPTH} levels"):
-        profwin.plugin.plain(deep(MAX_DEPTH + 1, kind))
-    assert profwin.plugin.plain(deep(MAX_DEPTH - 1, kind)) == deep(MAX_DEPTH - 1, kind)
+        profwin.plugin.trainers.plain(deep(MAX_DEPTH + 1, kind))
+    assert profwin.plugin.trainers.plain(deep(MAX_DEPTH - 1, kind)) == deep(MAX_DEPTH - 1, kind)
 
 
 def test_a_nul_byte_in_output_dir_is_refused_where_it_is_written(tmp_path: Path) -> None:
@@ -86,7 +89,7 @@ def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_con
     with pytest.raises(TypeError, match=r"^name: must be str \(got None\)$"):
         profwin.backend(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"^path: must be a path"):
-        profwin.plugin.open_input("a\0b", what="f")
+        profwin.plugin.files.open_input("a\0b", what="f")
 
 
 @pytest.mark.parametrize(
@@ -100,21 +103,29 @@ def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_con
         ),  # own=
         (lambda: profwin.backend(None), ArgumentTypeError, r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
         (lambda: spec_from_mapping({1: "x"}), ArgumentTypeError, r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
-        (lambda: profwin.plugin.read_input("x", limit="9", what="file"), ArgumentTypeError, r"^limit: must be int \(got '9'\)$"),  # type: ignore[arg-type]
+        (
+            lambda: profwin.plugin.files.read_input("x", limit="9", what="file"),
+            ArgumentTypeError,
+            r"^limit: must be int \(got '9'\)$",
+        ),  # type: ignore[arg-type]
         (lambda: profwin.plugin.fan_out(None, [1]), ArgumentTypeError, r"^call: must be callable \(got None\)$"),  # type: ignore[arg-type]
         (lambda: profwin.remote_session(5, "h:1", "1:2"), ArgumentTypeError, r"^engine: must be str \| Backend \(got 5\)$"),  # type: ignore[arg-type]
         (
-            lambda: profwin.plugin.open_input(b"x", what="f"),
+            lambda: profwin.plugin.files.open_input(b"x", what="f"),
             ArgumentTypeError,
             r"^path: must be str \| os.PathLike\[str\] \(got b'x'\)$",
         ),  # type: ignore[arg-type]
-        (lambda: profwin.plugin.open_input("a\0b", what="f"), ConfigError, r"^path: must be a path: text without NUL bytes"),
         (
-            lambda: profwin.plugin.open_input("\ud800", what="f"),
+            lambda: profwin.plugin.files.open_input("a\0b", what="f"),
+            ConfigError,
+            r"^path: must be a path: text without NUL bytes",
+        ),
+        (
+            lambda: profwin.plugin.files.open_input("\ud800", what="f"),
             ConfigError,
             r"^path: cannot be a file name: surrogates not allowed",
         ),
-        (lambda: profwin.plugin.print_json({1, 2}), ConfigError, r"^data: cannot be printed as JSON"),
+        (lambda: profwin.plugin.cli.print_json({1, 2}), ConfigError, r"^data: cannot be printed as JSON"),
         (lambda: profwin.plugin.to_json({"a": 1}), ConfigError, r"^model: must be an attrs instance"),
     ],
 )

@@ -14,7 +14,7 @@ import pytest
 
 from profwin import ConfigError
 from profwin.cli_runner import EXIT_BROKEN_PIPE, EXIT_ERROR
-from profwin.plugin import check_output_path
+from profwin.plugin.files import check_output_path
 
 
 def profwin(*args: str, timeout: float = 120, **kwargs: object) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,8 @@ import pytest
 
 from profwin.errors import ConfigError
 from profwin.formats import Format
-from profwin.provenance import FORMAT, sidecar_path, write_sidecar
+from profwin.provenance import PROVENANCE_FORMAT as FORMAT
+from profwin.provenance import sidecar_path, write_sidecar
 
 STATE = Format("profwin.example", version=3, oldest=2)
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from profwin.plugin import atomic_path, fan_out
+from profwin.plugin import fan_out
+from profwin.plugin.files import atomic_path
 
 
 def test_atomic_path_renames_on_success_and_removes_on_error(tmp_path: Path) -> None:
@@ -35,7 +36,8 @@ def test_atomic_path_never_writes_through_a_link_planted_at_its_name(tmp_path: P
     random token known, at the very name. Nothing is written through either (issue 35, class 6)."""
     import os
 
-    from profwin.plugin import ConfigError, write_atomic
+    from profwin.plugin import ConfigError
+    from profwin.plugin.files import write_atomic
 
     victim = tmp_path / "victim"
     victim.write_text("keep me")

@@ -460,7 +460,7 @@ def test_normalize_url_refuses_credentials_without_showing_them(given: str) -> N
 
 
 def test_a_server_client_holds_url_key_and_timeout_once(stub_server: Any) -> None:
-    from profwin.plugin import ServerClient
+    from profwin.plugin.remote import ServerClient
 
     server = stub_server(lambda request: (200, {"path": request.path}))
     client = ServerClient(server.address + "/", "s3cret", 5)

@@ -24,7 +24,8 @@ from profwin.cli_runner import clean_text
 NOISY_BACKEND = """
 import os
 os.write(1, b"garbage from a plugin's import\\n")   # below print(): straight to file descriptor 1
-from profwin.plugin import EnginePlan, PluginSpec
+from profwin.plugin import PluginSpec
+from profwin.plugin.engines import EnginePlan
 
 PLUGIN = PluginSpec(name="noisy", kind="backend", target="noisy_backend:Noisy", summary="writes to fd 1")
 

@@ -58,7 +58,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("commands", ("profwin.demo", "profwin.cli_runner", "profwin.cli", "profwin.__main__")),
-    ("facades", ("profwin", "profwin.plugin")),
+    ("facades", ("profwin", "profwin.plugin", "profwin.plugin.*")),
 )
 """Lowest first. ``name.*`` is every module inside the package ``name``."""
 

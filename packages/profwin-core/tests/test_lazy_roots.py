@@ -22,7 +22,6 @@ import pytest
 PACKAGES = Path(__file__).resolve().parents[2]
 ROOTS = {
     "profwin": PACKAGES / "profwin-core/src/profwin/__init__.py",
-    "profwin.plugin": PACKAGES / "profwin-core/src/profwin/plugin.py",
     "profwin_traces": PACKAGES / "profwin-traces/src/profwin_traces/__init__.py",
     **{
         f"profwin_{name}": PACKAGES / f"profwin-{name}/src/profwin_{name}/__init__.py"

@@ -17,7 +17,7 @@ from profwin import ConfigError, ProfileSpec, Session, Window
 from profwin.demo import count_step_markers
 from profwin.errors import WindowWarning
 from profwin.parts import PartsMemoryError
-from profwin.provenance import KEY
+from profwin.provenance import PROVENANCE_KEY as KEY
 
 torch = pytest.importorskip("torch", reason="the torch driver tests need torch (scripts/bootstrap.sh installs a CPU build)")
 

@@ -21,7 +21,8 @@ from profwin.cli import main
 from profwin.plugin import cluster
 
 FAKE_BACKEND = """
-from profwin.plugin import EnginePlan, PluginSpec
+from profwin.plugin import PluginSpec
+from profwin.plugin.engines import EnginePlan
 
 PLUGIN = PluginSpec(name="echo", kind="backend", target="fakeplug_echo:EchoBackend", summary="test backend")
 

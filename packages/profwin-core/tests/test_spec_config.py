@@ -143,7 +143,7 @@ def test_omegaconf_dictconfig() -> None:
 
 
 SPEC_FORMAT = """
-from profwin.plugin import spec_from_mapping
+from profwin.plugin.trainers import spec_from_mapping
 
 
 def read(document, data, at):

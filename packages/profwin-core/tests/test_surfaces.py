@@ -20,6 +20,7 @@ import pytest
 
 import profwin
 import profwin.plugin
+import profwin.plugin.cli
 from profwin.cli_runner import EXIT_ERROR, run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -100,9 +101,11 @@ def test_user_surface_is_small_and_documented() -> None:
 
 
 def test_plugin_author_names_left_the_user_surface() -> None:
-    for name in ("PluginSpec", "Driver", "Profiler", "fan_out", "run_cli", "BACKENDS_GROUP", "StepMarker"):
+    for name in ("PluginSpec", "Driver", "Profiler", "fan_out", "BACKENDS_GROUP", "StepMarker"):
         assert name not in profwin.__all__
         assert name in profwin.plugin.__all__
+    assert "run_cli" not in profwin.__all__
+    assert "run_cli" in profwin.plugin.cli.__all__
 
 
 @pytest.mark.parametrize(
@@ -147,6 +150,6 @@ def test_importing_the_facades_imports_no_command_line() -> None:
     assert done.stdout.strip() == "[]"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        from profwin.plugin import run_cli as lazy
+        from profwin.plugin.cli import run_cli as lazy
 
     assert lazy is run_cli

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from profwin import ProfileSpec, Session, Window
 from profwin.cli import main
 from profwin.demo import count_step_markers
-from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, decode, encode, max_steps, parse_step_tokens, prefill_only
+from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, max_steps, parse_step_tokens, prefill_only
+from profwin.tokens import decode_tokens as decode
+from profwin.tokens import encode_tokens as encode
 from profwin.window import MAX_STEP
 
 

@@ -18,7 +18,8 @@ import pytest
 
 import profwin
 from profwin.discovery import unmet
-from profwin.plugin import PluginError, PluginSpec, RolloutProfiler, RolloutSettings, TrainerIntegration
+from profwin.plugin import PluginError, PluginSpec, TrainerIntegration
+from profwin.plugin.trainers import RolloutProfiler, RolloutSettings
 
 PLUGIN = PluginSpec(name="toy", kind="trainer", target="toy_seam:INTEGRATION", requires=("toytrainer>=1.2,<2",))
 

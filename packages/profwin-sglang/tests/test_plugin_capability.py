@@ -61,7 +61,7 @@ def test_plan_here_sends_no_encoding_for_a_window_from_zero(tmp_path: Path) -> N
 
 
 def test_the_token_range_touches_the_relative_one() -> None:
-    from profwin.plugin import token_claimed
+    from profwin.plugin.engines import token_claimed
     from profwin_sglang.server_plugin import RELATIVE_BASE
 
     assert not token_claimed(2 * RELATIVE_BASE - 1)  # the relative range's last value

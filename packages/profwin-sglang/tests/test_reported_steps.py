@@ -23,7 +23,7 @@ import pytest
 
 import profwin
 from profwin import ProfileSpec, Window, WindowWarning
-from profwin.plugin import TargetContext
+from profwin.plugin.engines import TargetContext
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TOKEN_WINDOWS
 from profwin_sglang.targets import ServerInfo, SglangServer
 

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, Window, backend
+from profwin.plugin import ConfigError, ProfileSpec, Window, backend
+from profwin.plugin.engines import EnginePlan
 from profwin_sglang.plan import plan_for
 
 

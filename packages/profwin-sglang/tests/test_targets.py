@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from profwin import TargetError
-from profwin.plugin import TargetContext
+from profwin.plugin.engines import TargetContext
 from profwin_sglang.targets import ServerInfo, SglangServer
 
 CTX = TargetContext(timeout=5)

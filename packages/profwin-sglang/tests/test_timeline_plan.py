@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from profwin import ProfileSpec, Window
-from profwin.plugin import decode_timeline
+from profwin.plugin.engines import decode_timeline
 from profwin_sglang.plan import check_state, plan_for
 from profwin_sglang.targets import ServerInfo
 

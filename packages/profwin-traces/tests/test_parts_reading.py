@@ -13,7 +13,7 @@ import pytest
 from profwin import ProfileSpec, Session, Window
 from profwin.cli import main
 from profwin.demo import count_step_markers
-from profwin.provenance import KEY
+from profwin.provenance import PROVENANCE_KEY as KEY
 from profwin_traces import TraceError, diff, summarize, summarize_ranks, trim, window_parts
 
 torch = pytest.importorskip(

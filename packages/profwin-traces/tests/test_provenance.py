@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from profwin.provenance import FORMAT, sidecar_path, write_sidecar
+from profwin.provenance import PROVENANCE_FORMAT as FORMAT
+from profwin.provenance import sidecar_path, write_sidecar
 from profwin_traces import TraceError, join_parts, trace_facts
 from profwin_traces.provenance import read_sidecar, sidecar_info
 

@@ -20,7 +20,9 @@ import pytest
 import profwin
 from profwin.cli import main
 from profwin.errors import ConfigError
-from profwin.timeline_record import FLAG, PART_STEPS, TimelineRecorder, decode, encode, timeline_artifacts
+from profwin.timeline_record import FLAG, PART_STEPS, TimelineRecorder, timeline_artifacts
+from profwin.timeline_record import decode_timeline as decode
+from profwin.timeline_record import encode_timeline as encode
 from profwin_traces import TraceError, merge, read_timelines, timeline_report
 
 # -- a rollout, simulated: what an engine plugin feeds the recorder, every number known -------------

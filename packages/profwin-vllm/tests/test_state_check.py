@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, Window, backend
+from profwin.plugin import ConfigError, ProfileSpec, Window, backend
+from profwin.plugin.engines import EnginePlan
 from profwin_vllm.plan import fixed_at_launch
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from profwin.plugin import EngineVersion, ProfileSpec, Window, decode_timeline
+from profwin.plugin import ProfileSpec, Window
+from profwin.plugin.engines import EngineVersion, decode_timeline
 from profwin_vllm.plan import check_state, fixed_at_launch, plan_for
 from profwin_vllm.targets import timeline_answer
 

@@ -21,9 +21,7 @@ from attrs import frozen
 
 from profwin.json_form import JsonForm, to_json
 from profwin.protocols import Artifact
-from profwin.provenance import FORMAT as PROVENANCE_FORMAT
-from profwin.provenance import KEY as PROVENANCE_KEY
-from profwin.provenance import new_session_id, profwin_version
+from profwin.provenance import PROVENANCE_FORMAT, PROVENANCE_KEY, new_session_id, profwin_version
 from profwin.session import Session
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch, inductor_left_alone

@@ -137,7 +137,7 @@ class Command:
 
     Attributes:
         help: one line for ``profwin --help`` and the CLI reference.
-        arguments: adds the command's arguments to its parser (a :class:`~profwin.plugin.CliParser`).
+        arguments: adds the command's arguments to its parser (a :class:`~profwin.plugin.cli.CliParser`).
         run: runs the parsed command line; returns the exit code.
         writes_results: its output files are its result: a run stopped (Ctrl-C, SIGTERM) leaves
             none of them (core runs it in :func:`profwin.atomic.all_or_nothing`).
@@ -312,6 +312,6 @@ class Cluster(Protocol):
 
     def engine_target(self, actor: Any, engine: str, **options: Any) -> Any:
         """The engine object a cluster actor holds (OpenRLHF's ``RolloutRayActor.llm``), as an
-        :class:`~profwin.plugin.EngineTarget` of backend ``engine`` whose calls run in the actor:
+        :class:`~profwin.plugin.engines.EngineTarget` of backend ``engine`` whose calls run in the actor:
         it plans with the engine version that runs there, lists and reads the engine's files on
         the actor's node (its ``listing``), and brings them to the caller's node."""

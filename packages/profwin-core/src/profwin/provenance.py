@@ -11,12 +11,12 @@ sidecar next to it, ``<trace>.profwin.json``, written atomically. The keys, all 
 ``engine``      ``torch``, ``vllm``, ``sglang``, ...; ``engine_version``
 ``producer``    what wrote the file; ``rank``; ``session`` (one id per profiling session)
 ``version``     profwin's version; ``source`` (for a trimmed trace: the trace it was cut from)
-``format``      ``profwin.provenance/1`` (:data:`FORMAT`; none before formats had versions: 1)
+``format``      ``profwin.provenance/1`` (:data:`PROVENANCE_FORMAT`; none before formats had versions: 1)
 
 Every trace tool of profwin-traces reads it (``profwin_traces.provenance``): steps keep their
 session numbers without ``--first-step``, a folder groups its traces by session, and summaries say
 where a trace came from. This module is the writing half and the format (the key, the sidecar's
-name, :data:`FORMAT`), which the plugin API hands to the readers; it sits with the values (it
+name, :data:`PROVENANCE_FORMAT`), which the plugin API hands to the readers; it sits with the values (it
 needs only the atomic writer), so the torch driver and remote sessions write provenance without
 the trace tools.
 """
@@ -34,13 +34,21 @@ from profwin.atomic import write_atomic
 from profwin.errors import ConfigError
 from profwin.formats import Format
 
-__all__ = ["FORMAT", "KEY", "SIDECAR_SUFFIX", "new_session_id", "profwin_version", "sidecar_path", "write_sidecar"]
+__all__ = [
+    "PROVENANCE_FORMAT",
+    "PROVENANCE_KEY",
+    "SIDECAR_SUFFIX",
+    "new_session_id",
+    "profwin_version",
+    "sidecar_path",
+    "write_sidecar",
+]
 
-KEY = "profwin"
+PROVENANCE_KEY = "profwin"
 """The top-level key of a trace that holds its provenance."""
 SIDECAR_SUFFIX = ".profwin.json"
 """What a sidecar's name adds to its trace's (:func:`sidecar_path`)."""
-FORMAT = Format("profwin.provenance", version=1)
+PROVENANCE_FORMAT = Format("profwin.provenance", version=1)
 """The provenance's format, in a sidecar and under a trace's ``"profwin"`` key alike."""
 
 
@@ -74,5 +82,5 @@ def write_sidecar(trace: str | Path, info: Mapping[str, Any]) -> Path:
     """Write ``info`` (JSON-ready) next to ``trace``, atomically and never through a symbolic
     link (:func:`profwin.atomic.write_atomic`); returns the sidecar's path."""
     path = sidecar_path(trace)
-    data = FORMAT.stamp({k: v for k, v in info.items() if v is not None})
+    data = PROVENANCE_FORMAT.stamp({k: v for k, v in info.items() if v is not None})
     return write_atomic(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())

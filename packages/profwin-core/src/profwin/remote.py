@@ -786,7 +786,7 @@ def remote_session(
     Args:
         engine: a backend name (``"vllm"``, ``"sglang"``) or a loaded backend.
         target: an engine object (``vllm.LLM``, ``AsyncLLM``, ``sglang.Engine``), a server URL, an
-            :class:`~profwin.plugin.EngineTarget`, or a list of them (started and stopped concurrently).
+            :class:`~profwin.plugin.engines.EngineTarget`, or a list of them (started and stopped concurrently).
         spec: a :class:`~profwin.ProfileSpec`, a :class:`~profwin.Window`, or text like ``"20:80"``.
         version: the engine version, for engines that cannot be asked.
         api_key: bearer token for servers started with an API key.

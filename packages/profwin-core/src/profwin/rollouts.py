@@ -27,7 +27,7 @@ What every trainer integration gets from it, and why:
   the rollout runs (unprofiled when the start failed).
 - **A rollout not chosen costs a counter**: neither it nor the constructor imports the HTTP
   client or a backend, or sends anything.
-- **Engines**: server URLs, engine objects or :class:`~profwin.plugin.EngineTarget` objects (a
+- **Engines**: server URLs, engine objects or :class:`~profwin.plugin.engines.EngineTarget` objects (a
   fixed list, or a function asked again at each chosen rollout: how a trainer's engines that come
   and go, or live in Ray actors, are reached), or a router (``router=URL``, profwin's router
   mode): asked for its workers at each chosen rollout's start and again after the stop, so a
@@ -136,7 +136,7 @@ class RolloutProfiler:
             its ``prefix`` names the tool in the files (``profwin``), its window counts from each
             rollout's session start.
         rollouts: which rollouts (any form :meth:`Rollouts.of` takes).
-        engines: server URLs, engine objects or :class:`~profwin.plugin.EngineTarget` objects, or a
+        engines: server URLs, engine objects or :class:`~profwin.plugin.engines.EngineTarget` objects, or a
             function returning them, asked at each chosen rollout.
         router: instead of ``engines``, a router's URL whose workers are profiled (asked at each
             chosen rollout).
@@ -425,11 +425,11 @@ _T = TypeVar("_T")
 def spec_setting(value: object, *, path: str = "spec") -> dict[str, Any]:
     """A trainer's spec setting, "a window or a JSON spec": a window's text (``"20:80"``,
     ``"2:6 tokens"``), a :class:`~profwin.Window`, a spec as JSON text or a mapping, as the spec's
-    mapping form, checked now (:func:`profwin.plugin.spec_mapping`: a bad one fails where it is
+    mapping form, checked now (:func:`profwin.plugin.trainers.spec_mapping`: a bad one fails where it is
     given, not in a worker). It must say the window; ``output_dir`` is kept as written (default
     :data:`DEFAULT_OUTPUT_DIR`), for each process to resolve (:meth:`RolloutSettings.spec_here`).
     Errors are :class:`~profwin.ConfigError` at ``path``, the name the trainer gives the setting
-    (it checks its own arguments, as :func:`~profwin.plugin.spec_mapping` does)."""
+    (it checks its own arguments, as :func:`~profwin.plugin.trainers.spec_mapping` does)."""
     from profwin.config import spec_mapping  # it imports discovery: not for a rollout that is not chosen
 
     if not isinstance(path, str):

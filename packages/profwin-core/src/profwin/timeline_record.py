@@ -50,8 +50,8 @@ Cost (measured by benchmarks/timeline_cost.py, docs/timeline.md): about 60 bytes
 (~60 KB per 1,000 steps) plus ~50 bytes per request.
 
 How an engine learns to record it: the window's start value, as the engine takes it (vLLM's
-``delay_iterations``, SGLang's ``start_step``), is sent plus :data:`FLAG` (:func:`encode`); the
-engine plugin takes the flag off (:func:`decode`) and hands the engine its own value. profwin sends
+``delay_iterations``, SGLang's ``start_step``), is sent plus :data:`FLAG` (:func:`encode_timeline`); the
+engine plugin takes the flag off (:func:`decode_timeline`) and hands the engine its own value. profwin sends
 the flag only to engines whose plugin reports that it records timelines.
 """
 
@@ -75,16 +75,16 @@ from profwin.window import Window
 __all__ = [
     "FLAG",
     "FORMAT",
-    "LAYOUT",
     "PART_STEPS",
     "REQUEST_FIELDS",
     "STEP_FIELDS",
     "SUFFIX",
+    "TIMELINE",
     "VERSION",
     "TimelineLayout",
     "TimelineRecorder",
-    "decode",
-    "encode",
+    "decode_timeline",
+    "encode_timeline",
     "timeline_artifacts",
     "timeline_name",
 ]
@@ -114,8 +114,8 @@ class TimelineLayout:
     request_fields: tuple[str, ...]
 
 
-LAYOUT = TimelineLayout(FORMAT, VERSION, SUFFIX, STEP_FIELDS, REQUEST_FIELDS)
-"""The layout this profwin writes (``profwin.plugin.TIMELINE``)."""
+TIMELINE = TimelineLayout(FORMAT, VERSION, SUFFIX, STEP_FIELDS, REQUEST_FIELDS)
+"""The layout this profwin writes (``profwin.plugin.files.TIMELINE``)."""
 
 PART_STEPS = 50_000
 """Steps one timeline part holds at most: ~3 MB of file, ~10 MB of memory while recorded."""
@@ -131,7 +131,7 @@ SGLang's relative one (``2**40``..``2**41``), far below profwin's SGLang disarm 
 
 
 @checked
-def encode(start: int | None) -> int:
+def encode_timeline(start: int | None) -> int:
     """The start value that asks for a timeline: ``FLAG + start`` (``None``, an engine's "now", is
     sent as ``FLAG + 0``)."""
     if start is not None and not 0 <= start < FLAG:
@@ -140,7 +140,7 @@ def encode(start: int | None) -> int:
 
 
 @checked
-def decode(start: object) -> tuple[object, bool]:
+def decode_timeline(start: object) -> tuple[object, bool]:
     """``(the start value without the flag, whether the flag was there)``; any other value as it is."""
     if isinstance(start, int) and not isinstance(start, bool) and FLAG <= start < 2 * FLAG:
         return start - FLAG, True

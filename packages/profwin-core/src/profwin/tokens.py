@@ -51,7 +51,7 @@ index in the session (steps since the start request). Keys in this order, one sp
 non-negative ints.
 
 Engines receive a token window as a start value and a count that no engine reaches by itself
-(:func:`encode`): a plugin recognises it (:func:`decode`), and profwin sends it only to engines
+(:func:`encode_tokens`): a plugin recognises it (:func:`decode_tokens`), and profwin sends it only to engines
 that report the plugin.
 """
 
@@ -73,12 +73,12 @@ __all__ = [
     "Decision",
     "StepTokens",
     "TokenRule",
-    "claimed",
-    "decode",
-    "encode",
+    "decode_tokens",
+    "encode_tokens",
     "max_steps",
     "parse_step_tokens",
     "prefill_only",
+    "token_claimed",
 ]
 
 TOKEN_BASE = 1 << 41
@@ -216,30 +216,30 @@ def prefill_only(produced: Sequence[int]) -> bool:
 
 
 @checked
-def encode(window: Window) -> tuple[int, int]:
-    """``(start value, count)`` an engine plugin reads back with :func:`decode`: the start offset
+def encode_tokens(window: Window) -> tuple[int, int]:
+    """``(start value, count)`` an engine plugin reads back with :func:`decode_tokens`: the start offset
     by :data:`TOKEN_BASE`, the count the window's length (0 when open-ended)."""
     return TOKEN_BASE + window.start, window.length or 0
 
 
 @checked
-def claimed(start: object) -> bool:
+def token_claimed(start: object) -> bool:
     """Whether a start value lies in the range token windows own (``TOKEN_BASE`` up to twice
-    it): an engine plugin refuses one there that :func:`decode` does not read, rather than arm a
+    it): an engine plugin refuses one there that :func:`decode_tokens` does not read, rather than arm a
     step no engine reaches."""
     return isinstance(start, int) and not isinstance(start, bool) and TOKEN_BASE <= start < 2 * TOKEN_BASE
 
 
 @checked
-def decode(start: object, count: object) -> Window | None:
-    """The token window :func:`encode` made, or ``None`` for any other values."""
+def decode_tokens(start: object, count: object) -> Window | None:
+    """The token window :func:`encode_tokens` made, or ``None`` for any other values."""
     if isinstance(start, bool) or not isinstance(start, int) or not TOKEN_BASE <= start < TOKEN_BASE + (1 << 31):
         return None
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         return None
     first = start - TOKEN_BASE
     if first + count > MAX_STEP:
-        return None  # encode never makes these: no window ends past MAX_STEP
+        return None  # encode_tokens never makes these: no window ends past MAX_STEP
     return Window(first, first + count if count else None, unit="tokens")
 
 

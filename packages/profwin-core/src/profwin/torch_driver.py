@@ -39,9 +39,7 @@ from profwin.atomic import atomic_path
 from profwin.errors import ConfigError, PluginError, unknown_key
 from profwin.parts import Part, part_name
 from profwin.protocols import Artifact, PluginSpec
-from profwin.provenance import FORMAT as PROVENANCE_FORMAT
-from profwin.provenance import KEY as PROVENANCE_KEY
-from profwin.provenance import new_session_id, profwin_version
+from profwin.provenance import PROVENANCE_FORMAT, PROVENANCE_KEY, new_session_id, profwin_version
 from profwin.spec import ProfileSpec
 from profwin.window import Window
 

@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from profwin.plugin import CliParser, print_json, run_cli
+from profwin.plugin.cli import CliParser, print_json, run_cli
 from profwin_memory.provenance import UntrustedSnapshotError
 from profwin_memory.reader import summarize
 from profwin_memory.timeline import TimelineError

@@ -28,7 +28,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import STEP_MARKER, Artifact, ProfileSpec, Window, WindowedProfile, checked, write_atomic
+from profwin.plugin import Artifact, ProfileSpec, Window, checked
+from profwin.plugin.files import STEP_MARKER, WindowedProfile, write_atomic
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions
 

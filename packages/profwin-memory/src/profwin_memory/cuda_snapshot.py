@@ -15,7 +15,8 @@ import os
 import platform
 from typing import Any
 
-from profwin.plugin import Artifact, ProfileSpec, Window, atomic_path, checked
+from profwin.plugin import Artifact, ProfileSpec, Window, checked
+from profwin.plugin.files import atomic_path
 from profwin_memory import provenance
 from profwin_memory.naming import artifact_path
 from profwin_memory.options import MemoryOptions

@@ -21,7 +21,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfwinError, checked, open_input, parse_json, read_input, write_atomic
+from profwin.plugin import ConfigError, ProfwinError, checked
+from profwin.plugin.files import open_input, parse_json, read_input, write_atomic
 
 __all__ = ["MAX_SIDECAR_BYTES", "SIDECAR_SUFFIX", "UntrustedSnapshotError", "key_file", "sidecar_path", "sign", "verify"]
 

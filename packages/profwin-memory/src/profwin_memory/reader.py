@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import checked, read_input
+from profwin.plugin import checked
+from profwin.plugin.files import read_input
 from profwin_memory.cuda_snapshot import STEP_METADATA
 from profwin_memory.naming import stat_input
 from profwin_memory.provenance import UntrustedSnapshotError, verify

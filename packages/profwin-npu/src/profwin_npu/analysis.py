@@ -6,7 +6,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from profwin.plugin import ConfigError, PluginError, checked, expand_user
+from profwin.plugin import ConfigError, PluginError, checked
+from profwin.plugin.files import expand_user
 from profwin_npu.driver import ASCEND_SUFFIX, import_torch_npu
 from profwin_npu.options import EXPORT_TYPES
 

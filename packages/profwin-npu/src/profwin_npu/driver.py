@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, Part, PluginError, ProfileSpec, Window, checked, part_name
+from profwin.plugin import Artifact, PluginError, ProfileSpec, Window, checked
 from profwin.plugin import resolve_activities as core_resolve_activities
+from profwin.plugin.files import Part, part_name
 from profwin_npu.engines import engine_flavour
 from profwin_npu.options import NpuOptions, npu_options
 

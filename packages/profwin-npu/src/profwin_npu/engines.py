@@ -26,7 +26,8 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, EngineVersion, ProfileSpec, checked
+from profwin.plugin import ConfigError, ProfileSpec, checked
+from profwin.plugin.engines import EngineVersion
 from profwin_npu.options import npu_options
 
 __all__ = [

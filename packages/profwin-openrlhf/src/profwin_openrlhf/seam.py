@@ -33,7 +33,8 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import Any
 
-from profwin.plugin import PluginError, RolloutProfiler, TrainerIntegration, checked, cluster
+from profwin.plugin import PluginError, TrainerIntegration, checked, cluster
+from profwin.plugin.trainers import RolloutProfiler
 from profwin_openrlhf._plugin import PLUGIN
 from profwin_openrlhf.actor import ACTOR_METHOD, original_class, profiled_actor_class
 from profwin_openrlhf.settings import ENV, OpenRLHFProfiling

@@ -15,7 +15,7 @@ Two flags on OpenRLHF's command line, read (and removed) by the launcher
                           beside its window (``record: [timeline]``; no value)
 ========================= ======================================================================
 
-The spec's ``output_dir`` (default: every trainer's, ``profwin.plugin.RolloutSettings``'s) is kept as written
+The spec's ``output_dir`` (default: every trainer's, ``profwin.plugin.trainers.RolloutSettings``'s) is kept as written
 and resolved in each process that uses it, ``~`` and ``$VARIABLES`` included: each engine writes
 on its own node, and the trainer's copies land in the same path on the trainer's node. The
 settings travel from the launcher to every Ray worker in their JSON form (core's one converter)
@@ -30,7 +30,9 @@ from collections.abc import Mapping, Sequence
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, RolloutSettings, checked, parse_json, shown
+from profwin.plugin import ConfigError, checked, shown
+from profwin.plugin.files import parse_json
+from profwin.plugin.trainers import RolloutSettings
 
 __all__ = ["ENV", "FLAGS", "KEYS", "SWITCHES", "OpenRLHFProfiling", "split_argv"]
 

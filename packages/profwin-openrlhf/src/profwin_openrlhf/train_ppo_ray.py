@@ -19,7 +19,8 @@ import runpy
 import sys
 from collections.abc import Sequence
 
-from profwin.plugin import PluginError, run_cli
+from profwin.plugin import PluginError
+from profwin.plugin.cli import run_cli
 from profwin_openrlhf._plugin import PLUGIN
 from profwin_openrlhf.seam import enable
 from profwin_openrlhf.settings import OpenRLHFProfiling, split_argv

@@ -1,7 +1,7 @@
 """An engine object inside a Ray actor, profiled where it runs.
 
 OpenRLHF keeps each vLLM ``AsyncLLM`` in a Ray actor (``RolloutRayActor.llm``). A trainer reaches
-such an engine through :class:`ActorEngine`, an :class:`~profwin.plugin.EngineTarget` whose every
+such an engine through :class:`ActorEngine`, an :class:`~profwin.plugin.engines.EngineTarget` whose every
 call runs *in the actor*: the backend's own target for the engine object (profwin-vllm's for an
 ``AsyncLLM``) plans with the engine version that runs there, starts, stops, lists the output
 folder and reads the traces where they were written, on the actor's node. Only the answers
@@ -35,18 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import (
-    Artifact,
-    ConfigError,
-    EngineBusy,
-    EnginePlan,
-    ProfileSpec,
-    TargetContext,
-    TargetError,
-    backend,
-    folder_listing,
-    shown,
-)
+from profwin.plugin import Artifact, ConfigError, ProfileSpec, backend, shown
+from profwin.plugin.engines import EngineBusy, EnginePlan, TargetContext, TargetError
+from profwin.plugin.remote import folder_listing
 
 __all__ = ["ActorEngine", "actor_call", "in_actor"]
 
@@ -153,7 +144,7 @@ def _run(actor: Any, attribute: str, engine: str, key: str, op: str, payload: di
 
 
 class ActorEngine:
-    """An engine object held by a Ray actor, as an :class:`~profwin.plugin.EngineTarget` (see the
+    """An engine object held by a Ray actor, as an :class:`~profwin.plugin.engines.EngineTarget` (see the
     module doc): profwin's session runs every call in the actor and lists its files there.
 
     Args:

@@ -18,7 +18,7 @@ _INTERRUPTED = 130
 
 
 def _arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import cluster_option, int_arg
+    from profwin.plugin.cli import cluster_option, int_arg
 
     cluster_option(p, "the Ray cluster to collect from", required=True)
     p.add_argument("--from", dest="source", required=True, metavar="PATTERN", help="path or glob on the nodes (** for any depth)")
@@ -34,7 +34,8 @@ def _collect(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from profwin.plugin import ClusterReport, CollectInterrupted, print_json
+    from profwin.plugin import ClusterReport, CollectInterrupted
+    from profwin.plugin.cli import print_json
     from profwin_ray import collect
 
     report: ClusterReport

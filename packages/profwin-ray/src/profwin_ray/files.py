@@ -20,17 +20,8 @@ from typing import IO, Any
 
 from attrs import frozen
 
-from profwin.plugin import (
-    FORMAT_KEY,
-    ConfigError,
-    Format,
-    Window,
-    atomic_path,
-    check_output_path,
-    parse_json,
-    read_input,
-    write_atomic,
-)
+from profwin.plugin import ConfigError, Window
+from profwin.plugin.files import FORMAT_KEY, Format, atomic_path, check_output_path, parse_json, read_input, write_atomic
 from profwin_traces import Summary, TraceError, TraceFacts, summarize, trace_facts, trace_files
 
 __all__ = [
@@ -321,7 +312,7 @@ def load_manifest(dest: Path) -> dict[str, dict[str, Any]]:
 
 def check_manifest(dest: Path) -> None:
     """Before any copy: the manifest can be written in ``dest`` (a new file or a regular one,
-    :func:`profwin.plugin.check_output_path`), so that a FIFO, a link or a folder there is one
+    :func:`profwin.plugin.files.check_output_path`), so that a FIFO, a link or a folder there is one
     clear error at once rather than after every file was copied."""
     try:
         check_output_path(dest / MANIFEST)

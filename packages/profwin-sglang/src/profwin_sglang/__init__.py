@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from profwin.plugin import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
-    from profwin.plugin import SessionError
+    from profwin.plugin.remote import SessionError
     from profwin_sglang.backend import SglangBackend
     from profwin_sglang.options import SGLANG_ACTIVITIES, START_MODES, SglangOptions, options_of
     from profwin_sglang.plan import activities_for, launch_env, plan_for, profile_request
@@ -58,7 +58,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "profwin.plugin": ("SessionError",),
+        "profwin.plugin.remote": ("SessionError",),
         "profwin_sglang.backend": ("SglangBackend",),
         "profwin_sglang.structs": ("build_profile_req",),
         "profwin_sglang.options": ("SGLANG_ACTIVITIES", "START_MODES", "SglangOptions", "options_of"),

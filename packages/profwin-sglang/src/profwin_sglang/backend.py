@@ -6,7 +6,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, EnginePlan, ProfileSpec, shown
+from profwin.plugin import ConfigError, ProfileSpec, shown
+from profwin.plugin.engines import EnginePlan
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import check_state, plan_for
 from profwin_sglang.server_plugin import V2_ENV, unavailable_here

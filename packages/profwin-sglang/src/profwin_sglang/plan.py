@@ -1,4 +1,4 @@
-"""Spec -> the :class:`~profwin.plugin.EnginePlan` an SGLang server takes: the ``ProfileReq``
+"""Spec -> the :class:`~profwin.plugin.engines.EnginePlan` an SGLang server takes: the ``ProfileReq``
 fields of ``/start_profile`` and the launch environment (pure functions, no sglang import).
 
 :func:`plan_for` reads ``options.sglang`` once and chooses the window's encoding once
@@ -19,18 +19,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any, get_args
 
-from profwin.plugin import (
-    ConfigError,
-    EnginePlan,
-    EngineVersion,
-    ProfileSpec,
-    checked,
-    encode_timeline,
-    engine_flavours,
-    is_session_prefix,
-    resolve_activities,
-    shown,
-)
+from profwin.plugin import ConfigError, ProfileSpec, checked, engine_flavours, resolve_activities, shown
+from profwin.plugin.engines import EnginePlan, EngineVersion, encode_timeline
+from profwin.plugin.remote import is_session_prefix
 from profwin_sglang.options import SglangOptions, options_of
 from profwin_sglang.server_plugin import FIRST_VERSION
 from profwin_sglang.versions import Features, features

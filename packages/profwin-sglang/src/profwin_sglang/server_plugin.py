@@ -14,15 +14,15 @@ registers :func:`register` there, which installs two hooks in each scheduler pro
     ``forward_ct + 1 + offset``, on the scheduler thread, between batches, exactly where SGLang
     reads the counter itself;
   - a ``start_step`` from :data:`profwin.tokens.TOKEN_BASE` is a token window
-    (:func:`profwin.plugin.decode_tokens`), decided batch by batch by profwin's one rule
-    (:class:`profwin.plugin.TokenRule`) from each batch's requests, with each recorded batch
+    (:func:`profwin.plugin.engines.decode_tokens`), decided batch by batch by profwin's one rule
+    (:class:`profwin.plugin.engines.TokenRule`) from each batch's requests, with each recorded batch
     annotated (``profwin.tokens ...``);
   - under ``SGLANG_PROFILE_V2=1``, whose profiler asserts ``start_step is None`` and raises on a
     manual stop (taking the scheduler down), profwin's relative and token windows are recorded by
     this plugin with the v2 profiler's own start and stop, and any request the v2 profiler cannot
     take is answered with an error naming ``SGLANG_PROFILE_V2`` instead of reaching it.
 
-  - a ``start_step`` carrying profwin's timeline flag (:func:`profwin.plugin.decode_timeline`,
+  - a ``start_step`` carrying profwin's timeline flag (:func:`profwin.plugin.engines.decode_timeline`,
     ``record: [timeline]``) loses it, and once the request is taken, the scheduler's session
     timeline starts: its ``run_batch`` and ``process_batch_result`` are wrapped on the instance
     until the stop, each batch read by :func:`_batch_tokens` with the waiting queue and the running
@@ -76,7 +76,7 @@ TOKEN_WINDOWS = 1
 
 TIMELINE = 1
 """Version of the session timeline the plugin records (``record: [timeline]``), reported as
-``timeline``: clients send the timeline flag (:func:`profwin.plugin.encode_timeline`) only to
+``timeline``: clients send the timeline flag (:func:`profwin.plugin.engines.encode_timeline`) only to
 servers whose every scheduler says it."""
 
 STATE_KEY = "profwin_sglang"
@@ -230,7 +230,7 @@ class _Window:
         self.count = count
         self.rule: Any = None
         if tokens is not None:
-            from profwin.plugin import TokenRule
+            from profwin.plugin.engines import TokenRule
 
             self.rule = TokenRule(tokens)
         self.recording = False
@@ -304,7 +304,7 @@ class _Window:
     def _annotate(self, produced: list[int], session_step: int, prefilling: int, prefill_tokens: int) -> None:
         import torch
 
-        from profwin.plugin import StepTokens
+        from profwin.plugin.engines import StepTokens
 
         self._end_span()
         held = StepTokens.of(self.rule.recorded - 1, produced, self.tokens, prefilling, prefill_tokens, session_step=session_step)
@@ -476,7 +476,7 @@ def _arm_timeline(manager: Any, req: Any, asked: str | None) -> None:
         import sglang
         from sglang.srt.runtime_context import get_parallel
 
-        from profwin.plugin import TimelineRecorder
+        from profwin.plugin.engines import TimelineRecorder
 
         folder = req.output_dir if req.output_dir is not None else os.getenv("SGLANG_TORCH_PROFILER_DIR", "/tmp")
         Path(folder).mkdir(parents=True, exist_ok=True)
@@ -502,7 +502,7 @@ def _arm_timeline(manager: Any, req: Any, asked: str | None) -> None:
 def _asked(start_step: object, num_steps: object) -> str | None:
     """The window a start request asks for, in words, for the timeline's header (read before the
     plugin rewrites a relative start)."""
-    from profwin.plugin import decode_tokens
+    from profwin.plugin.engines import decode_tokens
 
     count = num_steps if isinstance(num_steps, int) and num_steps > 0 else None
     tokens = decode_tokens(start_step, count or 0)
@@ -536,7 +536,7 @@ def _handle(original: Any, manager: Any, req: Any) -> Any:
     v2 guard. Whatever goes wrong in profwin's own code is answered as a refusal (and kept for the
     client): a profile request never raises into the scheduler because of profwin.
 
-    A start request whose ``start_step`` carries the timeline's flag (:func:`profwin.plugin.decode_timeline`)
+    A start request whose ``start_step`` carries the timeline's flag (:func:`profwin.plugin.engines.decode_timeline`)
     is taken without it, and once SGLang (or profwin's window) accepted it, the scheduler's
     timeline starts; a stop request ends it (and writes it) before anything else."""
     timeline = False
@@ -566,7 +566,7 @@ def _take_timeline_flag(manager: Any, req: Any) -> bool:
         if running is not None:
             running.stop()
         return False
-    from profwin.plugin import decode_timeline
+    from profwin.plugin.engines import decode_timeline
 
     start, flagged = decode_timeline(req.start_step)
     if not flagged:
@@ -602,7 +602,7 @@ def _decide(manager: Any, req: Any) -> Any:
     if window is not None:
         return _output(False, "Profiling is already in progress. Call /stop_profile first.")
     warm_profiler(manager)
-    from profwin.plugin import decode_tokens, token_claimed
+    from profwin.plugin.engines import decode_tokens, token_claimed
 
     forward_ct = manager.get_forward_ct()
     start_step = req.start_step
@@ -713,7 +713,7 @@ def unavailable_here() -> str | None:
     missing = [module for module in _NEEDED_MODULES if _missing_module(package_dir, module)]
     if missing:
         return f"SGLang {version} has no {', '.join(missing)} (the server plugin's hooks need SGLang >= {FIRST_VERSION})"
-    from profwin.plugin import engine_plugin_missing  # the client side: profwin is here
+    from profwin.plugin.engines import engine_plugin_missing  # the client side: profwin is here
 
     return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "SGLANG_PLUGINS", empty_allows_all=True)
 

@@ -16,7 +16,7 @@ collect the files, trim them in ``trim`` mode, and say which steps each holds.
 
 from __future__ import annotations
 
-from profwin.plugin import session_function
+from profwin.plugin.remote import session_function
 from profwin_sglang.backend import SglangBackend
 
 __all__ = ["session"]

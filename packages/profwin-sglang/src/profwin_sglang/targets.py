@@ -17,22 +17,17 @@ from typing import Any, TypeGuard
 
 from attrs import evolve, frozen
 
-from profwin.plugin import (
-    Artifact,
-    ConfigError,
+from profwin.plugin import Artifact, ConfigError, ProfileSpec, checked, shown
+from profwin.plugin.engines import (
     EngineBusy,
     EnginePlan,
     LocalProcess,
-    ProfileSpec,
-    Reply,
-    ServerClient,
     TargetContext,
     TargetError,
     TargetSkipped,
-    checked,
     serving_processes,
-    shown,
 )
+from profwin.plugin.remote import Reply, ServerClient
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import plan_for
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TIMELINE, TOKEN_WINDOWS, V2_ENV, unavailable_here

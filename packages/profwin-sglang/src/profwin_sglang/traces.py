@@ -20,7 +20,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from profwin.plugin import TORCH_MARKER, Artifact, EnginePlan, Window, checked, timeline_artifacts
+from profwin.plugin import TORCH_MARKER, Artifact, Window, checked
+from profwin.plugin.engines import EnginePlan, timeline_artifacts
 from profwin_sglang._plugin import STEP_MARKER
 from profwin_traces import TraceError, count_steps, token_steps, trim
 
@@ -37,7 +38,7 @@ _FILES_GRACE_S = 2.0
 @checked
 def trim_in_place(path: str | os.PathLike[str], keep: Window) -> int:
     """Cut a trace down to its batches ``keep`` (numbered from 0 in trace order) with
-    :func:`profwin.plugin.trim`, replacing the file; returns the number of batches kept (0: the
+    :func:`profwin_traces.trim`, replacing the file; returns the number of batches kept (0: the
     trace holds none of them and is left as it was)."""
     path = Path(path)
     partial = path.with_name(f".profwin-trim-{path.name}")
@@ -80,7 +81,7 @@ def collect(
     trims them when the plan records more than the window.
 
     The steps come from the trace, never from the request: its batches are counted
-    (:func:`profwin.plugin.count_steps`), and a relative window is checked against ``ran``, the
+    (:func:`profwin_traces.count_steps`), and a relative window is checked against ``ran``, the
     batches the server's own counters say it ran since the start. What does not match what was
     asked is a note (a :class:`~profwin.WindowWarning` for the caller) saying what the trace holds."""
     found = _found(plan, files)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from attrs import frozen
 
-from profwin.plugin import EngineVersion, checked, installed_version
+from profwin.plugin import checked
+from profwin.plugin.engines import EngineVersion, installed_version
 from profwin_sglang.server_plugin import FIRST_VERSION, HOOK_PACKAGE
 
 __all__ = ["VERIFIED_VERSION", "Features", "features", "plugin_inactive_reason", "sglang_version"]

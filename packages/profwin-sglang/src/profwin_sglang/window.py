@@ -20,7 +20,7 @@ that absolute count. profwin's window counts from the session start. Three exact
 
 ``tokens``
     A window in tokens, on a server whose plugin decides token windows: ``start_step =
-    TOKEN_BASE + start`` and ``num_steps = end - start`` (:func:`profwin.plugin.encode_tokens`);
+    TOKEN_BASE + start`` and ``num_steps = end - start`` (:func:`profwin.plugin.engines.encode_tokens`);
     the plugin records the steps profwin's token rule chooses. Without the plugin a token window
     is planned as the same numbers in steps, with a warning.
 No plugin on a server known to run SGLang's v2 profiler (``SGLANG_PROFILE_V2=1``): refused
@@ -36,7 +36,8 @@ from typing import Literal
 
 from attrs import evolve, frozen
 
-from profwin.plugin import ConfigError, Window, checked, encode_tokens
+from profwin.plugin import ConfigError, Window, checked
+from profwin.plugin.engines import encode_tokens
 from profwin_sglang.options import START_MODES
 from profwin_sglang.server_plugin import RELATIVE_BASE
 from profwin_sglang.versions import Features

@@ -25,7 +25,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from profwin.plugin import ConfigError, RolloutProfiler, TrainerIntegration, checked, shown
+from profwin.plugin import ConfigError, TrainerIntegration, checked, shown
+from profwin.plugin.trainers import RolloutProfiler
 from profwin_slime._plugin import PLUGIN
 from profwin_slime.settings import KEYS, SlimeProfiling, rollout_function
 

@@ -32,7 +32,8 @@ from typing import Any
 
 from attrs import field, frozen
 
-from profwin.plugin import ConfigError, RolloutSettings, checked, shown
+from profwin.plugin import ConfigError, checked, shown
+from profwin.plugin.trainers import RolloutSettings
 
 __all__ = [
     "DEFAULT_ROLLOUT_FUNCTION",

@@ -26,7 +26,7 @@ _FIRST_STEP_HELP = (
 
 
 def _first_step_option(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import step_arg
+    from profwin.plugin.cli import step_arg
 
     p.add_argument("--first-step", type=step_arg, metavar="N", help=_FIRST_STEP_HELP)
 
@@ -35,7 +35,7 @@ def _first_step_option(p: argparse.ArgumentParser) -> None:
 
 
 def _summarize_arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import cluster_option, int_arg, window_arg
+    from profwin.plugin.cli import cluster_option, int_arg, window_arg
 
     p.add_argument(
         "trace", nargs="+",
@@ -98,7 +98,7 @@ def _summary(args: argparse.Namespace, one: str | list[str] | None) -> Any:
 
 
 def _summarize(args: argparse.Namespace) -> int:
-    from profwin.plugin import how_to_view, print_json
+    from profwin.plugin.cli import how_to_view, print_json
     from profwin_traces import Summary
     from profwin_traces.reader import trace_command
 
@@ -137,7 +137,7 @@ def _summarize(args: argparse.Namespace) -> int:
 
 
 def _diff_arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import int_arg, window_arg
+    from profwin.plugin.cli import int_arg, window_arg
 
     p.add_argument("a", help="the trace or folder before (A)")
     p.add_argument("b", help="the trace or folder after (B)")
@@ -150,7 +150,7 @@ def _diff_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from profwin.plugin import how_to_view, print_json
+    from profwin.plugin.cli import how_to_view, print_json
     from profwin_traces import diff, plot_diff, render_diff, trace_files
     from profwin_traces.reader import trace_command
 
@@ -174,10 +174,11 @@ _PLOT_FORMATS = (".png", ".pdf", ".svg", ".svgz", ".jpg", ".jpeg", ".webp", ".ti
 
 def _check_plot(plot: str, inputs: Sequence[str]) -> None:
     """Before any work: ``--plot`` names an image format matplotlib writes, is a path profwin
-    may write (:func:`~profwin.plugin.check_output_path`) and is none of the inputs."""
+    may write (:func:`~profwin.plugin.files.check_output_path`) and is none of the inputs."""
     import os
 
-    from profwin.plugin import ConfigError, check_output_path, shown
+    from profwin.plugin import ConfigError, shown
+    from profwin.plugin.files import check_output_path
 
     if not plot.lower().endswith(_PLOT_FORMATS):
         raise ConfigError(f"--plot must name an image file ending in {', '.join(_PLOT_FORMATS)} (got {shown(plot)})", path="plot")
@@ -191,7 +192,7 @@ def _check_plot(plot: str, inputs: Sequence[str]) -> None:
 
 
 def _trim_arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import window_arg
+    from profwin.plugin.cli import window_arg
 
     p.add_argument(
         "trace",
@@ -205,7 +206,8 @@ def _trim_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _trim(args: argparse.Namespace) -> int:
-    from profwin.plugin import check_output_path, how_to_view, print_json
+    from profwin.plugin.cli import how_to_view, print_json
+    from profwin.plugin.files import check_output_path
     from profwin_traces import trim, tty_progress
     from profwin_traces.reader import trace_command
 
@@ -230,7 +232,7 @@ def _trim(args: argparse.Namespace) -> int:
 
 
 def _merge_arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import window_arg
+    from profwin.plugin.cli import window_arg
 
     p.add_argument(
         "trace", nargs="+",
@@ -250,7 +252,8 @@ def _merge_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _merge(args: argparse.Namespace) -> int:
-    from profwin.plugin import check_output_path, how_to_view, print_json
+    from profwin.plugin.cli import how_to_view, print_json
+    from profwin.plugin.files import check_output_path
     from profwin_traces import merge, tty_progress
     from profwin_traces.reader import trace_command
 
@@ -285,7 +288,7 @@ def _merge(args: argparse.Namespace) -> int:
 
 
 def _timeline_arguments(p: argparse.ArgumentParser) -> None:
-    from profwin.plugin import int_arg
+    from profwin.plugin.cli import int_arg
 
     p.add_argument(
         "timeline", nargs="+", metavar="FILE|DIR",
@@ -305,7 +308,7 @@ def _timeline_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _timeline(args: argparse.Namespace) -> int:
-    from profwin.plugin import print_json
+    from profwin.plugin.cli import print_json
     from profwin_traces.timeline import plot_timeline, read_timelines, render_timeline, timeline_report
 
     if args.plot:

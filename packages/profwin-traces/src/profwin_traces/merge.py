@@ -44,17 +44,8 @@ from typing import IO, Any, cast
 
 from attrs import frozen
 
-from profwin.plugin import (
-    PROVENANCE_FORMAT,
-    ConfigError,
-    JsonForm,
-    StepMarker,
-    Window,
-    atomic_path,
-    check_output_path,
-    checked,
-    shown,
-)
+from profwin.plugin import ConfigError, JsonForm, StepMarker, Window, checked, shown
+from profwin.plugin.files import PROVENANCE_FORMAT, atomic_path, check_output_path
 from profwin_traces.indexing import scan
 from profwin_traces.provenance import provenance, traces_version
 from profwin_traces.ranks import pick_session, rank_hint, trace_files

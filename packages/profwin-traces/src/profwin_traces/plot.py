@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from profwin.plugin import PluginError, atomic_path, checked
+from profwin.plugin import PluginError, checked
+from profwin.plugin.files import atomic_path
 
 # A plot of one kind imports neither of the other kinds' modules. The hints are dotted for the
 # argument check; mypy reads ``profwin_traces.summarize`` and ``.diff`` as the package's functions

@@ -14,7 +14,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import FORMAT_KEY, PROVENANCE_FORMAT, PROVENANCE_KEY, ConfigError, parse_json, read_input, sidecar_path
+from profwin.plugin import ConfigError
+from profwin.plugin.files import FORMAT_KEY, PROVENANCE_FORMAT, PROVENANCE_KEY, parse_json, read_input, sidecar_path
 
 __all__ = ["file_identity", "first_step_of", "provenance", "read_sidecar", "sidecar_info", "traces_version"]
 

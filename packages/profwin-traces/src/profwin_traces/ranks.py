@@ -21,17 +21,8 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import (
-    PROVENANCE_FORMAT,
-    PROVENANCE_KEY,
-    SIDECAR_SUFFIX,
-    TIMELINE,
-    ConfigError,
-    JsonForm,
-    Window,
-    checked,
-    sidecar_path,
-)
+from profwin.plugin import ConfigError, JsonForm, Window, checked
+from profwin.plugin.files import PROVENANCE_FORMAT, PROVENANCE_KEY, SIDECAR_SUFFIX, TIMELINE, sidecar_path
 from profwin_traces.parts import join_parts
 from profwin_traces.provenance import file_identity, provenance, sidecar_info
 from profwin_traces.reader import Progress, TraceError, read_trace

@@ -29,7 +29,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, TypeVar, cast
 
-from profwin.plugin import ConfigError, checked, open_input, shown
+from profwin.plugin import ConfigError, checked, shown
+from profwin.plugin.files import open_input
 
 __all__ = ["BATCH_CHARS", "CHUNK_CHARS", "MAX_VALUE_CHARS", "JsonStream", "Progress", "fast_module", "gzip_reader"]
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import PROVENANCE_KEY, ConfigError, JsonForm, StepMarker, Window, checked
+from profwin.plugin import ConfigError, JsonForm, StepMarker, Window, checked
+from profwin.plugin.files import PROVENANCE_KEY
 from profwin_traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin_traces.device import DeviceStat, device_stats
 from profwin_traces.indexing import scan

@@ -45,7 +45,8 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import TIMELINE, ConfigError, JsonForm, Window, checked, read_input, shown
+from profwin.plugin import ConfigError, JsonForm, Window, checked, shown
+from profwin.plugin.files import TIMELINE, read_input
 from profwin_traces.provenance import read_sidecar
 from profwin_traces.reader import TraceError
 
@@ -85,7 +86,7 @@ class Timeline:
     Attributes:
         paths: its files, in part order.
         header: what the recorder said (engine, engine_version, rank, prefix, session, window, ...).
-        steps: the step rows (:data:`profwin.plugin.TIMELINE`'s ``step_fields``), in order.
+        steps: the step rows (:data:`profwin.plugin.files.TIMELINE`'s ``step_fields``), in order.
         requests: the request rows (its ``request_fields``).
         provenance: the sidecar the session's client wrote beside the first file (session,
             ``trace_steps``, a rollout profiler's ``rollout``), or ``{}``.

@@ -18,7 +18,9 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from profwin.plugin import TOKENS_PREFIX, ConfigError, StepMarker, StepTokens, parse_step_tokens
+from profwin.plugin import ConfigError, StepMarker
+from profwin.plugin.engines import StepTokens
+from profwin.plugin.files import TOKENS_PREFIX, parse_step_tokens
 
 __all__ = ["TOKENS_MARKER", "TOKENS_PREFIX", "StepTokens", "parse_step_tokens", "step_tokens"]
 

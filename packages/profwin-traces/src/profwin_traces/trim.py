@@ -21,7 +21,8 @@ from typing import IO, Any
 
 from attrs import frozen
 
-from profwin.plugin import PROVENANCE_FORMAT, ConfigError, JsonForm, StepMarker, Window, atomic_path, checked
+from profwin.plugin import ConfigError, JsonForm, StepMarker, Window, checked
+from profwin.plugin.files import PROVENANCE_FORMAT, atomic_path
 from profwin_traces.columnar import kept_spans, numpy_or_none
 from profwin_traces.indexing import file_size, part_progress, scan
 from profwin_traces.parts import check_numbers

@@ -29,7 +29,8 @@ import functools
 import sys
 from typing import Any
 
-from profwin.plugin import PluginError, RolloutProfiler, TrainerIntegration, backend
+from profwin.plugin import PluginError, TrainerIntegration, backend
+from profwin.plugin.trainers import RolloutProfiler
 from profwin_trl._plugin import PLUGIN
 from profwin_trl.settings import TRLProfiling
 

@@ -6,7 +6,9 @@ from typing import ClassVar
 
 from attrs import field, frozen
 
-from profwin.plugin import ConfigError, RolloutSettings, normalize_url
+from profwin.plugin import ConfigError
+from profwin.plugin.remote import normalize_url
+from profwin.plugin.trainers import RolloutSettings
 
 __all__ = ["TRLProfiling"]
 

@@ -32,18 +32,8 @@ import json
 import os
 from typing import Any
 
-from profwin.plugin import (
-    ConfigError,
-    EnginePlan,
-    PluginError,
-    ProfileSpec,
-    Window,
-    WindowWarning,
-    backend,
-    checked,
-    shown,
-    warn,
-)
+from profwin.plugin import ConfigError, PluginError, ProfileSpec, Window, WindowWarning, backend, checked, shown, warn
+from profwin.plugin.engines import EnginePlan
 from profwin_verl.traces import expect_trim, read, rollout_trace_dir
 
 __all__ = ["TIMELINE_KEY", "build_sglang_profiler_args", "build_vllm_profiler_args", "engine_plan", "timeline_set", "window_set"]

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-from profwin.plugin import PluginError, RolloutSettings, TrainerIntegration
+from profwin.plugin import PluginError, TrainerIntegration
+from profwin.plugin.trainers import RolloutSettings
 from profwin_verl import sglang_stop
 from profwin_verl._plugin import PLUGIN
 

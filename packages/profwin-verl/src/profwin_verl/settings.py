@@ -22,19 +22,9 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from profwin.plugin import (
-    ConfigError,
-    ProfileSpec,
-    ProfilingDisabled,
-    Rollouts,
-    Window,
-    checked,
-    expand_user,
-    read_document,
-    select,
-    to_json,
-    unknown_key,
-)
+from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, checked, to_json, unknown_key
+from profwin.plugin.files import expand_user
+from profwin.plugin.trainers import Rollouts, read_document, select
 
 __all__ = [
     "TOOL_PLUGINS",
@@ -422,7 +412,7 @@ def _save_path(value: Any, path: str) -> str:
 
 
 def _steps(value: Any, path: str) -> tuple[int, ...] | None:
-    """verl's ``steps``: each a rollout id to core's rule (:class:`profwin.plugin.Rollouts`)."""
+    """verl's ``steps``: each a rollout id to core's rule (:class:`profwin.plugin.trainers.Rollouts`)."""
     if value is None or value == []:
         return ()
     if not isinstance(value, list):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from profwin.plugin import lazy_exports
 
 if TYPE_CHECKING:  # imported on first use (profwin.plugin.lazy_exports): loading the entry point stays cheap
-    from profwin.plugin import SessionError
+    from profwin.plugin.remote import SessionError
     from profwin_vllm.backend import VllmBackend
     from profwin_vllm.options import PLATFORMS, PROFILERS, VllmOptions
     from profwin_vllm.plan import delay_iterations, max_iterations, plan_for
@@ -69,7 +69,7 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "profwin.plugin": ("SessionError",),
+        "profwin.plugin.remote": ("SessionError",),
         "profwin_vllm.backend": ("VllmBackend",),
         "profwin_vllm.options": ("PLATFORMS", "PROFILERS", "VllmOptions"),
         "profwin_vllm.plan": ("delay_iterations", "max_iterations", "plan_for"),

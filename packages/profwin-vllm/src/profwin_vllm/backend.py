@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import EnginePlan, ProfileSpec
+from profwin.plugin import ProfileSpec
+from profwin.plugin.engines import EnginePlan
 from profwin_vllm.engine_plugin import unavailable_here
 from profwin_vllm.options import options_of
 from profwin_vllm.plan import check_state, plan_for

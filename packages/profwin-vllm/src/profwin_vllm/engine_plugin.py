@@ -11,21 +11,21 @@ there. It changes nothing per step. It hooks two things once:
   route, ``GET /profwin``, which asks every worker for that report.
 
 A token window reaches the worker as an encoded ``delay_iterations``/``max_iterations``
-(:func:`profwin.plugin.encode_tokens`): per session on vLLM >= 0.32, or in the launch
+(:func:`profwin.plugin.engines.encode_tokens`): per session on vLLM >= 0.32, or in the launch
 ``profiler_config`` (vLLM < 0.32, and callers that start without bounds, such as verl). The wrapper takes it out of vLLM's hands and, for that session
 only, wraps the worker's ``execute_model``: before each step it reads the step's
 ``SchedulerOutput`` (which requests run, how many tokens each computes, each prompt's length),
-asks :class:`profwin.plugin.TokenRule` whether to start, keep or stop recording, and starts and
+asks :class:`profwin.plugin.engines.TokenRule` whether to start, keep or stop recording, and starts and
 stops vLLM's own profiler (``Worker.profile``) accordingly, each recorded step wrapped in a
 ``profwin.tokens`` annotation. The wrapper removes itself when the window closes. A session
 with an ordinary window passes through untouched.
 
 The session timeline (``record: [timeline]``, :mod:`profwin.timeline_record`) travels as profwin's
-flag on the same ``delay_iterations`` (:func:`profwin.plugin.decode_timeline`): the wrapper takes it
+flag on the same ``delay_iterations`` (:func:`profwin.plugin.engines.decode_timeline`): the wrapper takes it
 off (a step window's bounds go to vLLM as they were, and vLLM records that window itself), keeps
 ``execute_model`` wrapped from the start to the stop, and before each step gives the step's
 numbers (the same reader, :func:`produced_tokens`, with each token's request) and around it its
-time to a :class:`profwin.plugin.TimelineRecorder`, which writes the file into the worker's trace
+time to a :class:`profwin.plugin.engines.TimelineRecorder`, which writes the file into the worker's trace
 folder at the stop. Workers report ``timeline`` (:data:`TIMELINE`) so that clients send the flag
 only where it is understood.
 
@@ -65,7 +65,7 @@ def unavailable_here() -> str | None:
     """Why a vLLM engine started from this Python environment would not run the token-window
     hooks, or ``None`` when it would: for callers that decide before the engine runs (verl's
     builders, which launch vLLM from their own environment). Never imports vLLM."""
-    from profwin.plugin import EngineVersion, engine_plugin_missing, installed_version
+    from profwin.plugin.engines import EngineVersion, engine_plugin_missing, installed_version
     from profwin_vllm.versions import DISTRIBUTIONS, TOKEN_WINDOWS_FROM
 
     found = installed_version("vllm", DISTRIBUTIONS)
@@ -149,7 +149,7 @@ class _Session:
         timeline: Any = None,
         steps: Any = None,
     ) -> None:
-        from profwin.plugin import TokenRule
+        from profwin.plugin.engines import TokenRule
 
         self.worker = worker
         self.profile = profile
@@ -225,7 +225,7 @@ class _Session:
             return None
         if decision == "open":
             self.start_recording()
-        from profwin.plugin import StepTokens
+        from profwin.plugin.engines import StepTokens
 
         held = StepTokens.of(rule.recorded - 1, produced, self.window, prefilling, prefill_tokens, session_step=session_step)
         return held.span_name()
@@ -350,7 +350,7 @@ class _Hooks:
     def _decide(self, is_start: bool, profile_prefix: str | None, kwargs: dict[str, Any]) -> bool:
         """profwin's part of a profile call; ``True``: vLLM's own ``profile`` takes it (its
         bounds without profwin's timeline flag)."""
-        from profwin.plugin import decode_timeline, decode_tokens, token_claimed
+        from profwin.plugin.engines import decode_timeline, decode_tokens, token_claimed
 
         if not is_start:
             if self.session is None:
@@ -399,7 +399,7 @@ class _Hooks:
     def _recorder(self, prefix: str | None, window: Any) -> Any:
         """The session timeline's recorder, writing beside the traces; ``None`` (and why, kept for
         the client) when the worker has no folder for them."""
-        from profwin.plugin import TimelineRecorder
+        from profwin.plugin.engines import TimelineRecorder
 
         config = getattr(self.worker, "profiler_config", None)
         kind = getattr(config, "profiler", "torch")

@@ -1,4 +1,4 @@
-"""Window and spec -> the :class:`~profwin.plugin.EnginePlan` a vLLM version takes. Pure: no vLLM needed.
+"""Window and spec -> the :class:`~profwin.plugin.engines.EnginePlan` a vLLM version takes. Pure: no vLLM needed.
 
 The off-by-one. vLLM's worker calls ``profiler.step()`` at the top of every ``execute_model``
 and starts recording inside the call whose 1-based count equals ``delay_iterations``
@@ -16,7 +16,7 @@ moment ``start_profile`` was called. integration_tests/vllm proves all of this o
 
 A window in tokens is decided inside the engine by profwin-vllm's engine plugin
 (:mod:`profwin_vllm.engine_plugin`), which reads ``delay_iterations``/``max_iterations``
-encoded by :func:`profwin.plugin.encode_tokens`; it is sent only where the plugin runs. Anywhere
+encoded by :func:`profwin.plugin.engines.encode_tokens`; it is sent only where the plugin runs. Anywhere
 else the plan records the same numbers as steps, and says so in a note (a ``WindowWarning``).
 
 The same bounds drive every profiler kind vLLM has (``options.vllm.profiler``): ``torch``,
@@ -31,23 +31,17 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from profwin.plugin import (
-    ConfigError,
+from profwin.plugin import ConfigError, ProfileSpec, Window, checked, engine_flavours, resolve_activities, shown
+from profwin.plugin.engines import (
     EnginePlan,
     EngineVersion,
-    ProfileSpec,
     VersionSource,
-    Window,
-    checked,
     decode_timeline,
     decode_tokens,
     encode_timeline,
     encode_tokens,
-    engine_flavours,
-    is_session_prefix,
-    resolve_activities,
-    shown,
 )
+from profwin.plugin.remote import is_session_prefix
 from profwin_vllm.options import VllmOptions, options_of
 from profwin_vllm.versions import (
     CONFIG_FIELDS,

@@ -14,7 +14,7 @@ collects the traces, errors included.
 
 from __future__ import annotations
 
-from profwin.plugin import session_function
+from profwin.plugin.remote import session_function
 from profwin_vllm.backend import VllmBackend
 
 __all__ = ["session"]

