@@ -328,7 +328,9 @@ def _imported(path: str) -> Any:
 
 def _problem(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
     """Where ``value`` breaks ``hint``: (path, the hint there, the value there); ``None`` if it does not."""
-    if hint.__class__ is type:  # a plain class, the common hint: no typing introspection
+    # type(hint), not hint.__class__: Python 3.10 forwards a generic alias's __class__ to its
+    # origin (tuple[int, str].__class__ is type there).
+    if type(hint) is type:  # a plain class, the common hint: no typing introspection
         return None if _is_instance(value, hint) else (path, hint, value)
     if isinstance(hint, _DottedMeta):
         return _problem(value, _imported(hint.path), path)
