@@ -71,6 +71,7 @@ from profwin.arguments import checked, warn
 from profwin.errors import ConfigError, PluginError, ProfwinError, WindowWarning, shown, unknown_key
 from profwin.inputs import check_timeout, normalize_url
 from profwin.json_form import JsonForm
+from profwin.options import flag
 from profwin.protocols import Artifact, PluginSpec, RemoteResult
 from profwin.selection import Rollouts
 from profwin.spec import ProfileSpec, as_spec
@@ -443,11 +444,6 @@ def _rollouts(value: object) -> Rollouts:
     return Rollouts.of(value, path="rollouts")
 
 
-def _flag(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {shown(value)})", path=attribute.name)
-
-
 def _spec(value: object) -> dict[str, Any]:
     return spec_setting(value, path="spec")
 
@@ -475,7 +471,7 @@ class RolloutSettings(JsonForm):
     rollouts: Rollouts = field(converter=_rollouts)
     spec: Mapping[str, Any] = field(converter=_spec, hash=False)
     timeout: float = field(default=Factory(lambda self: type(self).default_timeout, takes_self=True), converter=check_timeout)
-    timeline: bool = field(default=False, validator=_flag)
+    timeline: bool = field(default=False, validator=flag)
 
     def spec_here(self) -> ProfileSpec:
         """The spec in this process: ``output_dir`` with ``$VARIABLES`` and ``~`` resolved here

@@ -32,7 +32,7 @@ from typing import Any
 
 from attrs import field, frozen
 
-from profwin.plugin import ConfigError, checked, shown
+from profwin.plugin import ConfigError, checked, flag, shown
 from profwin.plugin.trainers import RolloutSettings
 
 __all__ = [
@@ -57,11 +57,6 @@ KEYS = {
     "rollout_function": "profwin_rollout_function",
 }
 """The key on slime's ``args`` of each field: what an error names."""
-
-
-def _check_flag(_: object, __: object, value: object) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {shown(value)})", path="evaluation")
 
 
 def _check_function(_: object, __: object, value: object) -> None:
@@ -89,7 +84,7 @@ class SlimeProfiling(RolloutSettings):
             fully-async rollout is not profiled (:data:`FULLY_ASYNC`).
     """
 
-    evaluation: bool = field(default=False, validator=_check_flag)
+    evaluation: bool = field(default=False, validator=flag)
     rollout_function: str = field(default=DEFAULT_ROLLOUT_FUNCTION, validator=_check_function)
 
     @classmethod
