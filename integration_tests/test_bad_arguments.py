@@ -21,6 +21,7 @@ import inspect
 import io
 import math
 import os
+import pkgutil
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePath
 from typing import Any
@@ -30,15 +31,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import profwin
+import profwin.plugin
 
 SURFACES = (
     "profwin",
     "profwin.plugin",
-    "profwin.plugin.engines",
-    "profwin.plugin.remote",
-    "profwin.plugin.files",
-    "profwin.plugin.cli",
-    "profwin.plugin.trainers",
+    *(f"profwin.plugin.{m.name}" for m in pkgutil.iter_modules(profwin.plugin.__path__)),  # its toolkits
     "profwin_traces",
     "profwin_vllm",
     "profwin_sglang",

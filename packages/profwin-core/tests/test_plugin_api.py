@@ -1,10 +1,11 @@
-"""The declared plugin API: plugins import ``profwin.plugin`` (the contracts) and its four
-toolkits, and nothing else of core."""
+"""The declared plugin API: plugins import ``profwin.plugin`` (the contracts) and its toolkits,
+and nothing else of core."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -12,14 +13,7 @@ import profwin.plugin
 
 ROOT = Path(__file__).resolve().parents[3]
 CORE = ROOT / "packages/profwin-core/src/profwin"
-SURFACES = (
-    "profwin.plugin",
-    "profwin.plugin.engines",
-    "profwin.plugin.remote",
-    "profwin.plugin.files",
-    "profwin.plugin.cli",
-    "profwin.plugin.trainers",
-)
+SURFACES = ("profwin.plugin", *(f"profwin.plugin.{m.name}" for m in pkgutil.iter_modules(profwin.plugin.__path__)))
 
 
 def _profwin_imports(path: Path) -> set[str]:
@@ -57,6 +51,7 @@ def test_everything_exported_is_importable() -> None:
 
 
 def test_the_contracts_are_few_and_each_name_has_one_home() -> None:
+    assert len(SURFACES) == 6  # the contracts and five toolkits
     """The root holds what a plugin implements or calls to be one (at most 50 names); what one
     kind of plugin needs lives in its toolkit, and no name is exported twice. Each surface lists
     its names once, as its imports (``__all__`` is derived from them)."""
