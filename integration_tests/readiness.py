@@ -11,7 +11,8 @@ touched:
   when it made no progress for :data:`STALL_S` (scaled up by the machine's load,
   :func:`load_factor`), or after :data:`CAP_S` in all. The message says which, with the log's tail.
 - :data:`RAY_PATIENCE`: Ray's own startup deadlines, raised through the environment variables Ray
-  reads (``RAY_<setting>``) for every process of a cluster the suite starts; and
+  reads (``RAY_<setting>``) for every process of a cluster the suite starts, and its workers run
+  at the priority of the rest of the suite; and
   :func:`patient_ray`, for the one Ray 2.60 hard-codes (a node's raylet must register with the GCS
   within 30 s, ``ray/_private/node.py``: "The current node timed out during startup"), which a
   driver calls before it starts a node.
@@ -49,6 +50,12 @@ RAY_PATIENCE = {
     "RAY_gcs_server_request_timeout_seconds": "300",  # the Python GCS client's calls: 60 s
     "RAY_py_gcs_connect_timeout_s": "300",  # a driver connecting to the GCS: 30 s
     "RAY_NUM_REDIS_GET_RETRIES": "300",  # a node start reading the GCS address, about 1 s each: 20
+    # Not a deadline: Ray starts its workers at nice 15, for a driver's sake on a machine of its
+    # own. On a shared one that starves the suite's actors: beside two busy processes at nice 0,
+    # an OpenRLHF rollout actor got 1.7% of a core and was still in __init__ after 573 s. At 0
+    # they get their share like every other process of the suite (Ray's job manager does the
+    # same for its drivers).
+    "RAY_worker_niceness": "0",
 }
 """Ray's startup deadlines, raised (each only a wait for something to come up: no health check,
 no death detection, nothing a test asserts on is slowed). Not ``raylet_client_connect_timeout_milliseconds``:

@@ -107,6 +107,7 @@ def test_ray_startup_deadlines_are_raised_only_for_startup() -> None:
     tests that kill nodes rely on."""
     assert all(key.startswith("RAY_") for key in RAY_PATIENCE)
     assert not any("health" in key or "heartbeat" in key or "death" in key for key in RAY_PATIENCE)
+    assert RAY_PATIENCE["RAY_worker_niceness"] == "0"  # and the workers are not starved on a shared machine
 
 
 # A readiness loop of its own: a deadline computed from now and a sleep, or a fixed-seconds loop.
