@@ -13,6 +13,11 @@ every other test file whole in one worker (:func:`pytest_xdist_make_scheduler`:
 xdist's own ``--dist loadgroup`` does not group under pytest 9); the folders that start engines
 are handed out first, longest first, so the longest ones never start last.
 
+The launch: a suite started in the background by a shell without job control (``nohup
+scripts/test.sh &``, a CI step's background job) inherits SIGINT ignored, and every process it
+starts would ignore it too; the tests that send a command Ctrl-C (``trim``, ``collect``) then
+waited out their timeouts. The suite's processes take SIGINT back (:func:`_sigint_as_python_sets_it`).
+
 The fixture: :func:`stub_server`, the one stdlib HTTP server the tests stand up on 127.0.0.1
 when the other side of a real HTTP exchange is not a real engine (transport behaviour, the
 example backend's toy engine). What an engine itself answers is tested against the real engine.
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import signal
 import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -34,6 +40,17 @@ import pytest
 
 ROOT = Path(__file__).parent
 HARDWARE_MARKERS = ("cuda", "npu")
+
+
+def _sigint_as_python_sets_it() -> None:
+    """SIGINT raises KeyboardInterrupt here, and the processes started from here get it as
+    Python's default again: an inherited "ignored" (SigIgn bit 2, what ``nohup cmd &`` gives)
+    passes through exec, and Python keeps an ignored SIGINT ignored."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_sigint_as_python_sets_it()
 # The integration folders whose tests start real engines, longest unit first (pytest --durations):
 # vllm/ is one unit (its servers are session fixtures), the sglang/ and verl/ files come next.
 ENGINE_FOLDERS = ("vllm", "sglang", "verl", "openrlhf", "trl", "ray", "router", "traces", "npu", "memory")
