@@ -41,6 +41,10 @@ KINETO_CRASHES = (
     # (SGLang's own code path, the plugin passes the request through) segfaults in kineto at times,
     # with or without the plugin (docs/backends/sglang.md, SGLANG_PROFILE_V2).
     ("Fatal Python error: Segmentation fault", "Garbage-collecting", "Profiling starts for decode"),
+    # SGLang's own by-stage capture (profile_by_stage, v1): a segfault in the first decode batch
+    # right after kineto's profiler_start, in SGLang's buffer slicing for the batch (seen once, in a
+    # quiet full run, test_by_stage; this session's other full runs and the last CI run passed it).
+    ("Fatal Python error: Segmentation fault", "Profiling starts for DECODE", "profiler_start"),
 )
 STARTUP_TIMEOUT_S = 1800.0  # a loaded 2-core machine (load 8-12) starts a server in minutes, not seconds
 T = TypeVar("T")
