@@ -59,10 +59,10 @@ RAY_PATIENCE = {
 }
 """Ray's startup deadlines, raised (each only a wait for something to come up: no health check,
 no death detection, nothing a test asserts on is slowed). Not ``raylet_client_connect_timeout_milliseconds``:
-a raylet that misses its first connection at start waits that whole time before its next try,
-and raised to 120 s it made one node start in 123 s where it takes 3 s (60 s: 62 s), on a quiet
-machine, in most starts of a driver with PYTHONPATH and node env_vars (the scale-out benchmark's
-smoke, 256 s in the suite). Put in the environment of every Ray
+raised, a node start often waited the whole setting (120 s: a node up in 123 s in 5 of 6 starts of
+a driver with PYTHONPATH and node env_vars, 60 s: 62 s, on a quiet machine; 3 s at Ray's own value,
+every time), as if a missed first connection waited out the timeout; Ray's source was not read to
+confirm why. The scale-out benchmark's smoke took 256 s in the suite with it. Put in the environment of every Ray
 driver the suite starts; its raylets, GCS and workers inherit it."""
 
 

@@ -11,8 +11,7 @@ import pytest
 
 from profwin.errors import ConfigError
 from profwin.formats import Format
-from profwin.provenance import PROVENANCE_FORMAT as FORMAT
-from profwin.provenance import sidecar_path, write_sidecar
+from profwin.provenance import PROVENANCE_FORMAT, sidecar_path, write_sidecar
 
 STATE = Format("profwin.example", version=3, oldest=2)
 
@@ -54,6 +53,6 @@ def test_a_provenance_sidecar_carries_its_version(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     write_sidecar(path, {"session": "S", "window": "0:1", "part": 1, "rank": 0})
     written = json.loads(sidecar_path(path).read_text())
-    assert written == {"format": FORMAT.tag, "session": "S", "window": "0:1", "part": 1, "rank": 0}
-    assert FORMAT.tag == "profwin.provenance/1"
+    assert written == {"format": PROVENANCE_FORMAT.tag, "session": "S", "window": "0:1", "part": 1, "rank": 0}
+    assert PROVENANCE_FORMAT.tag == "profwin.provenance/1"
     assert next(iter(written)) == "format"

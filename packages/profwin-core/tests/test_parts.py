@@ -17,14 +17,14 @@ from profwin import ConfigError, ProfileSpec, Session, Window
 from profwin.demo import count_step_markers
 from profwin.errors import WindowWarning
 from profwin.parts import PartsMemoryError
-from profwin.provenance import PROVENANCE_KEY as KEY
+from profwin.provenance import PROVENANCE_KEY
 
 torch = pytest.importorskip("torch", reason="the torch driver tests need torch (scripts/bootstrap.sh installs a CPU build)")
 
 
 def header(path: Path) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        return dict(json.load(f)[KEY])
+        return dict(json.load(f)[PROVENANCE_KEY])
 
 
 def loop(spec: ProfileSpec, steps: int, *, fail_at: int | None = None) -> Session:

@@ -17,9 +17,16 @@ from hypothesis import strategies as st
 from profwin import ProfileSpec, Session, Window
 from profwin.cli import main
 from profwin.demo import count_step_markers
-from profwin.tokens import TOKEN_BASE, StepTokens, TokenRule, max_steps, parse_step_tokens, prefill_only
-from profwin.tokens import decode_tokens as decode
-from profwin.tokens import encode_tokens as encode
+from profwin.tokens import (
+    TOKEN_BASE,
+    StepTokens,
+    TokenRule,
+    decode_tokens,
+    encode_tokens,
+    max_steps,
+    parse_step_tokens,
+    prefill_only,
+)
 from profwin.window import MAX_STEP
 
 
@@ -109,10 +116,10 @@ def test_never_reached() -> None:
 
 def test_encoding_round_trips_and_refuses_anything_else() -> None:
     for window in (Window(0, 1, unit="tokens"), Window(20, 80, unit="tokens"), Window(7, unit="tokens")):
-        assert decode(*encode(window)) == window
-    assert encode(Window(20, 80, unit="tokens")) == (TOKEN_BASE + 20, 60)
+        assert decode_tokens(*encode_tokens(window)) == window
+    assert encode_tokens(Window(20, 80, unit="tokens")) == (TOKEN_BASE + 20, 60)
     for start, count in ((20, 60), (TOKEN_BASE - 1, 5), (True, 5), (TOKEN_BASE, -1), (TOKEN_BASE, None), ("x", 1), (1 << 40, 3)):
-        assert decode(start, count) is None
+        assert decode_tokens(start, count) is None
 
 
 def test_the_annotation_names_what_the_step_held() -> None:
@@ -256,12 +263,12 @@ def test_profwin_window_explains_a_token_window(capsys: pytest.CaptureFixture[st
 @given(st.integers(min_value=TOKEN_BASE - 2, max_value=TOKEN_BASE + (1 << 31) + 2), st.integers(-2, 1 << 33))
 def test_decode_answers_none_for_what_encode_never_makes(start: int, count: int) -> None:
     """Any client can send such numbers to an engine, where decode runs: it never raises."""
-    window = decode(start, count)
-    assert window is None or encode(window) == (start, count)
+    window = decode_tokens(start, count)
+    assert window is None or encode_tokens(window) == (start, count)
 
 
 def test_decode_at_the_edges_of_the_step_counter() -> None:
     for first, count in ((MAX_STEP, 1), (MAX_STEP - 1, 2), (1, MAX_STEP), (MAX_STEP + 1, 0)):
-        assert decode(TOKEN_BASE + first, count) is None
-    assert decode(TOKEN_BASE + MAX_STEP, 0) == Window(MAX_STEP, None, unit="tokens")
-    assert decode(TOKEN_BASE, MAX_STEP) == Window(0, MAX_STEP, unit="tokens")
+        assert decode_tokens(TOKEN_BASE + first, count) is None
+    assert decode_tokens(TOKEN_BASE + MAX_STEP, 0) == Window(MAX_STEP, None, unit="tokens")
+    assert decode_tokens(TOKEN_BASE, MAX_STEP) == Window(0, MAX_STEP, unit="tokens")

@@ -13,7 +13,7 @@ import pytest
 from profwin import ProfileSpec, Session, Window
 from profwin.cli import main
 from profwin.demo import count_step_markers
-from profwin.provenance import PROVENANCE_KEY as KEY
+from profwin.provenance import PROVENANCE_KEY
 from profwin_traces import TraceError, diff, summarize, summarize_ranks, trim, window_parts
 
 torch = pytest.importorskip(
@@ -23,7 +23,7 @@ torch = pytest.importorskip(
 
 def header(path: Path) -> dict[str, Any]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
-        return dict(json.load(f)[KEY])
+        return dict(json.load(f)[PROVENANCE_KEY])
 
 
 def count_events(path: Path) -> int:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from profwin.provenance import PROVENANCE_FORMAT as FORMAT
-from profwin.provenance import sidecar_path, write_sidecar
+from profwin.provenance import PROVENANCE_FORMAT, sidecar_path, write_sidecar
 from profwin_traces import TraceError, join_parts, trace_facts
 from profwin_traces.provenance import read_sidecar, sidecar_info
 
@@ -24,7 +23,7 @@ def test_a_provenance_sidecar_is_read_and_an_older_one_too(tmp_path: Path) -> No
     path = trace(tmp_path / "t.json")
     write_sidecar(path, {"session": "S", "window": "0:1", "part": 1, "rank": 0})
     written = json.loads(sidecar_path(path).read_text())
-    assert written["format"] == FORMAT.tag == "profwin.provenance/1"
+    assert written["format"] == PROVENANCE_FORMAT.tag == "profwin.provenance/1"
     assert read_sidecar(path) == {"session": "S", "window": "0:1", "part": 1, "rank": 0}
     del written["format"]  # written before formats carried a version
     sidecar_path(path).write_text(json.dumps(written))

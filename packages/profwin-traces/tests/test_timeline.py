@@ -20,9 +20,7 @@ import pytest
 import profwin
 from profwin.cli import main
 from profwin.errors import ConfigError
-from profwin.timeline_record import FLAG, PART_STEPS, TimelineRecorder, timeline_artifacts
-from profwin.timeline_record import decode_timeline as decode
-from profwin.timeline_record import encode_timeline as encode
+from profwin.timeline_record import FLAG, PART_STEPS, TimelineRecorder, decode_timeline, encode_timeline, timeline_artifacts
 from profwin_traces import TraceError, merge, read_timelines, timeline_report
 
 # -- a rollout, simulated: what an engine plugin feeds the recorder, every number known -------------
@@ -86,13 +84,13 @@ def test_the_flag_travels_on_every_start_value_and_comes_off_whole() -> None:
     from profwin.tokens import TOKEN_BASE
 
     for start in (None, 0, 1, 20, TOKEN_BASE + 20, (1 << 40) + 3):
-        sent = encode(start)
+        sent = encode_timeline(start)
         assert FLAG <= sent < 2 * FLAG
-        assert decode(sent) == (start or 0, True)
+        assert decode_timeline(sent) == (start or 0, True)
     for plain in (None, 0, 5, TOKEN_BASE, 1 << 62, "3", True):
-        assert decode(plain) == (plain, False)
+        assert decode_timeline(plain) == (plain, False)
     with pytest.raises(ConfigError, match="start"):
-        encode(FLAG)
+        encode_timeline(FLAG)
 
 
 # -- the recorder -------------------------------------------------------------------------------
