@@ -29,7 +29,7 @@ What is stood in, and why (all but one are TRL's weight sync, which cannot run o
   for a device that is not CUDA ("Generation through the server is unaffected").
 
 The server is launched for every step of each profiling session (``--profiler-config`` with a
-folder and nothing else: vLLM's default bounds), as a user who launched it before choosing a
+folder and Python stacks off, nothing else: vLLM's default bounds), as a user who launched it before choosing a
 window would: vLLM 0.27 takes the window only at launch, so profwin records what the server was
 launched for and trims each trace to the window, with one warning (the window the engine's
 version cannot honour). The colocated engine is launched by profwin-trl with the window's own
@@ -154,7 +154,12 @@ def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     trl = Path(sys.executable).with_name("trl")
-    config = json.dumps({"profiler": "torch", "torch_profiler_dir": str(folder)})
+    # Python stacks off (vLLM's default is on): a server's worker waits for work by polling in
+    # Python for 1 s after each read (shm_broadcast.SpinCondition), and with stacks every poll is
+    # recorded. When the stop came late on a loaded machine, one session recorded 4.43M such
+    # events (70 MB gzip) and the worker grew to 14.7 GB until the kernel killed it; the steps'
+    # own annotations, which the tests read, are recorded either way.
+    config = json.dumps({"profiler": "torch", "torch_profiler_dir": str(folder), "torch_profiler_with_stack": False})
     command = [
         str(trl), "vllm-serve", "--model", model, "--host", "127.0.0.1", "--port", str(port), "--dtype", "bfloat16",
         "--max_model_len", "128", "--enforce_eager", "true", "--log_level", "warning", "--profiler-config", config,

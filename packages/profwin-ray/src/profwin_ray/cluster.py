@@ -303,7 +303,10 @@ class _Copy:
         pending = [read.remote(file, o, self.chunk_bytes) for o in offsets[:_IN_FLIGHT]]
         try:
             for i in range(len(offsets)):
-                chunk = self._get(pending.pop(0), node_id)
+                # The chunk awaited stays pending until it arrives, so a failure or Ctrl-C while
+                # it is awaited drains it with the others.
+                chunk = self._get(pending[0], node_id)
+                pending.pop(0)
                 if i + _IN_FLIGHT < len(offsets):
                     pending.append(read.remote(file, offsets[i + _IN_FLIGHT], self.chunk_bytes))
                 yield chunk
@@ -311,12 +314,22 @@ class _Copy:
             self._drain(pending)
 
     def _drain(self, pending: list[Any]) -> None:
-        """Collect the answers of the chunk tasks still in flight after a failure or Ctrl-C, for
-        at most :data:`_DRAIN_S`: Ray prints the traceback of every failed task whose answer is
-        never asked for, on the caller's stderr."""
+        """Collect the answers of the chunk tasks still in flight after a failure or Ctrl-C: Ray
+        prints an "unhandled error" dump on the caller's stderr for every task that fails with
+        nobody asking for its answer, even one whose reference was dropped while it ran (its
+        answer is kept until the task ends). A task that has not answered within
+        :data:`_DRAIN_S` (a read stuck on the node, or one that would fail only when this
+        process leaves and Ray ends its workers) is cancelled, which ends its worker, and that
+        answer is collected too, within :data:`_DRAIN_S` more."""
         if not pending:
             return
-        ready, _ = self.ray.wait(pending, num_returns=len(pending), timeout=_DRAIN_S)
+        ready, waiting = self.ray.wait(pending, num_returns=len(pending), timeout=_DRAIN_S)
+        for ref in waiting:
+            with contextlib.suppress(Exception):
+                self.ray.cancel(ref, force=True)
+        if waiting:
+            ended, _ = self.ray.wait(waiting, num_returns=len(waiting), timeout=_DRAIN_S)
+            ready += ended
         for ref in ready:
             with contextlib.suppress(Exception):
                 self.ray.get(ref, timeout=0)
