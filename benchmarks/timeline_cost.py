@@ -111,7 +111,7 @@ def _sglang(args: argparse.Namespace, out: Path) -> dict[str, Any]:
 
 def _long_session(steps: int, out: Path) -> dict[str, Any]:
     """A session of ``steps`` steps recorded through TimelineRecorder as an engine plugin feeds it."""
-    from profwin.timeline_record import TimelineRecorder
+    from profwin.runtime.timeline_record import TimelineRecorder
 
     rng = random.Random(0)
     folder = out / "long"

@@ -9,7 +9,7 @@ import pytest
 from profwin import ConfigError, ProfileSpec, Window
 
 pytest.importorskip("profwin_npu", reason="needs profwin-npu installed (the workspace installs it)")
-from profwin.versions import EngineVersion
+from profwin.runtime.versions import EngineVersion
 from profwin_npu import NpuOptionIgnored
 from profwin_sglang import activities_for
 from profwin_vllm import plan_for

@@ -1,5 +1,5 @@
 """The token-window rule of docs/window.md written out for the real-engine tests, apart from
-profwin.tokens: the expected steps come from an engine's own record through this, not through the
+profwin.runtime.tokens: the expected steps come from an engine's own record through this, not through the
 code under test. Standard library only."""
 
 from __future__ import annotations

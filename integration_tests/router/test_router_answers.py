@@ -1,4 +1,4 @@
-"""``profwin.router`` against the real routers from the registry: sglang-router 0.3.2 and 0.2.2
+"""``profwin.runtime.router`` against the real routers from the registry: sglang-router 0.3.2 and 0.2.2
 (verl 0.9.1's CI pin) and vllm-router 0.1.17, each in its cached environment, each on 127.0.0.1.
 
 The workers behind them here are stand-ins (a fake, declared: an HTTP server answering 200 with

@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, TargetError, Window
-from profwin.http import request
 from profwin.plugin.engines import TargetContext
-from profwin.remote import start_remote, stop_remote
+from profwin.runtime.http import request
+from profwin.runtime.remote import start_remote, stop_remote
 from profwin_sglang import SessionError, SglangServer, session
 from profwin_sglang.server_plugin import RELATIVE_BASE, STATE_KEY
 from profwin_traces import summarize

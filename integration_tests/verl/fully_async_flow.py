@@ -48,7 +48,7 @@ with warnings.catch_warnings(record=True) as import_warnings:
 from sglang_flow import steps  # this folder: the trace reading of verl's SGLang flow
 
 import profwin_verl
-from profwin.http import request
+from profwin.runtime.http import request
 
 TOKENS = 12
 

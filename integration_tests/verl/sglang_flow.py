@@ -26,7 +26,7 @@ import verl.utils.profiler.config as verl_config
 from verl.utils.profiler.config import ProfilerConfig, TorchProfilerToolConfig
 
 import profwin_verl
-from profwin.http import request
+from profwin.runtime.http import request
 from profwin_traces import TraceError, summarize
 
 TOKENS = 12  # one request: 1 prefill batch + 11 decode batches

@@ -181,7 +181,7 @@ def test_one_key_of_profwins_beside_verls_tool_blocks_asks_for_the_session_timel
     cfg = config(tmp_path, tool_config={"torch": TOOL, "profwin": {"timeline": True}})
     with pytest.warns(UserWarning, match="does not support memory profiling"):
         args = build_sglang_profiler_args(cfg, TOOL, 0)
-    assert args["start_step"] == 2**43 + 2**41 + 2  # profwin.timeline_record.FLAG on the encoded token window
+    assert args["start_step"] == 2**43 + 2**41 + 2  # profwin.runtime.timeline_record.FLAG on the encoded token window
     assert args["num_steps"] == 3
     with pytest.warns(WindowWarning, match="no session timeline is recorded: vLLM is not installed in this environment"):
         sent = json.loads(build_vllm_profiler_args(cfg, TOOL, 0)["profiler_config"])

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.verl
 
 VLLM_WINDOW_KEYS = ("delay_iterations", "max_iterations")
 SGLANG_WINDOW_KEYS = ("start_step", "num_steps")
-TOKEN_BASE = 2**41  # profwin.tokens.TOKEN_BASE: a token window's start as the engine plugins read it
+TOKEN_BASE = 2**41  # profwin.runtime.tokens.TOKEN_BASE: a token window's start as the engine plugins read it
 STEPS_FALLBACK = "the trace is in steps: window "
 
 

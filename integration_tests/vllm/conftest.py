@@ -126,7 +126,7 @@ class Server:
 
     def wait_ready(self) -> float:
         """Until ``/health`` answers: as long as the server starts (:func:`readiness.wait_ready`)."""
-        from profwin.http import request
+        from profwin.runtime.http import request
 
         return wait_ready(
             lambda: request(self.url, "/health", method="GET", timeout=5).ok,
@@ -138,7 +138,7 @@ class Server:
 
     def complete(self, prompt: list[int], max_tokens: int) -> int:
         """One completion request; returns the number of tokens generated."""
-        from profwin.http import request
+        from profwin.runtime.http import request
 
         body = {"model": self.model, "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": True, "temperature": 0.0}
         reply = request(self.url, "/v1/completions", body=body, api_key=API_KEY, timeout=120)

@@ -2,7 +2,7 @@
 
 Standard library only: the tests run it in the development environment on what the engine
 scripts reported. The expected steps come from the record through the rule of docs/window.md as
-token_rule.py writes it out, never through profwin.tokens.
+token_rule.py writes it out, never through profwin.runtime.tokens.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from profwin import ConfigError, ProfileSpec, Window
-from profwin.versions import EngineVersion
+from profwin.runtime.versions import EngineVersion
 from profwin_vllm import plan_for
 from profwin_vllm.versions import body_fields, config_fields, profiler_kinds, start_keywords
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from profwin.http import request
+from profwin.runtime.http import request
 
 from .conftest import API_KEY, Server
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 import profwin
-from profwin.http import request
+from profwin.runtime.http import request
 from profwin_traces import summarize
 
 from ..conftest import built_python, end_process_group

@@ -19,8 +19,8 @@ import pytest
 import profwin_vllm
 from profwin import ProfileSpec, Window
 from profwin.engine import TargetContext
-from profwin.http import request
-from profwin.remote import start_remote, stop_remote
+from profwin.runtime.http import request
+from profwin.runtime.remote import start_remote, stop_remote
 from profwin_traces import summarize
 
 from .conftest import API_KEY, ENGINE_VERSION, Server

@@ -6,7 +6,7 @@ token_windows.py runs batches that stagger (chunked prefill, more requests than
 with profwin-vllm's engine plugin registered in the engine's environment, and reports vLLM's own
 account of every step of each session: the annotation vLLM writes for it and how many tokens the
 model runner sampled for each request. These tests derive, from that record alone, the steps the
-rule of docs/window.md records (written out again here, apart from profwin.tokens), and check
+rule of docs/window.md records (written out again here, apart from profwin.runtime.tokens), and check
 that each trace holds exactly those steps, vLLM's own annotation for each, and profwin's
 annotation of what each held.
 """

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from profwin.cli import main
-from profwin.remote import STATE_FORMAT
+from profwin.runtime.remote import STATE_FORMAT
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[dict[str, Any]]]:
@@ -49,7 +49,7 @@ def damage(state: Path, kind: str) -> None:
     elif kind == "newer version":
         state.write_text(json.dumps({**data, "format": "profwin.state/99"}))
     elif kind == "another format":
-        state.write_text(json.dumps({**data, "format": "profwin.router-state/2"}))
+        state.write_text(json.dumps({**data, "format": "profwin.runtime.router-state/2"}))
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,7 @@ def damage(state: Path, kind: str) -> None:
         ("100k deep", "nested deeper than 100 levels"),
         ("wrong shape", "must be a JSON object (got a JSON list)"),
         ("newer version", "format: is profwin.state version 99, written by a newer profwin; this one reads versions 1 to 2"),
-        ("another format", "format: is a profwin.router-state file, not a profwin.state file"),
+        ("another format", "format: is a profwin.runtime.router-state file, not a profwin.state file"),
     ],
 )
 def test_a_damaged_state_file_is_named_and_says_where_the_trace_is(

@@ -24,7 +24,7 @@ from profwin.cli import main
 from profwin.engine import EnginePlan, TargetContext
 from profwin.errors import Terminated
 from profwin.protocols import Artifact
-from profwin.remote import RemoteSession, SessionError, is_session_prefix
+from profwin.runtime.remote import RemoteSession, SessionError, is_session_prefix
 
 TOY = Path(__file__).parent / "example_backend"
 
@@ -247,7 +247,7 @@ def test_profwin_start_checks_where_the_state_goes_before_any_engine_starts(
         (out.parent / "elsewhere").mkdir()
         state.symlink_to(out.parent / "elsewhere")
     else:
-        from profwin.remote import state_path
+        from profwin.runtime.remote import state_path
 
         state_path(ProfileSpec(output_dir=out), "toy", engines[1].url).mkdir(parents=True)
     code = main(["start", "--engine", "toy", *(f"--url={e.url}" for e in engines), "--window", "1:3", "--out", str(out)])
@@ -295,7 +295,7 @@ def test_a_crash_or_a_signal_after_the_start_rolls_back(
     """A failure in profwin's own code after the engines started (here: making the router's
     record), or SIGTERM (``Terminated``) or Ctrl-C arriving there: the engines are stopped and the
     state already written is removed; an error is each engine's result, a signal goes on."""
-    from profwin.remote import start_remote
+    from profwin.runtime.remote import start_remote
 
     engines = toy_engines(2)
     spec = ProfileSpec(window=Window(1, 3), output_dir=engines[0].trace_dir)

@@ -19,7 +19,7 @@ import pytest
 import profwin
 from profwin.cli import _spec_from_args, build_parser, main
 from profwin.engine import EnginePlan
-from profwin.remote import nothing_recorded
+from profwin.runtime.remote import nothing_recorded
 from profwin.window import Window
 
 

@@ -1,4 +1,4 @@
-"""profwin.http against real sockets on 127.0.0.1: servers that answer, redirect, stall, trickle,
+"""profwin.runtime.http against real sockets on 127.0.0.1: servers that answer, redirect, stall, trickle,
 close mid-answer, answer garbage or a huge body. Each server runs in a thread and is shut down by
 its test."""
 
@@ -22,8 +22,8 @@ import pytest
 import profwin
 from profwin import ConfigError
 from profwin.errors import ArgumentTypeError
-from profwin.http import Reply, normalize_url, request
 from profwin.plugin import fan_out
+from profwin.runtime.http import Reply, normalize_url, request
 
 Handler = Callable[[socket.socket, "Server"], None]
 

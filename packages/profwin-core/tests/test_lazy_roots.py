@@ -59,7 +59,7 @@ def test_what_type_checkers_read_is_what_runs(root: str) -> None:
 
 def _fresh(code: str, also: list[str] | None = None) -> list[str]:
     """The modules among a few heavy ones (and ``also``) that ``code`` leaves imported, in a new interpreter."""
-    watched = ["asyncio", "ssl", "http.client", "profwin.remote", "profwin_vllm.backend", "profwin_sglang.backend"]
+    watched = ["asyncio", "ssl", "http.client", "profwin.runtime.remote", "profwin_vllm.backend", "profwin_sglang.backend"]
     watched += ["profwin_traces.diff", "profwin_traces.trim", *(also or [])]
     probe = f"{code}\nimport sys\nprint(' '.join(m for m in {watched!r} if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
@@ -86,16 +86,17 @@ def test_summarize_imports_neither_diff_nor_trim(tmp_path: Path) -> None:
 
 
 def test_a_name_that_is_also_a_submodule_stays_the_name() -> None:
-    """``profwin.router`` is the function, ``profwin_vllm.session`` too, even after their
-    modules are imported by their module names (the import system binds the package's
-    attribute to a submodule it loads)."""
+    """``profwin.router`` is the function once its module, ``profwin.runtime.router``, is loaded,
+    and ``profwin_vllm.session`` is the function even after its module of the same name is
+    imported by that name (the import system binds the package's attribute to a submodule it
+    loads)."""
     code = (
         "import sys\n"
-        "import profwin.router, profwin_vllm.session\n"
+        "import profwin.runtime.router, profwin_vllm.session\n"
         "from profwin_sglang.session import session\n"
         "import profwin, profwin_sglang, profwin_vllm\n"
         "named = (profwin.router, profwin_vllm.session, profwin_sglang.session)\n"
-        "print(*(callable(n) for n in named), type(sys.modules['profwin.router']).__name__)\n"
+        "print(*(callable(n) for n in named), type(sys.modules['profwin.runtime.router']).__name__)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split() == ["True", "True", "True", "module"]

@@ -51,10 +51,10 @@ def test_everything_exported_is_importable() -> None:
 
 
 def test_the_contracts_are_few_and_each_name_has_one_home() -> None:
-    assert len(SURFACES) == 6  # the contracts and five toolkits
     """The root holds what a plugin implements or calls to be one (at most 50 names); what one
     kind of plugin needs lives in its toolkit, and no name is exported twice. Each surface lists
     its names once, as its imports (``__all__`` is derived from them)."""
+    assert len(SURFACES) == 6  # the contracts and five toolkits
     assert len(profwin.plugin.__all__) <= 50
     homes: dict[str, list[str]] = {}
     for surface in SURFACES:

@@ -403,7 +403,7 @@ profiler = profwin.RolloutProfiler("sglang", "2:6", "5000", router=sys.argv[1])
 for rollout_id in range(1000):
     with profiler.rollout(rollout_id):
         pass
-heavy = ("http.client", "ssl", "socket", "asyncio", "profwin.http", "profwin.remote", "profwin.router", "profwin.discovery")
+heavy = ("http.client", "ssl", "socket", "asyncio", "profwin.runtime.http", "profwin.runtime.remote", "profwin.runtime.router", "profwin.discovery")
 print(json.dumps({"skipped": profiler.skipped, "records": len(profiler.records), "imported": [m for m in heavy if m in sys.modules]}))
 """
 

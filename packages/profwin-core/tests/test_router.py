@@ -1,4 +1,4 @@
-"""Engines behind a router: ``profwin.router`` and ``profwin start/stop --router``.
+"""Engines behind a router: ``profwin.runtime.router`` and ``profwin start/stop --router``.
 
 The router here is a stand-in on 127.0.0.1 (real HTTP) whose worker list the test changes
 between ``profwin start`` and ``profwin stop``; its answers have the shapes the real routers gave
@@ -21,7 +21,7 @@ import pytest
 
 import profwin
 from profwin.cli import main
-from profwin.remote import state_path
+from profwin.runtime.remote import state_path
 
 
 class StandInRouter:
@@ -111,7 +111,7 @@ def test_a_router_answer_that_is_no_worker_list(stand_in: Callable[..., StandInR
 
 def test_a_workers_answer_past_the_cap_is_refused(stand_in: Callable[..., StandInRouter]) -> None:
     """The cap on a router's answer (limits.md): 1 MiB, read no further."""
-    from profwin.router import MAX_WORKERS_ANSWER_BYTES
+    from profwin.runtime.router import MAX_WORKERS_ANSWER_BYTES
 
     router = stand_in([])
     router.body = {"workers": [{"url": f"http://10.0.{i // 250}.{i % 250}:8000"} for i in range(40_000)]}
@@ -277,7 +277,7 @@ def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
             "another router": {"router": "http://10.0.0.1:30000"},
             "not listed at the start": {"started": [*data["started"], "http://10.0.0.2:8000"]},
             "a tag for a worker not started": {"keyed": {"http://10.0.0.3:8000": "0" * 64}},
-            "a newer version": {"format": "profwin.router-state/3"},
+            "a newer version": {"format": "profwin.runtime.router-state/3"},
         }[tamper]
         record.write_text(json.dumps({**data, **changed}))
     for e in (a, b):
@@ -287,7 +287,7 @@ def test_a_tampered_record_is_refused_and_the_routers_workers_are_stopped(
     assert [r["target"] for r in stopped] == [a.url, b.url]
     says = {
         "5 MB": "is larger than 1,048,576 bytes",
-        "a newer version": "format: is profwin.router-state version 3, written by a newer profwin; this one reads versions 1 to 2",
+        "a newer version": "format: is profwin.runtime.router-state version 3, written by a newer profwin; this one reads versions 1 to 2",
         "100k deep": "nested deeper than 100 levels",
     }.get(tamper, "")
     for result in stopped:

@@ -1,4 +1,4 @@
-"""The token-window rule (profwin.tokens) against simulated batches, with property tests.
+"""The token-window rule (profwin.runtime.tokens) against simulated batches, with property tests.
 
 A simulated engine admits requests at given steps, lets each one's prefill end some steps
 later (chunked prefill, staggered admission) and then produces one token per step until its
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from profwin import ProfileSpec, Session, Window
 from profwin.cli import main
 from profwin.demo import count_step_markers
-from profwin.tokens import (
+from profwin.runtime.tokens import (
     TOKEN_BASE,
     StepTokens,
     TokenRule,

@@ -9,7 +9,7 @@ import pytest
 
 from profwin import ConfigError, ProfileSpec, Window
 from profwin.errors import ArgumentTypeError
-from profwin.remote import start_remote, stop_remote
+from profwin.runtime.remote import start_remote, stop_remote
 from profwin_sglang import SessionError, session
 from profwin_sglang.targets import ServerInfo
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, SessionError, Window
-from profwin.remote import start_remote, stop_remote
+from profwin.runtime.remote import start_remote, stop_remote
 from profwin_sglang import session
 from profwin_sglang.targets import ServerInfo, local_profiler
 from profwin_sglang.window import ASSUMED_V1

@@ -20,7 +20,14 @@ import pytest
 import profwin
 from profwin.cli import main
 from profwin.errors import ConfigError
-from profwin.timeline_record import FLAG, PART_STEPS, TimelineRecorder, decode_timeline, encode_timeline, timeline_artifacts
+from profwin.runtime.timeline_record import (
+    FLAG,
+    PART_STEPS,
+    TimelineRecorder,
+    decode_timeline,
+    encode_timeline,
+    timeline_artifacts,
+)
 from profwin_traces import TraceError, merge, read_timelines, timeline_report
 
 # -- a rollout, simulated: what an engine plugin feeds the recorder, every number known -------------
@@ -81,7 +88,7 @@ def _rows(path: Path) -> dict[str, Any]:
 
 
 def test_the_flag_travels_on_every_start_value_and_comes_off_whole() -> None:
-    from profwin.tokens import TOKEN_BASE
+    from profwin.runtime.tokens import TOKEN_BASE
 
     for start in (None, 0, 1, 20, TOKEN_BASE + 20, (1 << 40) + 3):
         sent = encode_timeline(start)

@@ -19,7 +19,7 @@ import pytest
 
 import profwin
 from profwin import ProfileSpec, Window, WindowWarning
-from profwin.remote import start_remote, stop_remote
+from profwin.runtime.remote import start_remote, stop_remote
 
 
 class Fake:

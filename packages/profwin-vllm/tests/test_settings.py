@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from profwin import ConfigError, EnginePlan, ProfileSpec, Window, render_plan
-from profwin.versions import EngineVersion
+from profwin.runtime.versions import EngineVersion
 from profwin_vllm import Mechanism, delay_iterations, max_iterations, mechanism, plan_for
 
 V032 = "0.32.0"

@@ -23,12 +23,12 @@ if TYPE_CHECKING:  # imported on first use (profwin.lazy): `import profwin` impo
     from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, WindowWarning
     from profwin.parts import PartsMemoryError  # noqa: F401  (reachable, not listed: profwin.parts documents it)
     from profwin.protocols import Artifact, RemoteResult
-    from profwin.remote import RemoteSession, SessionError, remote_session
     from profwin.render import FORMS, render_plan
     from profwin.rollouts import RolloutProfiler, RolloutRecord  # noqa: F401  (RolloutRecord: reachable, not listed)
+    from profwin.runtime.remote import RemoteSession, SessionError, remote_session
 
     # `profwin.router(URL)`: reachable here, outside the 30-name user surface (docs/scale-out.md).
-    from profwin.router import RouterError, RouterWorkers, router  # noqa: F401
+    from profwin.runtime.router import RouterError, RouterWorkers, router  # noqa: F401
     from profwin.selection import Rollouts
     from profwin.session import Session, current_rank
     from profwin.spec import ACTIVITIES, RECORD_OPTIONS, ProfileSpec
@@ -79,11 +79,11 @@ __getattr__, __dir__ = lazy_exports(
         "profwin.errors": ("ConfigError", "PluginError", "ProfilingDisabled", "ProfwinError", "WindowWarning"),
         "profwin.parts": ("PartsMemoryError",),
         "profwin.protocols": ("Artifact", "RemoteResult"),
-        "profwin.remote": ("RemoteSession", "SessionError", "remote_session"),
+        "profwin.runtime.remote": ("RemoteSession", "SessionError", "remote_session"),
         "profwin.render": ("FORMS", "render_plan"),
         "profwin.rollouts": ("RolloutProfiler", "RolloutRecord"),
         "profwin.selection": ("Rollouts",),
-        "profwin.router": ("RouterError", "RouterWorkers", "router"),
+        "profwin.runtime.router": ("RouterError", "RouterWorkers", "router"),
         "profwin.session": ("Session", "current_rank"),
         "profwin.spec": ("ACTIVITIES", "RECORD_OPTIONS", "ProfileSpec"),
         "profwin.window": ("Window",),

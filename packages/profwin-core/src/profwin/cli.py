@@ -278,8 +278,8 @@ def _cmd_args(args: argparse.Namespace) -> int:
 
 def _remote(args: argparse.Namespace, action: str) -> int:
     # Here, not at the top: asyncio and the HTTP client, which the other commands do without.
-    from profwin.remote import start_remote, stop_remote
-    from profwin.router import start_router, stop_router
+    from profwin.runtime.remote import start_remote, stop_remote
+    from profwin.runtime.router import start_router, stop_router
 
     spec = _spec_from_args(args)
     api_key = args.api_key or os.environ.get("PROFWIN_API_KEY") or None

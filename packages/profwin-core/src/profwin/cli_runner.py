@@ -489,8 +489,8 @@ def int_arg(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
 
 def seconds_arg(text: str) -> float:
     """An argparse ``type`` for a deadline: seconds greater than 0 and at most
-    :data:`profwin.http.MAX_TIMEOUT`, checked by :func:`profwin.http.check_timeout`."""
-    from profwin.http import MAX_TIMEOUT, check_timeout
+    :data:`profwin.runtime.http.MAX_TIMEOUT`, checked by :func:`profwin.runtime.http.check_timeout`."""
+    from profwin.runtime.http import MAX_TIMEOUT, check_timeout
 
     try:
         return check_timeout(float(text))

@@ -5,7 +5,7 @@ per-session request that make the engine record exactly the window, with the ver
 for — and gives :class:`EngineTarget` objects that start and stop one engine (an in-process
 engine object or one server URL). Everything else is core's: rendering the plan as text
 (:mod:`profwin.render`), driving many targets at once with rollback, on-active restart and state
-for ``profwin stop`` (:mod:`profwin.remote`), HTTP (:mod:`profwin.http`).
+for ``profwin stop`` (:mod:`profwin.runtime.remote`), HTTP (:mod:`profwin.runtime.http`).
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ What every trainer integration gets from it, and why:
 - **Which rollouts**: a :class:`Rollouts` selection, one parser and one text form for every
   trainer: ids (``1,3``), a first id and a count (``3+4``: 3, 4, 5, 6), or every N (``%10``: 0,
   10, 20, ...; ``5%10``: 5, 15, ...; ``5+3%10``: 5, 15, 25).
-- **One session per chosen rollout**: :func:`~profwin.remote.engine_targets` and
+- **One session per chosen rollout**: :func:`~profwin.runtime.remote.engine_targets` and
   :class:`~profwin.RemoteSession` with the spec as given (its window counts from the start of the
   rollout's session, in whatever unit the spec's window says), started before the rollout runs
   and stopped when it returns, raises or is interrupted; what was recorded is collected in every
@@ -79,7 +79,7 @@ from profwin.window import Window
 
 if TYPE_CHECKING:  # the HTTP client and the backends are imported at the first chosen rollout only
     import profwin.engine  # as a dotted hint, which the argument check resolves only for a value that needs it
-    from profwin.remote import OnActive, RemoteSession
+    from profwin.runtime.remote import OnActive, RemoteSession
 
 __all__ = [
     "DEFAULT_OUTPUT_DIR",
@@ -199,8 +199,8 @@ class RolloutProfiler:
         """A session on the engines as they are now, with each file prefix naming the rollout and
         the engine; and the URLs started (for the router's comparison after the stop)."""
         from profwin.discovery import backend as load_backend
-        from profwin.remote import RemoteSession, engine_targets
-        from profwin.router import router as ask_router
+        from profwin.runtime.remote import RemoteSession, engine_targets
+        from profwin.runtime.router import router as ask_router
 
         backend = load_backend(self.engine) if isinstance(self.engine, str) else self.engine
         if self.router is not None:
@@ -219,7 +219,7 @@ class RolloutProfiler:
     def _against_router(self, results: list[RemoteResult], started: list[str]) -> list[RemoteResult]:
         if self.router is None:
             return results
-        from profwin.router import against_router
+        from profwin.runtime.router import against_router
 
         return against_router(
             results, started, self.router, api_key=self.api_key, timeout=self.timeout, since="the rollout's start"
@@ -326,7 +326,7 @@ class _Chosen:
     async def __aenter__(self) -> _Chosen:
         import asyncio
 
-        from profwin.remote import off_loop
+        from profwin.runtime.remote import off_loop
 
         self.profiler._enter(self.label, self)
         try:
@@ -342,7 +342,7 @@ class _Chosen:
         return self
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        from profwin.remote import off_loop
+        from profwin.runtime.remote import off_loop
 
         try:
             session = self.session

@@ -14,8 +14,8 @@ from profwin.errors import ConfigError, WindowWarning, shown
 from profwin.parts import Part, PartPlan, PartsMemoryError, is_memory_error, uses_parts
 from profwin.protocols import Artifact, Driver, Profiler
 from profwin.provenance import new_session_id
+from profwin.runtime.timeline_record import TimelineRecorder
 from profwin.spec import ProfileSpec
-from profwin.timeline_record import TimelineRecorder
 from profwin.window import Window
 
 __all__ = ["Session", "current_rank"]
@@ -79,7 +79,7 @@ class Session:
 
     With ``record: [timeline]`` (``spec.timeline``) the session also times every step from the
     start to the close, not only the window's, and writes them beside the trace
-    (:mod:`profwin.timeline_record`; an artifact of kind ``timeline``, with the trace's session id):
+    (:mod:`profwin.runtime.timeline_record`; an artifact of kind ``timeline``, with the trace's session id):
     then each :meth:`step` also reads the clock.
 
     A rank that the spec does not select only counts steps.

@@ -24,7 +24,7 @@ ACTIVITIES: tuple[str, ...] = ("cpu", "cuda", "npu", "xpu")
 RECORD_OPTIONS: tuple[str, ...] = ("shapes", "stack", "memory", "flops", "modules", "timeline")
 """What a spec may record besides timings, each a bool field of :class:`ProfileSpec`: the first
 five are the profiler's own settings; ``timeline`` is the session timeline
-(:mod:`profwin.timeline_record`), a few numbers per step for the whole session, beside the trace."""
+(:mod:`profwin.runtime.timeline_record`), a few numbers per step for the whole session, beside the trace."""
 
 PART_STEPS = 1000
 """Default :attr:`ProfileSpec.part_steps`: the most steps one part trace of a long window holds."""
@@ -143,7 +143,7 @@ class ProfileSpec:
         activities: ``cpu``/``cuda``/``npu``/``xpu``; ``None`` means CPU plus the accelerator
             present at run time.
         shapes, stack, memory, flops, modules: what the profiler records besides timings.
-        timeline: also record the session timeline (:mod:`profwin.timeline_record`): each step's
+        timeline: also record the session timeline (:mod:`profwin.runtime.timeline_record`): each step's
             batch, tokens and time and each request's lifespan, for the whole session (start to
             stop, not only the window), written beside the window's trace.
         output_dir: where traces go; made absolute at construction, created by

@@ -13,7 +13,7 @@ Step 0 is the first engine step (one scheduled batch, one forward) after the ses
 A window may instead be counted in response **tokens** (``Window(20, 80, unit="tokens")``, text
 ``"20:80 tokens"``, verl's ``profile_token_start``/``profile_token_end``): response token *k* of a
 request is the *k*-th token it generates. Engines decide such a window inside the engine, by the
-one rule of :mod:`profwin.tokens`; an in-process :class:`profwin.Session` counts the caller's
+one rule of :mod:`profwin.runtime.tokens`; an in-process :class:`profwin.Session` counts the caller's
 ``step()`` calls, one per token, so there the two units record the same steps.
 """
 
@@ -36,7 +36,7 @@ UNITS: tuple[str, ...] = get_args(Unit)
 MAX_STEP = 2**31 - 1
 """The largest window bound. Not an engine's limit: the numbers profwin sends are Python ints in
 both engines, and some are far larger on purpose (a relative SGLang start is sent as
-``2**40 + start``, a token window's start as ``2**41 + start``: :mod:`profwin.tokens`). The bound
+``2**40 + start``, a token window's start as ``2**41 + start``: :mod:`profwin.runtime.tokens`). The bound
 keeps a window's own numbers far below those encodings, so a step number is never read as one,
 and a window of 2**31 steps is already far past any rollout."""
 

@@ -13,7 +13,7 @@ registers :func:`register` there, which installs two hooks in each scheduler pro
     RELATIVE_BASE`` batches after this one": SGLang's own profiler (legacy) gets it rewritten to
     ``forward_ct + 1 + offset``, on the scheduler thread, between batches, exactly where SGLang
     reads the counter itself;
-  - a ``start_step`` from :data:`profwin.tokens.TOKEN_BASE` is a token window
+  - a ``start_step`` from :data:`profwin.runtime.tokens.TOKEN_BASE` is a token window
     (:func:`profwin.plugin.engines.decode_tokens`), decided batch by batch by profwin's one rule
     (:class:`profwin.plugin.engines.TokenRule`) from each batch's requests, with each recorded batch
     annotated (``profwin.tokens ...``);

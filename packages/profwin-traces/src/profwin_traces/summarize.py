@@ -248,7 +248,7 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
 @checked
 def token_steps(path: str | Path) -> Window | None:
     """The session steps a token window's trace holds, read from the ``session_step`` of its
-    ``profwin.tokens`` annotations (:class:`profwin.tokens.StepTokens`): from the first to the
+    ``profwin.tokens`` annotations (:class:`profwin.runtime.tokens.StepTokens`): from the first to the
     last, or ``None`` when it holds none or cannot be read. Backends report this, not what they
     asked the engine for."""
     try:

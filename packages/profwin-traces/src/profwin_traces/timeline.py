@@ -1,7 +1,7 @@
 """``profwin timeline``: where a rollout's time goes, and where the window sits in it.
 
 Reads the session timelines profwin records with ``record: [timeline]``
-(:mod:`profwin.timeline_record`: one row per engine step, one per request) and says, per rank or
+(:mod:`profwin.runtime.timeline_record`: one row per engine step, one per request) and says, per rank or
 engine, in text, JSON or a plot:
 
 - **phases** of the batch (requests in a step) against its peak::
@@ -29,7 +29,7 @@ engine, in text, JSON or a plot:
 - for several ranks or engines, the same per rank and their **imbalance** (the slowest rank's
   session and tail against the fastest's).
 
-A session written in parts (:data:`~profwin.timeline_record.PART_STEPS` steps each) is read as
+A session written in parts (:data:`~profwin.runtime.timeline_record.PART_STEPS` steps each) is read as
 one; a file of a newer format version than this profwin reads is refused, saying which it needs.
 """
 

@@ -1,8 +1,8 @@
 """Which step of a trace each ``profwin.tokens`` annotation belongs to (what each step held).
 
-The annotation's form (:class:`~profwin.tokens.StepTokens`, written by its ``span_name`` and
-read by :func:`~profwin.tokens.parse_step_tokens`) lives with the token-window rule in
-:mod:`profwin.tokens`; the trace tools read it from there.
+The annotation's form (:class:`~profwin.runtime.tokens.StepTokens`, written by its ``span_name`` and
+read by :func:`~profwin.runtime.tokens.parse_step_tokens`) lives with the token-window rule in
+:mod:`profwin.runtime.tokens`; the trace tools read it from there.
 
 The span encloses the engine's own step span (vLLM's ``execute_context_…``) or sits next to it on
 the same thread, within the step (SGLang's ``step[…]``). :func:`step_tokens` gives each step its

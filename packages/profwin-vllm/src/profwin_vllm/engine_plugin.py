@@ -20,7 +20,7 @@ stops vLLM's own profiler (``Worker.profile``) accordingly, each recorded step w
 ``profwin.tokens`` annotation. The wrapper removes itself when the window closes. A session
 with an ordinary window passes through untouched.
 
-The session timeline (``record: [timeline]``, :mod:`profwin.timeline_record`) travels as profwin's
+The session timeline (``record: [timeline]``, :mod:`profwin.runtime.timeline_record`) travels as profwin's
 flag on the same ``delay_iterations`` (:func:`profwin.plugin.engines.decode_timeline`): the wrapper takes it
 off (a step window's bounds go to vLLM as they were, and vLLM records that window itself), keeps
 ``execute_model`` wrapped from the start to the stop, and before each step gives the step's

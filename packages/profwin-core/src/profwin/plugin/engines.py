@@ -29,21 +29,21 @@ from profwin.engine import TargetContext as TargetContext
 from profwin.engine import TargetError as TargetError
 from profwin.engine import TargetSkipped as TargetSkipped
 from profwin.engine import VersionSource as VersionSource
-from profwin.processes import LocalProcess as LocalProcess
-from profwin.processes import serving_processes as serving_processes
 from profwin.render import render_plan as render_plan
-from profwin.timeline_record import TimelineRecorder as TimelineRecorder
-from profwin.timeline_record import decode_timeline as decode_timeline
-from profwin.timeline_record import encode_timeline as encode_timeline
-from profwin.timeline_record import timeline_artifacts as timeline_artifacts
-from profwin.tokens import StepTokens as StepTokens
-from profwin.tokens import TokenRule as TokenRule
-from profwin.tokens import decode_tokens as decode_tokens
-from profwin.tokens import encode_tokens as encode_tokens
-from profwin.tokens import token_claimed as token_claimed
-from profwin.versions import EngineVersion as EngineVersion
-from profwin.versions import engine_plugin_missing as engine_plugin_missing
-from profwin.versions import installed_version as installed_version
+from profwin.runtime.processes import LocalProcess as LocalProcess
+from profwin.runtime.processes import serving_processes as serving_processes
+from profwin.runtime.timeline_record import TimelineRecorder as TimelineRecorder
+from profwin.runtime.timeline_record import decode_timeline as decode_timeline
+from profwin.runtime.timeline_record import encode_timeline as encode_timeline
+from profwin.runtime.timeline_record import timeline_artifacts as timeline_artifacts
+from profwin.runtime.tokens import StepTokens as StepTokens
+from profwin.runtime.tokens import TokenRule as TokenRule
+from profwin.runtime.tokens import decode_tokens as decode_tokens
+from profwin.runtime.tokens import encode_tokens as encode_tokens
+from profwin.runtime.tokens import token_claimed as token_claimed
+from profwin.runtime.versions import EngineVersion as EngineVersion
+from profwin.runtime.versions import engine_plugin_missing as engine_plugin_missing
+from profwin.runtime.versions import installed_version as installed_version
 
 # The names above are the surface: listed once, as its imports.
 __all__ = sorted(name for name in dir() if not name.startswith("_"))

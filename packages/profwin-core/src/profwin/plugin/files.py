@@ -34,9 +34,9 @@ from profwin.provenance import PROVENANCE_FORMAT as PROVENANCE_FORMAT
 from profwin.provenance import PROVENANCE_KEY as PROVENANCE_KEY
 from profwin.provenance import SIDECAR_SUFFIX as SIDECAR_SUFFIX
 from profwin.provenance import sidecar_path as sidecar_path
-from profwin.timeline_record import TIMELINE as TIMELINE
-from profwin.tokens import TOKENS_PREFIX as TOKENS_PREFIX
-from profwin.tokens import parse_step_tokens as parse_step_tokens
+from profwin.runtime.timeline_record import TIMELINE as TIMELINE
+from profwin.runtime.tokens import TOKENS_PREFIX as TOKENS_PREFIX
+from profwin.runtime.tokens import parse_step_tokens as parse_step_tokens
 from profwin.torch_driver import STEP_MARKER as STEP_MARKER
 from profwin.torch_driver import WindowedProfile as WindowedProfile
 

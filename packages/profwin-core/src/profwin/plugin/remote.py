@@ -12,17 +12,17 @@ it brings ``asyncio`` and ``http.client``.
   :class:`~profwin.plugin.engines.EngineTarget`).
 """
 
-from profwin.http import Reply as Reply
-from profwin.http import ServerClient as ServerClient
-from profwin.http import normalize_url as normalize_url
-from profwin.http import request as request
-from profwin.remote import OnActive as OnActive
-from profwin.remote import RemoteSession as RemoteSession
-from profwin.remote import SessionError as SessionError
-from profwin.remote import folder_listing as folder_listing
-from profwin.remote import is_session_prefix as is_session_prefix
-from profwin.remote import remote_session as remote_session
-from profwin.remote import session_function as session_function
+from profwin.runtime.http import Reply as Reply
+from profwin.runtime.http import ServerClient as ServerClient
+from profwin.runtime.http import normalize_url as normalize_url
+from profwin.runtime.http import request as request
+from profwin.runtime.remote import OnActive as OnActive
+from profwin.runtime.remote import RemoteSession as RemoteSession
+from profwin.runtime.remote import SessionError as SessionError
+from profwin.runtime.remote import folder_listing as folder_listing
+from profwin.runtime.remote import is_session_prefix as is_session_prefix
+from profwin.runtime.remote import remote_session as remote_session
+from profwin.runtime.remote import session_function as session_function
 
 # The names above are the surface: listed once, as its imports.
 __all__ = sorted(name for name in dir() if not name.startswith("_"))

@@ -51,11 +51,11 @@ from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, TargetSkipped
 from profwin.errors import ConfigError, ProfwinError, Terminated, WindowWarning, shown
 from profwin.formats import FORMAT_KEY, Format
-from profwin.http import check_timeout
 from profwin.inputs import parse_json, read_input
 from profwin.json_form import to_json
 from profwin.protocols import Artifact, RemoteResult, fan_out
 from profwin.provenance import new_session_id, profwin_version, write_sidecar
+from profwin.runtime.http import check_timeout
 from profwin.spec import ProfileSpec, as_spec
 from profwin.window import Window
 
@@ -714,7 +714,7 @@ def _window_notes(plan: EnginePlan, artifacts: list[Artifact]) -> list[str]:
             f"no trace was written for window {window}: window {window} was never reached (the engine ran fewer than "
             f"{window.start + 1} step(s) in this session), or it writes elsewhere"
         ]
-    if window.in_tokens:  # steps are the engine's choice (profwin.tokens): nothing to compare in steps
+    if window.in_tokens:  # steps are the engine's choice (profwin.runtime.tokens): nothing to compare in steps
         return []
     return [
         f"the session ended inside window {window}; {a.path.name} holds steps {a.steps}"

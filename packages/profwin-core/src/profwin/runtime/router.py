@@ -14,7 +14,7 @@ answers understood (each checked against the real router from the registry):
 - ``{"urls": [...]}`` from ``GET /list_workers``: older sglang-routers that have no
   ``/workers``, and vllm-router beside ``/workers``. It is asked only when ``/workers`` is 404.
 
-An answer is read up to :data:`MAX_WORKERS_ANSWER_BYTES` (1 MiB, :func:`profwin.http.request`'s
+An answer is read up to :data:`MAX_WORKERS_ANSWER_BYTES` (1 MiB, :func:`profwin.runtime.http.request`'s
 ``max_body``); a larger one is a :class:`RouterError`.
 
 ``profwin start --router URL`` and ``profwin stop --router URL`` are two processes and the
@@ -35,9 +35,9 @@ from typing import Any
 
 from profwin.errors import ConfigError, shown
 from profwin.formats import Format
-from profwin.http import check_timeout, normalize_url, request
 from profwin.protocols import RemoteResult
-from profwin.remote import read_state, start_remote, state_path, stop_remote
+from profwin.runtime.http import check_timeout, normalize_url, request
+from profwin.runtime.remote import read_state, start_remote, state_path, stop_remote
 from profwin.spec import ProfileSpec
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
 MAX_WORKERS_ANSWER_BYTES = 1 << 20
 """Largest ``/workers`` or ``/list_workers`` answer read (1 MiB, some 5,000 workers); a larger one
 is a :class:`RouterError`."""
-RECORD_FORMAT = Format("profwin.router-state", version=2)
+RECORD_FORMAT = Format("profwin.runtime.router-state", version=2)
 """``profwin start --router``'s record: ``router``, ``workers``, ``started``, ``keyed`` (version 1:
 the same without ``"format"``)."""
 
@@ -137,7 +137,7 @@ def _state_file(engine: str, router_url: str, spec: ProfileSpec) -> Path:
 def start_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) -> list[RemoteResult]:
     """``profwin start --router URL``: start on every worker the router lists, and record which
     ones started (beside the per-worker state) for :func:`stop_router`; the record is part of the
-    start's all or none (:func:`profwin.remote.start_remote`)."""
+    start's all or none (:func:`profwin.runtime.remote.start_remote`)."""
     workers = router(router_url, api_key=kwargs.get("api_key"), timeout=kwargs.get("timeout", 30.0))
 
     def record(results: list[RemoteResult]) -> dict[str, Any]:
@@ -162,8 +162,8 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     Without the start's record (or with one that is damaged), every worker the router lists now
     is stopped.
 
-    The record is read like every state file (:func:`profwin.remote.read_state`: at most
-    :data:`~profwin.remote.MAX_STATE_BYTES`, a regular file, versioned, typed, for this router),
+    The record is read like every state file (:func:`profwin.runtime.remote.read_state`: at most
+    :data:`~profwin.runtime.remote.MAX_STATE_BYTES`, a regular file, versioned, typed, for this router),
     and no file chooses where the API key goes: it is sent to the workers the router lists now,
     and to a worker only the record names (it left the router, or the router cannot be asked)
     only when the record holds that URL's tag under this same key (an HMAC the start wrote,
@@ -267,7 +267,7 @@ def _key_tags(urls: Iterable[str], api_key: str | None) -> dict[str, str]:
 
 def _read_record(path: Path, base: str) -> tuple[list[str], dict[str, str], list[str]]:
     """The workers ``profwin start`` started, their key tags, and the workers the router listed
-    then, from its record: at most :data:`~profwin.remote.MAX_STATE_BYTES`, a regular file, JSON
+    then, from its record: at most :data:`~profwin.runtime.remote.MAX_STATE_BYTES`, a regular file, JSON
     within the spec bounds, for this router, with
     server URLs only."""
     data = read_state(path, RECORD_FORMAT, what="router state file")
