@@ -1,13 +1,16 @@
-"""The small helpers plugins share: atomic_path and fan_out."""
+"""The small helpers plugins share: atomic_path, fan_out and installed_version."""
 
 from __future__ import annotations
 
 import threading
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+import profwin
 from profwin.plugin import fan_out
+from profwin.plugin.engines import installed_version
 from profwin.plugin.files import atomic_path
 
 
@@ -71,3 +74,12 @@ def test_fan_out_runs_concurrently_and_keeps_order() -> None:
     assert fan_out(lambda i: i + 1, [4]) == [5]
     with pytest.raises(threading.BrokenBarrierError):
         fan_out(call, [1, 2, 3], max_workers=2)  # two threads cannot meet a barrier of three
+
+
+def test_installed_version_reads_distributions_and_refuses_names_none_can_have() -> None:
+    assert installed_version("no_such_module_xyz", ("no-such-distribution-xyz", "attrs")) == version("attrs")
+    assert installed_version("no_such_module_xyz", ("no-such-distribution-xyz",)) is None
+    # importlib.metadata raises ValueError for an empty name (found by the bad-arguments catalogue)
+    for bad in ("", "-attrs", "a b", "x" * 201):
+        with pytest.raises(profwin.ConfigError, match=r"^distributions\[1\]: must be a distribution name"):
+            installed_version("no_such_module_xyz", ("attrs", bad))

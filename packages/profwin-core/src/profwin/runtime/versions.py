@@ -9,6 +9,7 @@ check needs: a release candidate may lack what the release has.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from functools import total_ordering
 from importlib.metadata import PackageNotFoundError, entry_points
@@ -21,6 +22,9 @@ from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 
 __all__ = ["EngineVersion", "engine_plugin_missing", "installed_version"]
+
+_DISTRIBUTION_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,198}[A-Za-z0-9])?")
+"""A distribution's name as PEP 508 writes it (bounded: no index holds a longer one)."""
 
 
 @total_ordering
@@ -74,7 +78,15 @@ class EngineVersion:
 def installed_version(module: str, distributions: tuple[str, ...]) -> str | None:
     """The version of an engine importable here: the already-imported ``module``'s
     ``__version__``, else the first of ``distributions`` that is installed, else ``None``.
-    Never imports the engine."""
+    Never imports the engine. A name that no distribution can have is a :class:`ConfigError`
+    (``importlib.metadata`` raises ``ValueError`` for an empty one)."""
+    for i, name in enumerate(distributions):
+        if not _DISTRIBUTION_NAME.fullmatch(name):
+            raise ConfigError(
+                f"must be a distribution name: letters, digits, '.', '_' and '-', starting and ending with a "
+                f"letter or digit (got {shown(name)})",
+                path=f"distributions[{i}]",
+            )
     found = getattr(sys.modules.get(module), "__version__", None)
     if isinstance(found, str):
         try:
