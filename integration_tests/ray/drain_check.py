@@ -3,7 +3,7 @@ answered for, so Ray prints no "Unhandled error" dump when that read fails later
 (``profwin_ray.cluster._Copy._drain``, called here directly: the copy's other paths are
 ``cluster_checks.py``'s). Real Ray 2.60, one node started by this driver.
 
-The read never answers (it sleeps). After the drain this driver, still connected, kills the worker
+The read never answers (it blocks). After the drain this driver, still connected, kills the worker
 that ran it if it is still alive: what Ray does to a job's workers when the job's driver leaves,
 which is how ``profwin collect`` met it after a Ctrl-C on a loaded machine (the dump in 2 of 3
 full runs). A reference dropped while its task runs does not stop Ray from reporting the task's
@@ -19,12 +19,14 @@ import os
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import ray
 
 from profwin_ray.cluster import _Copy, _on, _Progress
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from readiness import wait_ready  # standard library only: the suite's one way to wait
 
 work = Path(sys.argv[1])
 ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
@@ -32,25 +34,24 @@ ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
 
 def stuck(pid_file: str) -> None:
     Path(pid_file).write_text(str(os.getpid()))
-    time.sleep(600)
+    threading.Event().wait()  # never answers
 
 
 pid_file = work / "worker.pid"
 # A task as collect makes its reads: pinned to the node, no retries.
 ref = _on(ray, ray.get_runtime_context().get_node_id(), stuck).remote(str(pid_file))
-began = time.monotonic()
-while not pid_file.exists() and time.monotonic() - began < 300:
-    time.sleep(0.1)
+wait_ready(pid_file.exists, what="the stuck read", poll_s=0.1)
 pid = int(pid_file.read_text())
 copy = _Copy(ray, work / "dest", 1024, threading.Event(), _Progress([], False), {})
 copy._drain([ref])
 del ref
-time.sleep(1)
+settle = threading.Event()  # waits that nothing sets: a pause, not a readiness wait
+settle.wait(1)
 ended = True
 with contextlib.suppress(ProcessLookupError):
     os.kill(pid, signal.SIGKILL)
     ended = False
 print(f"worker ended by the drain: {ended}", flush=True)
-time.sleep(5)  # long enough for Ray to report the killed task's failure here
+settle.wait(5)  # long enough for Ray to report the killed task's failure here
 print("DRAINED", flush=True)
 ray.shutdown()
