@@ -125,6 +125,21 @@ def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_con
             ConfigError,
             r"^path: cannot be a file name: surrogates not allowed",
         ),
+        (
+            lambda: profwin.plugin.files.open_input("d/" + "x" * 256, what="f"),
+            ConfigError,
+            r"^path: cannot be a file name: a name in it is 256 bytes, over the 255 a file system allows",
+        ),  # the system call's OSError "File name too long", said before any call
+        (
+            lambda: profwin.plugin.files.open_input("d/" * 2048, what="f"),
+            ConfigError,
+            r"^path: cannot be a file name: it is 4,096 bytes, over the 4,095 a system call takes",
+        ),
+        (
+            lambda: profwin.plugin.cli.how_to_view(["ok", "a\0b"]),
+            ConfigError,
+            r"^paths\[1\]: must be a path: text without NUL bytes",
+        ),  # each item of a collection of paths (Iterable[str | Path])
         (lambda: profwin.plugin.cli.print_json({1, 2}), ConfigError, r"^data: cannot be printed as JSON"),
         (lambda: profwin.plugin.to_json({"a": 1}), ConfigError, r"^model: must be an attrs instance"),
     ],
@@ -202,6 +217,12 @@ GOOD: dict[str, Any] = {
         ("kind", int, r"^kind: must be type\[Exception\]"),
         ("engine", None, r"^engine: must be Engineish \(got None\)$"),
         ("engine", [], r"^engine: must be Engineish \(got \[\]\)$"),  # a protocol takes any object but plain data
+        (
+            "engine",
+            print,
+            r"^engine: must be Engineish \(got <built-in function print>\)$",
+        ),  # ...and one with none of its members
+        ("engine", float, r"^engine: must be Engineish \(got <class 'float'>\)$"),
         ("amount", "1", r"^amount: must be Decimal \(got '1'\)$"),  # imported for type checkers only: imported to check
     ],
 )
@@ -209,6 +230,15 @@ def test_what_an_annotation_means(name: str, value: object, message: str) -> Non
     assert sample(**GOOD) == "ran"
     with pytest.raises(ArgumentTypeError, match=message):
         sample(**{**GOOD, name: value})
+
+
+def test_a_protocol_takes_a_partial_implementation() -> None:
+    """A fake with one of a protocol's members works where it is used: it is not refused up front."""
+
+    class Partial:
+        plan = "a plan"
+
+    assert sample(**{**GOOD, "engine": Partial()}) == "ran"
 
 
 def test_a_literal_given_another_value_of_its_type_is_a_broken_rule() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,3 +159,22 @@ def test_errors_are_one_line_or_json(tmp_path: Path) -> None:
     error = json.loads(done.stdout)
     assert set(error) == {"error", "path"}
     assert str(missing) in error["error"]
+
+
+@pytest.mark.parametrize("command", ["summarize", "diff", "trim", "merge", "timeline"])
+def test_a_name_too_long_for_a_file_system_is_one_line(tmp_path: Path, small_trace: Path, command: str) -> None:
+    """The Python API's ``diff`` raised ``OSError: [Errno 36] File name too long`` from a folder check;
+    now the argument check says it, and the command line reports either as one line."""
+    long = str(tmp_path / ("x" * 300))
+    args = {
+        "summarize": [long],
+        "diff": [long, str(small_trace)],
+        "trim": [long, "--window", "1:3", "-o", str(tmp_path / "out.json")],
+        "merge": [long, "-o", str(tmp_path / "merged.json")],
+        "timeline": [long],
+    }[command]
+    done = profwin(command, *args)
+    assert done.returncode == EXIT_ERROR, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert re.search(r"(File name too long|a name in it is 300 bytes, over the 255 a file system allows)", done.stderr)
+    assert "Traceback" not in done.stderr

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import profwin_traces
 from profwin import ConfigError, PluginError
 from profwin.errors import ArgumentTypeError
 from profwin_traces import TraceError, TraceReader, summarize, trim, tty_progress
@@ -246,3 +247,17 @@ def test_a_bad_argument_names_the_parameter_the_value_and_the_type(paths: object
 
     with pytest.raises(ArgumentTypeError, match=message):
         trace_files(paths)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("call", ["diff", "trace_files", "summarize"])
+def test_a_name_too_long_for_a_file_system_is_a_config_error(tmp_path: Path, call: str) -> None:
+    """It was ``OSError: [Errno 36] File name too long`` from ``diff``'s folder check (the bad-arguments
+    catalogue); it is now said before any file is looked at, naming the argument."""
+    long = str(tmp_path / ("x" * 300))
+    run = {
+        "diff": lambda: profwin_traces.diff(long, long),
+        "trace_files": lambda: profwin_traces.trace_files([long]),
+        "summarize": lambda: profwin_traces.summarize(long),
+    }[call]
+    with pytest.raises(ConfigError, match=r"cannot be a file name: a name in it is 300 bytes, over the 255 a file system allows"):
+        run()

@@ -155,6 +155,23 @@ def test_undriven_tools_are_refused_by_name(tool: str) -> None:
         load_verl(role(tool="tensorboard"))
 
 
+@pytest.mark.parametrize("tool", ["tensorboard", "", "9" * 5000, "nsys"])
+def test_a_tool_argument_is_checked_as_a_tool_key_is(tool: str) -> None:
+    """``spec_from_verl(block, tool=...)`` took any text and failed with a KeyError deep in (the
+    bad-arguments catalogue: a 5,000-digit string)."""
+    with pytest.raises(ConfigError, match=r"must be one of|profwin does not drive tool") as info:
+        spec_from_verl({"contents": ["cpu"]}, tool=tool)
+    assert info.value.path == "tool"
+
+
+@pytest.mark.parametrize("tool", [["torch"], {"a": 1}, 3])
+def test_a_tool_that_is_not_text_is_a_config_error(tool: Any) -> None:
+    """A list given for ``tool`` raised ``TypeError: unhashable type`` from the lookup of tools not driven."""
+    with pytest.raises(ConfigError, match=r"must be one of .* or null \(got ") as info:
+        load_verl(role(tool=tool))
+    assert info.value.path == "tool"
+
+
 @pytest.mark.parametrize(
     ("changes", "path", "fragment"),
     [

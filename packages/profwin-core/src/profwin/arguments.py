@@ -13,14 +13,16 @@ inside:
   ``list``, ``tuple`` or ``set`` at most :data:`MAX_DEPTH` levels deep (:func:`check_nesting`,
   the one bound on nesting, which every spec document passes too), so no recursive walk over a
   user's data can exhaust Python's stack; and paths, a value given for a path (an annotation
-  naming ``os.PathLike`` or ``Path``) holds no NUL byte and can be encoded (:func:`check_path`,
-  which every ``~`` profwin expands passes too).
+  naming ``os.PathLike`` or ``Path``, or a collection of them) holds no NUL byte, can be encoded
+  and is not too long for a file system (:func:`check_path`, which every ``~`` profwin expands
+  passes too).
 
 What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
 is a ``float``, a ``str`` is no ``Sequence[str]``, a ``list`` is taken for a ``tuple[X, ...]``);
 ``None``, unions, ``Literal``, ``type[X]``, ``Callable`` and ``NewType`` mean what they say; a
-protocol takes any object but plain data (``None``, a number, text, a built-in container), so a
-partial implementation or a test's fake that works keeps working; ``Any``, ``object`` and type
+protocol takes any object but plain data (``None``, a number, text, a built-in container) and
+one with none of the protocol's members (a function given for a backend), so a partial
+implementation or a test's fake that works keeps working; ``Any``, ``object`` and type
 variables take anything. Elements of the built-in containers are checked as deep as the
 annotation goes (``Mapping[str, int]``: keys and values), never deeper, so a check costs no more
 than the annotation's own depth; other mappings and iterables (an OmegaConf node, a generator)
@@ -143,7 +145,7 @@ class _Parameters:
             for name, p in signature.parameters.items()
         }
         self.typed = {name: name not in own for name in self.hints}
-        self.paths = {name: _names_path(hint) for name, hint in self.hints.items()}
+        self.paths = {name: (_names_path(hint), _items_name_paths(hint)) for name, hint in self.hints.items()}
         kinds = inspect.Parameter
         self.positions = [
             n for n, p in signature.parameters.items() if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
@@ -167,10 +169,11 @@ class _Parameters:
                 _check_value(value, self.hints[taker], key, typed=self.typed[taker], names_path=self.paths[taker])
 
 
-def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: bool = False) -> None:
+def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: tuple[bool, bool] = (False, False)) -> None:
     """The checks of one argument (see the module docstring); ``hint`` ``None``: nothing to check
     its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``);
-    ``names_path``: the hint says a path (:func:`_names_path`)."""
+    ``names_path``: the hint says a path, and says a collection of paths (:func:`_names_path`,
+    :func:`_items_name_paths`)."""
     if hint is not None:
         problem = _problem(value, hint, path) if typed else None
         if problem is not None:
@@ -179,8 +182,12 @@ def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_
             # breaks a rule, as Python's own ValueError for a choice; anything else is a wrong type.
             error = ConfigError if _one_of_its_values_has_the_type(wanted, got) else ArgumentTypeError
             raise error(f"must be {_describe(wanted)} (got {shown(got)})", path=where)
-        if names_path and isinstance(value, (str, os.PathLike)):
+        if names_path[0] and isinstance(value, (str, os.PathLike)):
             check_path(value, what=path)
+        elif names_path[1] and isinstance(value, (list, tuple, set, frozenset)):
+            for i, item in enumerate(value):
+                if isinstance(item, (str, os.PathLike)):
+                    check_path(item, what=f"{path}[{i}]")
     if isinstance(value, _CONTAINERS):
         check_nesting(value, path)
 
@@ -206,20 +213,35 @@ def check_nesting(data: Any, path: str, *, max_nodes: int | None = None) -> None
             stack.extend((child, depth + 1) for child in value)
 
 
+_NAME_MAX = 255
+"""The longest name (one part of a path) in bytes: the limit of ext4, XFS, Btrfs, tmpfs and APFS."""
+_PATH_MAX = 4095
+"""The longest path in bytes a Linux system call takes (4,096 with the NUL that ends it)."""
+
+
 def check_path(path: str | os.PathLike[str], *, what: str) -> str:
     """``path`` as text, if it can name a file; else a :class:`~profwin.ConfigError` at ``what``:
     a value that is not text or ``os.PathLike`` text, a NUL byte (no file name holds one, and the
-    system call refuses it with a ``ValueError``) or text the file system cannot encode (a lone
-    surrogate such as ``"\\ud800"``: ``UnicodeEncodeError``)."""
+    system call refuses it with a ``ValueError``), text the file system cannot encode (a lone
+    surrogate such as ``"\\ud800"``: ``UnicodeEncodeError``), or a name in it longer than
+    255 bytes or a whole longer than 4,095 (the system call's ``OSError: File name too long``)."""
     text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
     if not isinstance(text, str) or "\0" in text:
         raise ConfigError(f"must be a path: text without NUL bytes (got {shown(path)})", path=what)
     try:
-        os.fsencode(text)
+        encoded = os.fsencode(text)
     except UnicodeEncodeError as exc:
         raise ConfigError(
             f"cannot be a file name: {exc.reason} at character {exc.start} (got {shown(text)})", path=what
         ) from None
+    longest = max(len(name) for name in encoded.split(os.sep.encode()))
+    if longest > _NAME_MAX or len(encoded) > _PATH_MAX:
+        why = (
+            f"a name in it is {longest:,} bytes, over the {_NAME_MAX} a file system allows"
+            if longest > _NAME_MAX
+            else f"it is {len(encoded):,} bytes, over the {_PATH_MAX:,} a system call takes"
+        )
+        raise ConfigError(f"cannot be a file name: {why} (got {shown(text)})", path=what)
     return text
 
 
@@ -375,13 +397,29 @@ _shapes: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 def _is_instance(value: Any, cls: type) -> bool:
     if getattr(cls, "_is_protocol", False):
         # Duck types: a fake or a partial implementation that works must keep working, so only
-        # plain data (which implements no protocol of profwin's) is refused.
-        return not isinstance(value, _PLAIN_DATA)
+        # what cannot implement the protocol at all is refused: plain data, and a value with none
+        # of its members (a function or a class given for a backend).
+        if isinstance(value, _PLAIN_DATA):
+            return False
+        members = _protocol_members(cls)
+        return not members or any(hasattr(value, name) for name in members)
     if cls is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if cls is float:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     return isinstance(value, cls)
+
+
+@functools.cache
+def _protocol_members(cls: type) -> tuple[str, ...]:
+    """The attributes and methods a protocol declares (``typing`` keeps them privately)."""
+    names: set[str] = set()
+    for base in cls.__mro__:
+        if base in (object, typing.Protocol, typing.Generic) or not getattr(base, "_is_protocol", False):
+            continue
+        names.update(getattr(base, "__annotations__", {}))
+        names.update(name for name in vars(base) if not name.startswith("_") or name == "__call__")
+    return tuple(sorted(names))
 
 
 def _container_problem(value: Any, hint: Any, origin: type, args: tuple[Any, ...], path: str) -> tuple[str, Any, Any] | None:
@@ -428,6 +466,21 @@ def _names_path(hint: Any) -> bool:
         return any(_names_path(member) for member in typing.get_args(hint))
     cls = typing.get_origin(hint) or hint
     return inspect.isclass(cls) and not isinstance(cls, _DottedMeta) and issubclass(cls, (os.PathLike, PurePath))
+
+
+def _items_name_paths(hint: Any) -> bool:
+    """Whether ``hint`` says a collection of paths: ``Iterable[str | Path]``, or a union holding one."""
+    origin = typing.get_origin(hint)
+    if origin in _UNIONS:
+        return any(_items_name_paths(member) for member in typing.get_args(hint))
+    args = typing.get_args(hint)
+    return (
+        inspect.isclass(origin)
+        and issubclass(origin, collections.abc.Iterable)
+        and not issubclass(origin, (collections.abc.Mapping, str))
+        and len(args) in (1, 2)
+        and _names_path(args[0])
+    )
 
 
 def _describe(hint: Any) -> str:

@@ -138,7 +138,11 @@ def trace_files(paths: Iterable[str | Path]) -> list[Path]:
     found: list[Path] = []
     for given in paths:
         path = Path(given)
-        if path.is_dir():
+        try:
+            folder = path.is_dir()
+        except OSError as exc:  # is_dir() answers False only for a path that is not there
+            raise TraceError(path, f"cannot be looked at: {exc.strerror}") from None
+        if folder:
             inside = _traces_in(path) or sorted(p for p in path.rglob("*") if _is_trace(p) and not _hidden(p, path))
             if not inside:
                 raise TraceError(path, "the folder holds no .json or .json.gz trace files")

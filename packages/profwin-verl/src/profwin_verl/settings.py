@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, checked, to_json, unknown_key
+from profwin.plugin import ConfigError, ProfileSpec, ProfilingDisabled, Window, checked, shown, to_json, unknown_key
 from profwin.plugin.files import expand_user
 from profwin.plugin.trainers import Rollouts, read_document, select
 
@@ -250,6 +250,8 @@ def _read(
         data, path = data["profiler"], _join(path, "profiler")
     if not isinstance(data, Mapping):
         raise ConfigError(f"a verl profiler block must be a mapping (got {type(data).__name__})", path=path)
+    if tool is not None:
+        _check_tool(tool, "tool")  # the caller's own argument, checked as a block's ``tool`` is
     if kind == "tool":
         tool = tool or _tool_of_block(data)
         return _build(tool, data, path, {}, path, enabled=True, reason="", steps=None)
@@ -263,10 +265,8 @@ def _read(
     reason = ""
     if chosen is None or chosen == _MISSING:
         reason = "tool is null" if chosen is None else "tool is not set"
-    elif not isinstance(chosen, str) or chosen not in TOOL_PLUGINS:
-        if chosen in _NOT_DRIVEN:
-            raise ConfigError(f"profwin does not drive tool {chosen!r}: {_NOT_DRIVEN[chosen]}", path=_join(path, "tool"))
-        raise ConfigError(f"must be one of {[*TOOL_PLUGINS, *_NOT_DRIVEN]} or null (got {chosen!r})", path=_join(path, "tool"))
+    else:
+        _check_tool(chosen, _join(path, "tool"))
     enable = data.get("enable", enable_default) if kind == "role" else True
     if not isinstance(enable, bool):
         raise ConfigError(f"must be true or false (got {enable!r})", path=_join(path, "enable"))
@@ -278,6 +278,15 @@ def _read(
         tool_block, tool_path = _tool_block(data, chosen, kind, path, required=not reason)
         return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps)
     return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps)
+
+
+def _check_tool(chosen: Any, path: str) -> None:
+    """``chosen`` names a tool profwin drives; else a ConfigError saying what it is."""
+    if isinstance(chosen, str) and chosen in TOOL_PLUGINS:
+        return
+    if isinstance(chosen, str) and chosen in _NOT_DRIVEN:
+        raise ConfigError(f"profwin does not drive tool {chosen!r}: {_NOT_DRIVEN[chosen]}", path=path)
+    raise ConfigError(f"must be one of {[*TOOL_PLUGINS, *_NOT_DRIVEN]} or null (got {shown(chosen)})", path=path)
 
 
 def _tool_of_block(data: Mapping[str, Any]) -> str:
