@@ -5,10 +5,9 @@ that breaks a rule), never a ``TypeError``, ``AttributeError``, ``RecursionError
 exception from deep inside.
 
 The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__``, ``profwin_traces.__all__``
-and each plugin root's ``__all__`` (profwin-ray's root is driven in its own environment, integration_tests/ray/).
-Each parameter is left at its default or given a bad value: a wrong type, ``None``, a huge or
-negative int, NaN, a string holding NUL or an unknown ``~user``, a 10,000-deep dict or list, a
-mapping with non-str keys. They run in a temporary folder, with stdout caught (``print_json``).
+and each plugin root's ``__all__`` (profwin-ray's root is driven in its own environment:
+``ray/bad_arguments_check.py``). Each parameter is left at its default or given a bad value
+(``bad_values.FIXED``, and drawn ints, text and lists). They run in a temporary folder, with stdout caught (``print_json``).
 """
 
 from __future__ import annotations
@@ -19,11 +18,10 @@ import enum
 import importlib
 import inspect
 import io
-import math
 import os
 import pkgutil
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any
 
 import pytest
@@ -32,6 +30,8 @@ from hypothesis import strategies as st
 
 import profwin
 import profwin.plugin
+
+from .bad_values import FIXED
 
 SURFACES = (
     "profwin",
@@ -74,15 +74,7 @@ CHECK_THEMSELVES = (
     "profwin.plugin.files.expand_user",
     "profwin.plugin.trainers.spec_mapping",
 )
-DEPTH = 10_000
 EXAMPLES = 40
-
-
-def _deep(kind: type) -> Any:
-    value: Any = kind()
-    for _ in range(DEPTH):
-        value = {"a": value} if kind is dict else [value]
-    return value
 
 
 def _public() -> dict[str, Callable[..., Any]]:
@@ -119,13 +111,6 @@ def _parameters(call: Callable[..., Any]) -> list[inspect.Parameter]:
 
 PUBLIC = _public()
 
-# Made once: drawing from a list costs nothing, and a failure is reported without shrinking them.
-FIXED = [
-    None, True, False, -1, -(10**6), 2**31, 2**63, 10**5000, -(10**5000), math.nan, math.inf, -math.inf, 1e308,
-    "", "\0", "a\0b", "~profwin-no-such-user/x", "x" * 100_000, "\x1b[2J\r", "9" * 5000, "\ud800", "../" * 50,
-    b"\0", Path("a\0b"), Path("~profwin-no-such-user/x"), object(), float, print,
-    _deep(dict), _deep(list), {1: 2}, {None: "x"}, {(1,): {}}, [None], [math.nan, "x"], {1, 2}, (),
-]  # fmt: skip
 bad_values = st.one_of(
     st.sampled_from(FIXED),
     st.text(max_size=8),

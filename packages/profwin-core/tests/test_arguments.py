@@ -7,6 +7,7 @@ Real files, real specs, the real command line."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import pkgutil
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -401,3 +402,17 @@ def test_a_value_repr_cannot_show_is_described() -> None:
     assert shown(deep(100_000, list)) == "<list nested too deep to show>"
     with pytest.raises(ConfigError, match=r"^end must be <= 2147483647 .*got <int of 16610 bits>\)$"):
         Window(1, 10**5000)  # repr() of it raised ValueError inside the error message
+
+
+def test_a_checked_coroutine_function_stays_one() -> None:
+    """Ray makes an actor async by its methods being coroutine functions (``profwin_ray.actor_call``
+    goes on an actor's class): checking must not turn one into a plain function."""
+
+    @checked
+    async def call(fn: Callable[..., Any], *args: int) -> Any:
+        return fn(*args)
+
+    assert inspect.iscoroutinefunction(call)
+    assert asyncio.run(call(lambda x: x + 1, 2)) == 3
+    with pytest.raises(ArgumentTypeError, match=r"^fn: must be callable \(got 'nope'\)$"):
+        asyncio.run(call("nope"))

@@ -125,6 +125,16 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[st
             built.append(_Parameters(function, namespace, own))
         return built[0]
 
+    if inspect.iscoroutinefunction(function):
+        # Still a coroutine function to whoever asks (Ray makes an actor async by its methods).
+        @functools.wraps(function)
+        async def call_async(*args: Any, **kwargs: Any) -> Any:
+            (built[0] if built else checks()).check(args, kwargs)
+            return await function(*args, **kwargs)
+
+        call_async.__profwin_checked__ = checks  # type: ignore[attr-defined]
+        return call_async
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
         (built[0] if built else checks()).check(args, kwargs)

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, ConfigError, ProfileSpec, backend, shown
+from profwin.plugin import Artifact, ConfigError, ProfileSpec, backend, checked, shown
 from profwin.plugin.engines import EngineBusy, EnginePlan, TargetContext, TargetError
 from profwin.plugin.remote import folder_listing
 
@@ -46,6 +46,7 @@ _MARGIN_S = 60.0  # beyond the engine call's own timeout: the actor's queue, Ray
 _ERRORS: Mapping[str, type[Exception]] = {"busy": EngineBusy, "target": TargetError, "config": ConfigError}
 
 
+@checked
 async def actor_call(self: Any, fn: Callable[..., Any], *args: Any) -> Any:
     """An actor method that runs ``fn(actor, *args)`` and awaits its result when it is awaitable:
     put it on an async actor's class (``profwin_call = profwin_ray.actor_call``) to reach an
@@ -143,6 +144,7 @@ def _run(actor: Any, attribute: str, engine: str, key: str, op: str, payload: di
     raise ConfigError(f"unknown operation {shown(op)}", path="op")
 
 
+@checked
 class ActorEngine:
     """An engine object held by a Ray actor, as an :class:`~profwin.plugin.engines.EngineTarget` (see the
     module doc): profwin's session runs every call in the actor and lists its files there.
@@ -167,6 +169,8 @@ class ActorEngine:
         name: str | None = None,
         chunk_bytes: int = 1 << 22,
     ) -> None:
+        from profwin_ray.cluster import check_chunk_bytes
+
         for field, value in (("engine", engine), ("attribute", attribute), ("method", method)):
             if not (isinstance(value, str) and value.isidentifier()):
                 raise ConfigError(f"must be a Python identifier (got {shown(value)})", path=field)
@@ -176,7 +180,7 @@ class ActorEngine:
         self.method = method
         actor_id = getattr(actor, "_actor_id", None)
         self.name = name or f"ray-actor:{actor_id.hex()[:16] if actor_id is not None else id(actor)}"
-        self.chunk_bytes = chunk_bytes
+        self.chunk_bytes = check_chunk_bytes(chunk_bytes)  # refused here, not at the first copy
         self.timeout = 30.0
         self.node = ""
         """The node the actor runs on (known once planned)."""
