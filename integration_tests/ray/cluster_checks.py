@@ -26,7 +26,6 @@ import io
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -54,6 +53,9 @@ sys.addaudithook(audit)
 
 import ray  # noqa: E402
 from local_cluster import local_cluster  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ports import free_port  # noqa: E402  (standard library only: the suite's one way to pick a port)
 
 import profwin_ray  # noqa: E402
 from profwin.cli import main as profwin_main  # noqa: E402
@@ -95,12 +97,6 @@ def collect_while(
     watching = False
     doer.join()
     return {**result.to_dict(), "leftovers": leftovers(dest), "identical": identical(dest, by_label, "big")}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _run(cmd: list[str]) -> dict[str, Any]:

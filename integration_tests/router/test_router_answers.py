@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import threading
 import urllib.request
@@ -26,6 +25,7 @@ import pytest
 import profwin
 
 from ..conftest import built_python
+from ..ports import free_port
 from ..readiness import wait_ready
 
 HERE = Path(__file__).resolve().parent
@@ -43,12 +43,6 @@ def test_the_build_script_builds_every_router_tested() -> None:
     # scripts/build_envs.sh builds routers.txt ahead of the suite; a router missing there would
     # be built mid-suite instead, serially.
     assert sorted((HERE / "routers.txt").read_text().split()) == sorted(ROUTERS)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class StandInWorker:
@@ -88,8 +82,8 @@ def workers() -> Iterator[list[StandInWorker]]:
 def test_the_router_lists_its_workers(requirement: str, workers: list[StandInWorker], tmp_path: Path) -> None:
     python = built_python(HERE / "build_env.sh", requirement, label=requirement)
     venv = python.parent.parent
-    port = _free_port()
-    args = [a.format(metrics=_free_port()) for a in ROUTERS[requirement]]
+    port = free_port()
+    args = [a.format(metrics=free_port()) for a in ROUTERS[requirement]]
     cmd = [str(venv / args[0]), *args[1:]] if args[0].startswith("bin/") else [str(python), *args]
     cmd += ["--worker-urls", *(w.url for w in workers), "--host", "127.0.0.1", "--port", str(port)]
     log = tmp_path / "router.log"

@@ -32,10 +32,10 @@ from .sglang_server import (  # the tests import these from here
     PYTHON,
     ROOT,
     Server,
-    _free_port,
+    free_port,
 )
 
-__all__ = ["ADMIN_KEY", "HERE", "OLD_STUBS", "OLD_VERSION", "PYTHON", "ROOT", "Server", "_free_port"]
+__all__ = ["ADMIN_KEY", "HERE", "OLD_STUBS", "OLD_VERSION", "PYTHON", "ROOT", "Server", "free_port"]
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -20,6 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
+
+from ..ports import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -48,12 +49,6 @@ KINETO_CRASHES = (
 )
 STARTUP_TIMEOUT_S = 1800.0  # a loaded 2-core machine (load 8-12) starts a server in minutes, not seconds
 T = TypeVar("T")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Server:
@@ -89,7 +84,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         paths = [
             HERE / "stubs",
             *self.stubs,
@@ -103,7 +98,7 @@ class Server:
             # SGLang 0.5.12 derives an (unused) gRPC port as --port + 10000 and refuses to start
             # when that passes 65535, as a free port above 55535 makes it: give it one of its own.
             # (0.5.23 reads the same variable as "serve gRPC", which refuses an admin API key.)
-            env["SGLANG_GRPC_PORT"] = str(_free_port())
+            env["SGLANG_GRPC_PORT"] = str(free_port())
         # --mem-fraction-static is a tolerance here, not a pool size (--max-total-tokens caps the
         # pool): SGLang refuses to start when free memory dropped by more than 1 - fraction while it
         # loaded the weights, which the other tests' engines starting beside it did at 0.05 (CI).

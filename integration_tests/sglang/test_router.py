@@ -30,7 +30,7 @@ from profwin_traces import count_steps, summarize
 
 from ..conftest import built_python, dist_info_site
 from ..readiness import CAP_S, RAY_PATIENCE, wait_ready
-from .conftest import HERE, ROOT, Server, _free_port, _serve
+from .conftest import HERE, ROOT, Server, _serve, free_port
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -50,7 +50,7 @@ class Router:
 
     def __init__(self, python: Path, workdir: Path, port: int | None = None) -> None:
         self.python = python
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.log = workdir / f"router-{self.port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -61,7 +61,7 @@ class Router:
     def start(self, workers: list[str]) -> None:
         cmd = [
             str(self.python), "-m", "sglang_router.launch_router", "--worker-urls", *workers,
-            "--host", "127.0.0.1", "--port", str(self.port), "--prometheus-port", str(_free_port()),
+            "--host", "127.0.0.1", "--port", str(self.port), "--prometheus-port", str(free_port()),
             "--policy", "round_robin", "--health-check-endpoint", "/model_info",
         ]  # fmt: skip
         with open(self.log, "ab") as log:

@@ -63,6 +63,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "vllm"))  # step_record.py
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # integration_tests/readiness.py
 import readiness
+from ports import free_port
 from step_record import trace_names
 
 STEPS = 3
@@ -137,7 +138,6 @@ class CallRecord:
 
 def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes], str]:
     """``trl vllm-serve`` with vLLM's profiler on for every step of each session (module doc)."""
-    import socket
 
     import vllm
 
@@ -150,9 +150,7 @@ def _serve(model: str, folder: Path, work: Path) -> tuple[subprocess.Popen[bytes
     (meta / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {vllm.__version__}+cpu\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(meta.parent), os.environ.get("PYTHONPATH", "")])}
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     trl = Path(sys.executable).with_name("trl")
     # Python stacks off (vLLM's default is on): a server's worker waits for work by polling in
     # Python for 1 s after each read (shm_broadcast.SpinCondition), and with stacks every poll is

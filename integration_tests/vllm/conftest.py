@@ -13,7 +13,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ..conftest import built_python, dist_info_site
+from ..ports import free_port
 from ..readiness import wait_ready
 
 HERE = Path(__file__).resolve().parent
@@ -83,12 +83,6 @@ def tiny_model(vllm_python: Path) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Server:
