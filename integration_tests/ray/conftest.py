@@ -5,12 +5,14 @@ of profwin-core, profwin-traces and profwin-ray would write (their entry points)
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ..conftest import built_python, dist_info_site
-from ..readiness import RAY_PATIENCE
+from ..readiness import CAP_S, RAY_PATIENCE
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -35,3 +37,22 @@ def ray_env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     # every worker with the same `uv run` (the workspace's venv, which has no ray).
     extra = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0", **RAY_PATIENCE}
     return {**env, "PYTHONPATH": os.pathsep.join(map(str, paths)), **extra}
+
+
+RayDriver = Callable[[str, Path], tuple["subprocess.CompletedProcess[str]", str]]
+
+
+@pytest.fixture(scope="session")
+def ray_driver(ray_python: Path, ray_env: dict[str, str]) -> RayDriver:
+    """Run one of this folder's driver scripts in the Ray environment, with a work folder as its
+    argument: its finished process and a text saying why, for assertions (exit code, the tails of
+    stdout and stderr)."""
+
+    def run(script: str, work: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+        done = subprocess.run(
+            [str(ray_python), str(HERE / script), str(work)],
+            env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
+        )  # fmt: skip
+        return done, f"exit {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
+
+    return run

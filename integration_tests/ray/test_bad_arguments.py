@@ -3,26 +3,17 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..readiness import CAP_S
+from .conftest import RayDriver
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-HERE = Path(__file__).resolve().parent
 
-
-def test_profwin_rays_public_callables_raise_profwins_errors_only(
-    ray_python: Path, ray_env: dict[str, str], tmp_path: Path
-) -> None:
-    done = subprocess.run(
-        [str(ray_python), str(HERE / "bad_arguments_check.py"), str(tmp_path)],
-        env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
-    )  # fmt: skip
-    why = f"exit {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-3000:]}"
+def test_profwin_rays_public_callables_raise_profwins_errors_only(ray_driver: RayDriver, tmp_path: Path) -> None:
+    done, why = ray_driver("bad_arguments_check.py", tmp_path)
     assert done.returncode == 0, why
     assert "UNEXPECTED 0\n" in done.stdout, why
     calls = int(done.stdout.split("CALLS ")[1].split()[0])

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from ..readiness import CAP_S
+from .conftest import RayDriver
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -25,14 +25,9 @@ HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="module")
-def report(ray_python: Path, ray_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    work = tmp_path_factory.mktemp("ray-cluster")
-    done = subprocess.run(
-        [str(ray_python), str(HERE / "cluster_checks.py"), str(work)],
-        env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
-    )  # fmt: skip
+def report(ray_driver: RayDriver, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    done, why = ray_driver("cluster_checks.py", tmp_path_factory.mktemp("ray-cluster"))
     lines = [line for line in done.stdout.splitlines() if line.startswith("PROFWIN-REPORT ")]
-    why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     assert done.returncode == 0, why
     assert lines, why
     data: dict[str, Any] = json.loads(lines[0].removeprefix("PROFWIN-REPORT "))

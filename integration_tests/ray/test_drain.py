@@ -4,26 +4,17 @@ the dump was in 2 of 3 loaded full runs, from ``profwin collect`` leaving after 
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..readiness import CAP_S
+from .conftest import RayDriver
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
-HERE = Path(__file__).resolve().parent
 
-
-def test_a_read_left_in_flight_is_ended_and_its_failure_collected(
-    ray_python: Path, ray_env: dict[str, str], tmp_path: Path
-) -> None:
-    done = subprocess.run(
-        [str(ray_python), str(HERE / "drain_check.py"), str(tmp_path)],
-        env=ray_env, capture_output=True, text=True, timeout=CAP_S, check=False,
-    )  # fmt: skip
-    why = f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+def test_a_read_left_in_flight_is_ended_and_its_failure_collected(ray_driver: RayDriver, tmp_path: Path) -> None:
+    done, why = ray_driver("drain_check.py", tmp_path)
     assert done.returncode == 0, why
     assert "DRAINED" in done.stdout, why
     assert "worker ended by the drain: True" in done.stdout, why  # the drain cancelled it, not the kill
