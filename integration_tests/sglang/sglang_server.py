@@ -20,7 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..ports import free_port
+if __package__:
+    from ..ports import free_port
+else:  # imported by benchmarks/parts/sglang_fidelity.py, with integration_tests/ on sys.path
+    from ports import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
