@@ -18,6 +18,7 @@ on ``sys.path``).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import random
 import socket
@@ -48,26 +49,21 @@ def _alive(pid: int) -> bool:
 
 
 def _claim(port: int) -> bool:
-    """Claim ``port`` for this process: a file made exclusively; a claim whose process ended is taken over."""
+    """Claim ``port`` for this process; a claim whose process ended is taken over. The look and
+    the write are one step under a lock shared by every process of the suite: a claim seen between
+    its file's creation and its writing (empty) must not read as one whose process ended."""
     CLAIMS.mkdir(exist_ok=True)
     path = CLAIMS / str(port)
-    for _ in range(2):
+    with open(CLAIMS / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            try:
-                holder = int(path.read_text() or "0")
-            except (OSError, ValueError):
-                return False  # being written by its claimer right now
-            if holder and _alive(holder):
-                return False
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-            continue
-        with os.fdopen(fd, "w") as f:
-            f.write(str(os.getpid()))
-        return True
-    return False
+            holder = int(path.read_text() or "0")
+        except (FileNotFoundError, ValueError):
+            holder = 0
+        if holder and _alive(holder):  # this process's own claim too: a port is given once
+            return False
+        path.write_text(str(os.getpid()))
+    return True
 
 
 def _bindable(port: int) -> bool:

@@ -25,11 +25,27 @@ def test_a_port_is_free_and_outside_the_ranges_others_draw_from() -> None:
 
 
 def test_processes_picking_at_once_never_get_the_same_port() -> None:
-    procs = [subprocess.Popen([sys.executable, "-c", PICK, str(HERE)], stdout=subprocess.PIPE, text=True) for _ in range(4)]
-    picked = [int(p) for proc in procs for p in proc.communicate(timeout=120)[0].split()]
+    """Four live processes, 200 picks each: 800 distinct ports. Each holds on (its stdin open)
+    until all have picked, since a port is promised to a process only while it lives: under load
+    one that had finished and exited gave its ports back to the others (798 distinct of 800)."""
+    hold = PICK + "; sys.stdout.flush(); sys.stdin.read()"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", hold, str(HERE)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        for _ in range(4)
+    ]
+    try:
+        picked = [int(p) for proc in procs for p in proc.stdout.readline().split()]  # type: ignore[union-attr]
+    finally:
+        for proc in procs:
+            proc.communicate(timeout=120)  # closes its stdin: it ends
     assert all(proc.returncode == 0 for proc in procs)
     assert len(picked) == 800
     assert len(set(picked)) == 800
+
+
+def test_one_process_is_never_given_the_same_port_twice() -> None:
+    picked = [ports.free_port() for _ in range(200)]
+    assert len(set(picked)) == 200
 
 
 def test_a_claim_whose_process_ended_is_taken_over() -> None:
