@@ -7,15 +7,15 @@ the test controls, never on a bet about how fast it runs."""
 
 from __future__ import annotations
 
-import errno
 import gzip
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,34 +23,18 @@ from profwin.cli_runner import EXIT_TERMINATED
 
 HOLD_AFTER = """
 import importlib
-import os
 
 merge = importlib.import_module("profwin_traces.merge")  # the module (profwin_traces.merge is also its function)
 _result = merge.MergeResult
 
 
 def held_result(*args, **kwargs):
-    with open(os.environ["PROFWIN_TEST_HOLD"], "rb") as fifo:  # the output is in place; held until the test writes
-        fifo.read()
+    hold()  # the output is in place; held until the test closes the FIFO
     return _result(*args, **kwargs)
 
 
 merge.MergeResult = held_result
 """
-
-
-def wait_held(hold: Path, proc: subprocess.Popen[str]) -> int:
-    """The write end of the FIFO ``hold`` once the child has opened its read end (it is held there)."""
-    deadline = time.monotonic() + 300  # only for a child that never gets there: a failure, not a bet
-    while True:
-        try:
-            return os.open(hold, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # no reader yet
-                raise
-        assert proc.poll() is None, f"the child ended before it was held: {proc.communicate()}"
-        assert time.monotonic() < deadline, "the child never reached the hold"
-        time.sleep(0.01)
 
 
 def trace(path: Path, rank: int) -> Path:
@@ -66,12 +50,10 @@ def trace(path: Path, rank: int) -> Path:
 
 
 @pytest.mark.parametrize("existing", [False, True])
-def test_sigterm_after_merge_put_its_output_in_place_leaves_none(tmp_path: Path, existing: bool) -> None:
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(HOLD_AFTER)
-    hold = tmp_path / "hold"
-    os.mkfifo(hold)
+def test_sigterm_after_merge_put_its_output_in_place_leaves_none(
+    tmp_path: Path, existing: bool, held_child: Callable[[str], Any]
+) -> None:
+    child = held_child(HOLD_AFTER)
     inputs = tmp_path / "in"
     inputs.mkdir()
     a, b = trace(inputs / "rank0.json", 0), trace(inputs / "rank1.json", 1)
@@ -79,12 +61,8 @@ def test_sigterm_after_merge_put_its_output_in_place_leaves_none(tmp_path: Path,
     out.parent.mkdir()
     if existing:
         out.write_text("the user's previous merge")
-    env = dict(os.environ, PROFWIN_TEST_HOLD=str(hold), PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "profwin", "merge", str(a), str(b), "-o", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    writer = wait_held(hold, proc)
+    proc = child.start("merge", str(a), str(b), "-o", str(out))
+    writer = child.wait_held(proc)
     try:
         assert json.loads(out.read_text())["traceEvents"]  # held after the rename: the output is complete, in place
         proc.send_signal(signal.SIGTERM)

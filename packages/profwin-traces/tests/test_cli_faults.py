@@ -3,15 +3,15 @@ nothing but a regular file is replaced, and a signal mid-trim leaves nothing beh
 
 from __future__ import annotations
 
-import errno
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,9 +65,8 @@ def test_trim_refuses_special_outputs_before_reading(tmp_path: Path, small_trace
     assert not list(tmp_path.glob(".*.partial*"))
 
 
-HOLD = """
+HOLD_MID_TRIM = """
 import importlib
-import os
 
 trim = importlib.import_module("profwin_traces.trim")  # the module (profwin_traces.trim is also its function)
 _copy_events = trim._copy_events
@@ -75,8 +74,7 @@ _copy_events = trim._copy_events
 
 def held_copy(index, kept, out, progress, **kwargs):
     out.flush()  # the partial file holds the trace's header
-    with open(os.environ["PROFWIN_TEST_HOLD"], "rb") as fifo:  # until the test opens it for writing
-        fifo.read()  # until the test closes it
+    hold()
     return _copy_events(index, kept, out, progress, **kwargs)
 
 
@@ -84,45 +82,20 @@ trim._copy_events = held_copy
 """
 
 
-def wait_held(hold: Path, proc: subprocess.Popen[str]) -> int:
-    """The write end of the FIFO ``hold``, once the child has opened its read end (it is then held
-    mid-work and cannot finish); fails, with the child's output, if the child ends first."""
-    deadline = time.monotonic() + 300  # only for a child that never gets there: a failure, not a bet
-    while True:
-        try:
-            return os.open(hold, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
-                raise
-        assert proc.poll() is None, f"the child ended before it was held: {proc.communicate()}"
-        assert time.monotonic() < deadline, "the child never reached the hold"
-        time.sleep(0.01)
-
-
 @pytest.mark.parametrize(
     ("sig", "code", "message"),
     [(signal.SIGTERM, EXIT_TERMINATED, "profwin: terminated"), (signal.SIGINT, EXIT_INTERRUPTED, "profwin: interrupted")],
 )
 def test_a_signal_during_trim_removes_the_partial_file(
-    tmp_path: Path, small_trace: Path, sig: int, code: int, message: str
+    tmp_path: Path, small_trace: Path, sig: int, code: int, message: str, held_child: Callable[[str], Any]
 ) -> None:
-    """The signal lands while the child is provably mid-trim: a hook (sitecustomize) holds it on
-    a FIFO the test controls once the partial file holds the header, and the test signals only
-    after the child is held there. No bet on how fast the child runs."""
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(HOLD)
-    hold = tmp_path / "hold"
-    os.mkfifo(hold)
-    env = dict(os.environ, PROFWIN_TEST_HOLD=str(hold))
-    env["PYTHONPATH"] = os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])
+    """The signal lands while the child is provably mid-trim: held (``held_child``) once the
+    partial file holds the header, and signalled only after it is held there."""
+    child = held_child(HOLD_MID_TRIM)
     out = tmp_path / "out" / "trimmed.json.gz"
     out.parent.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "profwin", "trim", str(small_trace), "--window", "0:4", "-o", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-    )  # fmt: skip
-    writer = wait_held(hold, proc)
+    proc = child.start("trim", str(small_trace), "--window", "0:4", "-o", str(out))
+    writer = child.wait_held(proc)
     try:
         assert [p.name for p in out.parent.iterdir() if ".partial" in p.name]  # mid-work: the partial file is there
         proc.send_signal(sig)
