@@ -49,9 +49,10 @@ import select
 
 def hold():
     # Until the test closes its end of the FIFO, in short waits, never one blocking read: a signal
-    # the kernel hands another thread of this process (numpy's OpenBLAS pool) only sets a flag that
-    # the main thread acts on at its next bytecode, so a read blocked in the main thread never sees
-    # it (a loaded run's child sat 120 s on a SIGINT so).
+    # the kernel hands another thread of this process only sets a flag that the main thread acts
+    # on at its next bytecode, so a read blocked in the main thread would not see it. (A loaded
+    # run's child sat 120 s on a SIGINT in the blocking read; that this was the cause is likely,
+    # not proven.)
     with open(os.environ["PROFWIN_TEST_HOLD"], "rb", buffering=0) as fifo:
         while not select.select([fifo], [], [], 0.05)[0] or fifo.read(1):
             pass
