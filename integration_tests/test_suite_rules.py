@@ -66,3 +66,26 @@ def test_validate_checks_backend_options_and_plans(tmp_path: Path) -> None:
     assert "vLLM has no 'npu' activity" in done.stderr
     done = validate("window: '1:3'\noptions:\n  vllm: {gzip: 1}\n")
     assert "options.vllm.gzip: must be true or false (got 1)" in done.stderr
+
+
+def test_every_ray_init_of_the_suite_names_its_cluster() -> None:
+    """Ray's ``init()`` without an address joins any Ray instance it finds running on the machine
+    (Ray 2.60 looks for GCS processes), and then refuses ``num_cpus``: a driver whose test ran beside
+    another folder's cluster failed in CI with "When connecting to an existing cluster, num_cpus and
+    num_gpus must not be provided". Every driver of the suite says which cluster it means:
+    ``address="local"`` (its own) or the address of the one it started."""
+    import ast
+
+    unnamed = []
+    for path in sorted((ROOT / "integration_tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "init"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "ray"
+                and not any(k.arg == "address" for k in node.keywords)
+            ):
+                unnamed.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert not unnamed, f"ray.init without an address: {unnamed}"

@@ -29,7 +29,7 @@ from profwin.plugin import shown
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bad_values import FIXED  # standard library only, shared with test_bad_arguments.py
 
-ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")  # its own cluster, never another test's
 os.chdir(sys.argv[1])  # a bad value may still be a usable file name
 
 GOOD: dict[str, dict[str, Any]] = {"actor_call": {"self": object(), "fn": lambda actor, *args: None}}

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from readiness import wait_ready  # standard library only: the suite's one way to wait
 
 work = Path(sys.argv[1])
-ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")  # its own cluster, never another test's
 
 
 def stuck(pid_file: str) -> None:
