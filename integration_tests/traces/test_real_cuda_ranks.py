@@ -48,3 +48,13 @@ def test_merge_ranks_is_summarize_ranks_in_two_halves() -> None:
     """What a caller summarizing files elsewhere (in parallel, on other machines) merges."""
     files = sorted(FOLDER.glob("*.pt.trace.json.gz"))
     assert merge_ranks([summarize(f) for f in files]).to_dict() == summarize_ranks([FOLDER]).to_dict()
+
+
+def test_step_markers_count_each_step_once_on_a_cuda_trace() -> None:
+    """Kineto copies every ``ProfilerStep#k`` onto the GPU's lanes (``gpu_user_annotation``): the
+    demo's and the tests' marker count (``profwin.demo.count_step_markers``) lists each step once,
+    as the trace tools do. On the H200 it listed [1, 1, 2, 2, ...]."""
+    from profwin.demo import count_step_markers
+
+    (rank0,) = FOLDER.glob("*rank0*")
+    assert count_step_markers(rank0) == [1, 2, 3, 4, 5] == [s.number for s in summarize(rank0).steps]

@@ -12,13 +12,16 @@ import pytest
 from profwin import ProfileSpec, Session, Window
 
 
-def _run_loop(spec: ProfileSpec, steps: int, *, fail_at: int | None = None, exc: type[BaseException] = ValueError) -> Session:
-    """Run a real torch loop of ``steps`` steps under a Session; raise ``exc`` inside step ``fail_at``."""
+def _run_loop(
+    spec: ProfileSpec, steps: int, *, fail_at: int | None = None, exc: type[BaseException] = ValueError, device: str = "cpu"
+) -> Session:
+    """Run a real torch loop of ``steps`` steps (on ``device``) under a Session; raise ``exc``
+    inside step ``fail_at``."""
     import torch
 
     with Session(spec, profiler="torch") as session:
         for i in range(steps):
-            torch.randn(16, 16).matmul(torch.randn(16, 16)).sum()
+            torch.randn(16, 16, device=device).matmul(torch.randn(16, 16, device=device)).sum()
             if i == fail_at:
                 raise exc(f"boom at step {i}")
             session.step()

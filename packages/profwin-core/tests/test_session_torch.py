@@ -88,8 +88,18 @@ def test_bad_torch_options_fail_before_profiling(spec_in) -> None:  # type: igno
         Session(spec_in("0:2", options={"torch": {"fromat": "json"}})).start()
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only behaviour")
-def test_cuda_on_a_cpu_machine_is_an_error_or_dropped(run_loop, spec_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_cuda_is_recorded_where_there_is_a_device_else_an_error_or_dropped(run_loop, spec_in, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """What the machine has decides: with a CUDA device its kernels are in the window's trace; on
+    a CPU-only machine asking for ``cuda`` is an error before anything starts, or dropped with a
+    warning. (The suite ran on an H200 with the first branch.)"""
+    if torch.cuda.is_available():
+        session = run_loop(spec_in("0:2", activities=["cpu", "cuda"]), 3, device="cuda")
+        assert markers(session) == [[0, 1]]
+        path = session.artifacts[0].path
+        with gzip.open(path, "rt") if path.name.endswith(".gz") else path.open() as f:
+            events = json.load(f)["traceEvents"]
+        assert any(event.get("cat") == "kernel" for event in events)
+        return
     with pytest.raises(
         ConfigError, match=r"activities\[1\]: 'cuda' cannot be recorded: torch .* torch.cuda.is_available\(\) == False"
     ):
@@ -245,6 +255,11 @@ def _fresh_process(code: str) -> str:
     return done.stdout
 
 
+# torch 2.13 flags the one-time import of its first ``record_function``; other versions (2.11 on the
+# H200 machines) do not have the flag, and the markers alone are checked there.
+_CUPTI_CHECKED = "True" if hasattr(torch.autograd.profiler, "_cupti_monitor_checked") else "None"
+
+
 def test_first_record_function_is_paid_in_the_warm_up_step(tmp_path: Path) -> None:
     """torch 2.13's first ``record_function`` of a process imports ``torch.profiler._cupti_monitor``
     (tens of ms); profwin enters the warm-up step's marker as torch's own ``step()`` does, so that
@@ -258,14 +273,14 @@ def test_first_record_function_is_paid_in_the_warm_up_step(tmp_path: Path) -> No
         spec = profwin.ProfileSpec(window=profwin.Window(2, 4), output_dir={str(tmp_path)!r}, activities=["cpu"])
         with profwin.Session(spec) as s:
             s.step()  # step 1, the warm-up step, begins: the driver opens
-            before = ap._cupti_monitor_checked
+            before = getattr(ap, "_cupti_monitor_checked", None)
             for _ in range(3):  # steps 2 and 3 run; step 4 ends the window
                 s.step()
         print(before, count_step_markers(s.artifacts[0].path))
         """
     )
     stdout = _fresh_process(code)
-    assert stdout.split(maxsplit=1) == ["True", "[2, 3]\n"]
+    assert stdout.split(maxsplit=1) == [_CUPTI_CHECKED, "[2, 3]\n"]
 
 
 def test_window_at_step_0_pays_the_first_record_function_before_recording(tmp_path: Path) -> None:
@@ -278,14 +293,14 @@ def test_window_at_step_0_pays_the_first_record_function_before_recording(tmp_pa
         from profwin.demo import count_step_markers
         spec = profwin.ProfileSpec(window=profwin.Window(0, 2), output_dir={str(tmp_path)!r}, activities=["cpu"])
         with profwin.Session(spec) as s:
-            opened = ap._cupti_monitor_checked
+            opened = getattr(ap, "_cupti_monitor_checked", None)
             for _ in range(2):
                 s.step()
         print(opened, count_step_markers(s.artifacts[0].path))
         """
     )
     stdout = _fresh_process(code)
-    assert stdout.split(maxsplit=1) == ["True", "[0, 1]\n"]
+    assert stdout.split(maxsplit=1) == [_CUPTI_CHECKED, "[0, 1]\n"]
 
 
 def test_every_prefix_of_a_trace_is_refused_and_the_whole_trace_accepted(tmp_path: Path) -> None:

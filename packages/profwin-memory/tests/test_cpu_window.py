@@ -201,23 +201,31 @@ def test_plugin_is_discovered() -> None:
     assert isinstance(profwin.profiler("memory"), MemoryProfiler)
 
 
-def test_check_picks_cpu_here_and_validates_options(tmp_path: Path) -> None:
+def test_check_picks_the_machines_device_and_validates_options(tmp_path: Path) -> None:
     profiler = MemoryProfiler()
-    assert not torch.cuda.is_available()
-    assert profiler.check(ProfileSpec(output_dir=tmp_path)).activities == ("cpu",)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # an H200 ran the first, this machine the second
+    assert profiler.check(ProfileSpec(output_dir=tmp_path)).activities == (device,)
     with pytest.raises(ConfigError, match=r"options\.memory\.max_entries"):
         profiler.check(ProfileSpec(output_dir=tmp_path, options={"memory": {"max_entries": 0}}))
 
 
 def test_unavailable_or_foreign_devices(tmp_path: Path) -> None:
+    """``cuda`` where the machine has none is an error or dropped; where it has one, ``cuda`` is
+    taken and ``cpu`` beside it is refused (one device per session). An NPU is never this
+    profiler's."""
     profiler = MemoryProfiler()
-    with pytest.raises(ConfigError, match=r"torch.cuda.is_available\(\) == False"):
-        profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cuda",)))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        dropped = profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cpu", "cuda"), on_unavailable="drop"))
-    assert dropped.activities == ("cpu",)
-    assert any("dropping activity 'cuda'" in str(w.message) for w in caught)
+    if torch.cuda.is_available():
+        assert profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cuda",))).activities == ("cuda",)
+        with pytest.raises(ConfigError, match="one device per session"):
+            profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cpu", "cuda"), on_unavailable="drop"))
+    else:
+        with pytest.raises(ConfigError, match=r"torch.cuda.is_available\(\) == False"):
+            profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cuda",)))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dropped = profiler.check(ProfileSpec(output_dir=tmp_path, activities=("cpu", "cuda"), on_unavailable="drop"))
+        assert dropped.activities == ("cpu",)
+        assert any("dropping activity 'cuda'" in str(w.message) for w in caught)
     with pytest.raises(ConfigError, match="profwin-npu"):
         profiler.check(ProfileSpec(output_dir=tmp_path, activities=("npu",)))
 

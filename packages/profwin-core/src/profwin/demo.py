@@ -111,14 +111,19 @@ class TinyDecoder:
 
 
 def count_step_markers(path: Path) -> list[int]:
-    """The ``ProfilerStep#k`` numbers found in a Chrome trace (``.json`` or ``.json.gz``)."""
+    """The ``ProfilerStep#k`` numbers found in a Chrome trace (``.json`` or ``.json.gz``), one per
+    step: the host's markers, not the copies Kineto adds on the GPU's lanes (``gpu_user_annotation``),
+    which an H200's trace holds for every step."""
     opener: Any = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         events = json.load(f).get("traceEvents", [])
     return sorted(
         int(e["name"][len(STEP_MARKER) :])
         for e in events
-        if isinstance(e.get("name"), str) and e["name"].startswith(STEP_MARKER) and e.get("ph") == "X"
+        if isinstance(e.get("name"), str)
+        and e["name"].startswith(STEP_MARKER)
+        and e.get("ph") == "X"
+        and e.get("cat") != "gpu_user_annotation"
     )
 
 

@@ -111,9 +111,16 @@ def own_distribution(name: str, author: str | None = None) -> bool:
 @functools.cache
 def _core_author() -> str | None:
     try:
-        return importlib.metadata.metadata("profwin-core")["Author"]
-    except (importlib.metadata.PackageNotFoundError, KeyError):
+        return _author(importlib.metadata.metadata("profwin-core"))
+    except importlib.metadata.PackageNotFoundError:
         return None
+
+
+def _author(metadata: importlib.metadata.PackageMetadata) -> str | None:
+    """The optional ``Author`` field (a wheel whose authors have only an email has none), asked
+    for only when there: from Python 3.12 ``[]`` warns for a missing field, and will raise ``KeyError``."""
+    authors = metadata.get_all("Author")
+    return str(authors[0]) if authors else None
 
 
 @frozen
@@ -208,7 +215,7 @@ def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str, bool]:
     if ep.dist is None:
         return "?", "?", False
     metadata = ep.dist.metadata
-    return metadata["Name"], metadata["Version"], own_distribution(metadata["Name"], metadata["Author"])
+    return metadata["Name"], metadata["Version"], own_distribution(metadata["Name"], _author(metadata))
 
 
 def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str) -> PluginInfo:
