@@ -4,9 +4,9 @@
 #   cached_venv NAME BUILD     # prints the venv's path; BUILD PYTHON installs into the fresh venv
 #
 # ~/.cache/profwin/venvs/NAME (or $PROFWIN_CACHE/venvs/NAME) is built once and reused while its
-# stamp names this recipe (below). Several test sessions may ask at once: one builds, the others wait on the lock. The
-# venv is built under a staging name (--relocatable) and renamed when complete, so a killed build
-# never leaves a half environment under the final name.
+# stamp names this recipe (below). Several test sessions may ask at once: one builds, the others
+# wait on the lock. The venv is built under a staging name (--relocatable) and renamed when
+# complete, so a killed build never leaves a half environment under the final name.
 #
 # A build resolves what PyPI held at one moment (UV_EXCLUDE_NEWER), so a cold build today gives the
 # environment a cold build gave when the moment was set: an unpinned dependency drifted otherwise

@@ -114,7 +114,10 @@ def test_event_bound_sizes_the_parts_after_the_first(run_loop, spec_in) -> None:
     for before, part in itertools.pairwise(parts):
         learned = count_events(before.path) / before.steps.length
         assert part.steps.length == min(5, max(1, math.floor(bound / learned)), 20 - part.steps.start)
-    assert max(part.steps.length for part in parts[1:-1]) < 5  # the event bound cut them, not part_steps
+    middle = [part.steps.length for part in parts[1:-1]]
+    # 2.5 steps' worth of events: 2 steps each with torch 2.13 here, 1 or 2 with torch 2.11 on the H200.
+    assert 2 in middle
+    assert set(middle) <= {1, 2}
     assert all_markers(session) == list(range(20))
 
 
