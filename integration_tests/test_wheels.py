@@ -640,7 +640,7 @@ def bumped_core(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[s
 
 
 def test_a_core_minor_bump_needs_a_release_of_each_plugin_whose_range_excludes_it(
-    dist: Path, bumped_core: tuple[str, Path]
+    dist: Path, bumped_core: tuple[str, Path], tmp_path: Path
 ) -> None:
     """docs/releasing.md's rule, tried with pip: each plugin wheel as built now, installed beside
     profwin-core's next minor release. Where the plugin's ``profwin-core`` range excludes it (every
@@ -650,6 +650,9 @@ def test_a_core_minor_bump_needs_a_release_of_each_plugin_whose_range_excludes_i
     from packaging.requirements import Requirement
 
     version, bumped = bumped_core
+    # A dry run into an empty --target: never the interpreter's own environment, which a system
+    # Python refuses to install into at all (PEP 668, "externally-managed-environment").
+    target = tmp_path / "target"
     rows = []
     for name, meta in sorted(PACKAGES.items()):
         core_reqs = [Requirement(r) for r in meta.get("dependencies", []) if _requirement_name(r) == CORE]
@@ -657,7 +660,7 @@ def test_a_core_minor_bump_needs_a_release_of_each_plugin_whose_range_excludes_i
             continue
         admits = all(r.specifier.contains(version, prereleases=True) for r in core_reqs)
         done = subprocess.run(
-            [*_pip(), "install", "--dry-run", "--ignore-installed", "--quiet", "--find-links", str(bumped),
+            [*_pip(), "install", "--dry-run", "--ignore-installed", "--quiet", "--target", str(target), "--find-links", str(bumped),
              "--find-links", str(dist), f"{name}=={meta['version']}", f"{CORE}=={version}"],
             capture_output=True, text=True, timeout=600,
         )  # fmt: skip
