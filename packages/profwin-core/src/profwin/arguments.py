@@ -1,45 +1,6 @@
 """Arguments checked where they enter profwin: a public callable's arguments against its type hints.
 
-A public function (or class) of profwin, and of a plugin through :mod:`profwin.plugin`, is
-decorated with :func:`checked`. Before its body runs, each argument given is checked, and a bad
-one is one line naming the parameter, the value (as :func:`~profwin.errors.shown` quotes it) and
-what it must be, instead of a ``TypeError``, ``AttributeError`` or ``RecursionError`` from deep
-inside:
-
-- **its type**, against the parameter's annotation: a mismatch is an
-  :class:`~profwin.errors.ArgumentTypeError`, a ``TypeError`` of profwin's family
-  (``names[1]: must be str (got 2)``);
-- **two rules of value**, broken with a :class:`~profwin.ConfigError`: nesting, a ``dict``,
-  ``list``, ``tuple`` or ``set`` at most :data:`MAX_DEPTH` levels deep (:func:`check_nesting`,
-  the one bound on nesting, which every spec document passes too), so no recursive walk over a
-  user's data can exhaust Python's stack; and paths, a value given for a path (an annotation
-  naming ``os.PathLike`` or ``Path``, or a collection of them) holds no NUL byte, can be encoded
-  and is not too long for a file system (:func:`check_path`, which every ``~`` profwin expands
-  passes too).
-
-What an annotation means here: a class is ``isinstance`` (``bool`` is not an ``int``, an ``int``
-is a ``float``, a ``str`` is no ``Sequence[str]``, a ``list`` is taken for a ``tuple[X, ...]``);
-``None``, unions, ``Literal``, ``type[X]``, ``Callable`` and ``NewType`` mean what they say; a
-protocol takes any object but plain data (``None``, a number, text, a built-in container) and
-one with none of the protocol's members (a function given for a backend), so a partial
-implementation or a test's fake that works keeps working; ``Any``, ``object`` and type
-variables take anything. Elements of the built-in containers are checked as deep as the
-annotation goes (``Mapping[str, int]``: keys and values), never deeper, so a check costs no more
-than the annotation's own depth; other mappings and iterables (an OmegaConf node, a generator)
-are checked as a whole, never iterated.
-
-Annotations are read from the callable itself at its first call (they may name classes defined
-later), each evaluated in the module that wrote it as :func:`typing.get_type_hints` does: no
-module source is read, so a zip or ``.pyc``-only install checks the same. A module imported for
-type checkers only (``if TYPE_CHECKING: import profwin.engine``, to keep an import cheap) is named
-by its dotted path in the annotation (``profwin.engine.Backend``) and imported when a value has
-to be checked against it. An annotation that cannot be resolved is an error at that first call,
-never a check skipped. A call of the wrong shape (a missing or unknown argument) stays Python's
-own ``TypeError``.
-
-Why not a library (beartype, typeguard): docs/architecture.md, "Checked arguments".
-
-This module sits in core's foundation layer beside :mod:`profwin.errors`: every other module may use it.
+How it works, and why: docs/internals.md, ``profwin.arguments``.
 """
 
 from __future__ import annotations
@@ -81,7 +42,7 @@ def checked(*, own: tuple[str, ...]) -> Callable[[T], T]: ...
 
 def checked(target: Any = None, *, own: tuple[str, ...] = ()) -> Any:
     """``target`` (a function, or a class: its ``__init__``) with its arguments checked at each
-    call, as the module docstring says; otherwise unchanged (name, signature, docstring).
+    call, as docs/internals.md says; otherwise unchanged (name, signature, docstring).
 
     ``@checked(own=("rank",))``: the callable checks the type of those parameters itself, with a
     fuller rule than their annotation says (a range, a URL, the field a value was read from), so
@@ -180,7 +141,7 @@ class _Parameters:
 
 
 def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: tuple[bool, bool] = (False, False)) -> None:
-    """The checks of one argument (see the module docstring); ``hint`` ``None``: nothing to check
+    """The checks of one argument (docs/internals.md); ``hint`` ``None``: nothing to check
     its type against; ``typed=False``: the callable checks the type itself (``checked(own=...)``);
     ``names_path``: the hint says a path, and says a collection of paths (:func:`_names_path`,
     :func:`_items_name_paths`)."""

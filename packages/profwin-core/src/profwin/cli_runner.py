@@ -1,35 +1,6 @@
 """What every profwin command line shares: no traceback reaches a user, and numbers are checked.
 
-:func:`run_cli` runs a command's main function and turns whatever escapes it into one line and a
-documented exit code:
-
-| exit code | meaning |
-|---|---|
-| 0 / 1 | the command's own answer (e.g. ``validate``: 1 when the spec is invalid) |
-| 2 | an error: bad input, a missing plugin, an unreadable file, a bug in profwin; or stdout cannot be written (closed with ``>&-``, a full disk such as ``/dev/full``) |
-| 130 | interrupted (Ctrl-C, SIGINT) |
-| 141 | the reader of stdout went away (piped into ``head``): a quiet exit |
-| 143 | terminated (SIGTERM); files being written are removed first |
-
-The standard streams may be anything (:func:`_standard_streams`): a descriptor 0, 1 or 2 the
-process started without is held open on ``/dev/null`` for the whole command, so no file profwin
-opens can land on it and receive its output; stdout that cannot be written is one error line on
-stderr (exit 2), or a quiet 141 when its reader went away; stderr that cannot be written (closed,
-full, its reader gone) is given up silently and the exit code stays the command's own.
-
-An error is printed as ``PROG: error: MESSAGE`` on stderr, or, when the command line has
-``--json``, as ``{"error": MESSAGE, "path": PATH}`` on stdout so a caller parsing JSON always
-gets JSON. ``PROFWIN_TRACEBACK=1`` prints the traceback as well, for bug reports.
-
-Under ``--json`` stdout holds exactly one JSON document (or a command's documented JSON lines)
-and nothing else, whatever runs in the process: file descriptor 1 points at stderr while the
-command runs (a plugin or library writing to it with ``os.write(1, ...)`` lands there), and only
-profwin's own ``sys.stdout`` reaches the real stdout. A command line argparse refuses (unknown
-flag, bad value) is an error document too (:class:`CliParser`), and so is a plugin or backend
-calling ``sys.exit()``: the exit code is then non-zero. ``--help`` and ``--version`` print a
-document too (``{"prog", "usage", "help"}``, ``{"prog", "message"}``). Without ``--json``, control characters
-in what is printed (ANSI escape sequences from a server's error or a trace's operator names) are
-shown escaped (``\x1b``), never sent to the terminal; JSON keeps every string exact.
+How it works, and why: docs/internals.md, ``profwin.cli_runner``.
 """
 
 from __future__ import annotations
@@ -235,7 +206,7 @@ class _Stdout(io.TextIOBase):
 
 @contextlib.contextmanager
 def _stdout(as_json: bool) -> Iterator[_Stdout]:
-    """Route the command's output (see the module doc): under ``--json`` fd 1 points at stderr
+    """Route the command's output (docs/internals.md): under ``--json`` fd 1 points at stderr
     and ``sys.stdout`` at a copy of the real stdout; otherwise control characters are escaped."""
     previous = sys.stdout
     with contextlib.suppress(OSError, ValueError):
@@ -333,7 +304,7 @@ def _is_open(fd: int) -> bool:
 
 @contextlib.contextmanager
 def _standard_streams() -> Iterator[None]:
-    """The command's stdout and stderr whatever they are (see the module doc): a closed
+    """The command's stdout and stderr whatever they are (docs/internals.md): a closed
     descriptor 0, 1 or 2 is held on ``/dev/null`` (a file opened later would otherwise take its
     number and receive what is printed), stdout started closed is :class:`_ClosedStream`, and
     stderr is :class:`_Stderr`. The previous ``sys.stdout`` and ``sys.stderr`` come back after."""
@@ -444,7 +415,7 @@ def _run(main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None
 
 
 def _report(exc: BaseException, prog: str, as_json: bool) -> int:
-    """Print the error for ``exc`` (see the module doc) and return :data:`EXIT_ERROR`."""
+    """Print the error for ``exc`` (docs/internals.md) and return :data:`EXIT_ERROR`."""
     if os.environ.get("PROFWIN_TRACEBACK"):
         traceback.print_exception(exc)
     text, path = _message(exc)

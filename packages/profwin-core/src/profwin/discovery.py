@@ -1,14 +1,6 @@
 """Plugin discovery through entry points, without importing the libraries plugins drive.
 
-Listing loads only each entry point's small module (a :class:`~profwin.protocols.PluginSpec`)
-and checks the plugin's run-time requirements against the installed distributions
-(:func:`unmet`: ``packaging``'s requirements and specifiers, nothing imported). A plugin that
-fails to load is reported with its error and never hides the others: whatever its import does
-(raise anything, call ``sys.exit()``, print) is caught, and what it prints is kept off stdout,
-which belongs to the command's output. When two distributions register one name, profwin's own
-distribution wins (else the first in ``importlib.metadata`` order) and the other is listed as
-``shadowed``: a third-party package cannot silently replace a built-in plugin. profwin's own
-distributions are known by a rule, not a list (:func:`own_distribution`).
+How it works, and why: docs/internals.md, ``profwin.discovery``.
 """
 
 from __future__ import annotations

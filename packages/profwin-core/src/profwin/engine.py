@@ -1,11 +1,6 @@
 """The engine API: what a backend plugin (vLLM, SGLang, ...) provides, as data.
 
-A backend maps a spec to an :class:`EnginePlan` — the launch arguments, launch environment and
-per-session request that make the engine record exactly the window, with the version it planned
-for — and gives :class:`EngineTarget` objects that start and stop one engine (an in-process
-engine object or one server URL). Everything else is core's: rendering the plan as text
-(:mod:`profwin.render`), driving many targets at once with rollback, on-active restart and state
-for ``profwin stop`` (:mod:`profwin.runtime.remote`), HTTP (:mod:`profwin.runtime.http`).
+How it works, and why: docs/internals.md, ``profwin.engine``.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """The exceptions profwin raises: one family under :class:`ProfwinError`.
 
-Every error profwin raises on purpose derives from :class:`ProfwinError`, so a caller (and the
-``profwin`` command line) catches one class; each also keeps the built-in base it always had
-(``ValueError`` for bad input, ``RuntimeError`` for a failed action), so existing
-``except ValueError`` code keeps working. The family:
-
-- :class:`ConfigError` (``ValueError``): a spec, option or argument value is invalid;
-  :class:`ArgumentTypeError` (``TypeError``): a public callable was given an argument of the
-  wrong type;
-  :class:`ProfilingDisabled`: a valid config that profiles nothing; :class:`UnreadableInput`: an
-  input file that cannot be read at all;
-- :class:`PluginError` (``RuntimeError``): a plugin is unknown, broken or lacks its library;
-- ``profwin_traces.TraceError`` (``ValueError``, profwin-traces): a trace file cannot be used;
-- :class:`profwin.TargetError` (``RuntimeError``) and :class:`profwin.EngineBusy`: one live engine
-  refused or failed;
-- :class:`profwin.SessionError` (``RuntimeError``): a remote session failed on some engine.
-
-This module is the bottom layer of core: it imports nothing from profwin.
+How it works, and why: docs/internals.md, ``profwin.errors``.
 """
 
 from __future__ import annotations

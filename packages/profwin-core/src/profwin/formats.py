@@ -1,24 +1,6 @@
 """The versions of the files profwin writes and reads back: one key, one check.
 
-Every file format profwin writes for itself to read later (a session's state, a router's record,
-a trace's provenance, a collection's manifest, profwin-memory's timelines and signatures) carries
-its name and version under one key, ``"format"``: ``"profwin.state/2"``. A reader declares the
-:class:`Format` it reads, and :meth:`Format.check` gives the version a file has:
-
-- a file without the key was written before formats had versions: it is version 1;
-- a version from :attr:`~Format.oldest` to :attr:`~Format.version` is read (the reader takes
-  each older shape it knows);
-- a newer version, or one older than the reader still takes, is a :class:`ConfigError` that
-  says which versions this profwin reads and what to do; another format's name (a state file
-  where a manifest belongs) is one too.
-
-::
-
-    STATE = Format("profwin.state", version=2)
-    data = {"format": STATE.tag, ...}          # writing
-    version = STATE.check(data)                # reading: 1 or 2, else ConfigError at "format"
-
-This module is in core's bottom layer: it imports nothing from profwin but the errors.
+How it works, and why: docs/internals.md, ``profwin.formats``.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """Reading files within stated bounds, so a small hostile file cannot take a process down.
 
-Every file profwin reads is opened by :func:`open_input` (or read whole by :func:`read_input`,
-with a limit in bytes): the file is opened without blocking and must be a regular file, a FIFO
-or a pipe, so ``/dev/zero``, a socket or a directory fail at once with one line naming the file,
-and a FIFO with no writer fails after :data:`FIFO_IDLE_S` instead of hanging in ``open()``. Larger inputs (traces, memory
-timelines) stream from the opened file in bounded memory.
-
-A spec is a few dozen keys. Anything far larger is a mistake or an attack, and fails here with
-one line naming the file, where in it, and the bound:
-
-- size: at most :data:`MAX_SPEC_BYTES`; at most that many bytes plus one are read, so
-  ``/dev/zero`` or a FIFO that never ends fails at once;
-- text: UTF-8 (a UTF-8 byte-order mark is allowed); UTF-16 or binary data is refused;
-- nesting: at most :data:`MAX_DEPTH` levels (:data:`profwin.arguments.MAX_DEPTH`, the bound on
-  every argument too), counted with YAML aliases expanded;
-- size of the document with YAML aliases expanded: at most :data:`MAX_NODES` values, and at
-  most :data:`MAX_ALIASES` aliases (a "billion laughs" bomb is a few hundred bytes);
-- duplicate keys (JSON or YAML) are refused rather than silently keeping the last one, and so
-  are JSON's non-standard ``NaN``/``Infinity``.
+How it works, and why: docs/internals.md, ``profwin.inputs``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The JSON form of profwin's attrs models, written once for all of them.
 
-Every model that is printed with ``--json``, written to a state file or sent to a caller
-(:class:`~profwin.EnginePlan`, :class:`~profwin.Artifact`, :class:`~profwin.RemoteResult`,
-:class:`~profwin.PluginInfo`, the trace summaries, ...) derives from :class:`JsonForm` and gets
-``to_dict()`` (and ``from_dict()``) from here instead of writing the pair by hand:
-
-- :func:`to_json`: ``attrs.asdict`` with one value hook, :func:`json_ready`: nested models become
-  dicts, tuples lists, read-only mappings dicts, :class:`~profwin.Window` its ``"start:end"``
-  text, :class:`~profwin.Rollouts` its text (``"1,3"``, ``"3+4"``) and paths their string;
-- :func:`from_json`: the inverse, guided by each field's annotation (``"20:80"`` back to a
-  ``Window``, a string back to a ``Path``, a list back to a tuple); a missing key or a value the
-  class refuses is a :class:`~profwin.ConfigError` at ``path``.
-
-Why not cattrs: profwin-core depends on attrs and packaging only, and the models hold a handful
-of types (str, int, float, bool, None, Window, Rollouts, Path, tuples, mappings) that attrs' own ``asdict``
-and one value hook cover; cattrs would be a third dependency for every user (docs/architecture.md
-gives the measurements).
+How it works, and why: docs/internals.md, ``profwin.json_form``.
 """
 
 from __future__ import annotations

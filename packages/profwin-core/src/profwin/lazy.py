@@ -1,20 +1,6 @@
 """Package roots that import their public names on first use (PEP 562), written once for core and the plugins.
 
-A root that imports every module of its package makes ``import profwin``, and loading any
-plugin's entry point (which imports the plugin's package first), cost the whole package:
-asyncio, ssl and the HTTP client for a ``profwin summarize`` that needs none of them. A root
-says instead where each public name lives; the name is imported when first read, then stays::
-
-    if TYPE_CHECKING:  # what type checkers and editors read
-        from profwin_vllm.backend import VllmBackend
-
-    __getattr__, __dir__ = lazy_exports(__name__, {"profwin_vllm.backend": ("VllmBackend",)})
-
-The two lists are checked against each other by each distribution's tests
-(``profwin-core/tests/test_lazy_roots.py`` runs over every root of the workspace). A name may be
-exported under another name (``"TraceRanks=Ranks"``). A name that is also a submodule's
-(``profwin_vllm.session``, the function in the module of that name) stays the name when the
-submodule is imported, as it did when the root imported everything.
+How it works, and why: docs/internals.md, ``profwin.lazy``.
 """
 
 from __future__ import annotations

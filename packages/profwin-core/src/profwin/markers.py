@@ -1,17 +1,6 @@
 """Step markers: which trace events mark a step, declared by the producer that writes them.
 
-Core knows one marker, torch's ``ProfilerStep#k`` (torch.profiler and profwin sessions). Every
-other producer declares its own in its plugin's :class:`~profwin.plugin.PluginSpec`
-(``step_marker=StepMarker(...)``), so a new engine never edits core::
-
-    PLUGIN = PluginSpec(name="vllm", ..., step_marker=StepMarker(
-        producer="vllm", pattern=r"execute_(?:\\d+_)?context_", numbering="order", preference=10))
-
-The registry of installed markers is :func:`profwin.discovery.step_markers` (discovery reads the
-plugins' specs); this module holds only the type, so the plugin protocols can name it.
-A plugin's marker is added, never put ahead of core's ``ProfilerStep#`` (discovery counts its
-preference from 1; torch's is 0), and the user may choose another producer with
-``$PROFWIN_STEP_MARKER`` (:data:`MARKER_ENV`); summaries name the producer used.
+How it works, and why: docs/internals.md, ``profwin.markers``.
 """
 
 from __future__ import annotations

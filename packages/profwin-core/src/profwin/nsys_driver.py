@@ -1,23 +1,6 @@
 """The built-in ``nsys`` profiler: Nsight Systems' capture range over exactly the window's steps.
 
-Run the program under ``nsys profile --capture-range=cudaProfilerApi --capture-range-end=stop``
-(``repeat`` for several windows; the default, ``stop-shutdown``, ends the program at the first
-stop). The driver calls the CUDA profiler API (``torch.cuda.profiler.start``/``stop``, that is
-``cudaProfilerStart``/``cudaProfilerStop``) when step ``window.start`` begins and when step
-``window.end`` would begin, or when the session closes early, so nsys records exactly the window.
-Each step is one NVTX range, ``profwin step <k>`` (``k`` the session's step index); with
-``options.nsys.ops`` every torch operator is one too (``torch.autograd.profiler.emit_nvtx``,
-with shapes when ``shapes`` is set). Before stopping, the driver waits for the device
-(``torch.cuda.synchronize``): kernels launched in the window's last step still run inside the
-capture range.
-
-nsys writes the report itself (``-o``) when the program exits; the driver cannot know its path.
-It writes a small JSON note beside the session's other files instead (kind ``nsys-capture``):
-the window, the rank, the process and the number of this capture range in the process
-(1-based), which is the ``N`` of ``report.N.nsys-rep`` under ``--capture-range-end=repeat``.
-
-It needs torch with a CUDA device, and refuses before anything starts where there is none. No
-dependency beyond torch, imported on use, as for the ``torch`` profiler.
+How it works, and why: docs/internals.md, ``profwin.nsys_driver``.
 """
 
 from __future__ import annotations
@@ -126,7 +109,7 @@ class NsysProfiler:
 
 
 class NsysDriver:
-    """One capture range: opened when step ``window.start`` begins (module docstring)."""
+    """One capture range: opened when step ``window.start`` begins (docs/internals.md)."""
 
     def __init__(
         self, torch: Any, spec: ProfileSpec, options: NsysOptions, *, window: Window, first_step: int, rank: int

@@ -1,16 +1,6 @@
 """Plugin options: ``spec.options[name]`` read into an attrs class the plugin declares.
 
-::
-
-    @frozen(kw_only=True)
-    class MyOptions:
-        start: str = field(default="auto", validator=choice("auto", "relative", "trim"))
-        gzip: bool = field(default=True, validator=flag)
-
-    options = parse_options(MyOptions, spec, "mything")
-
-Unknown keys are refused with the closest valid one ("did you mean"), and every error is located
-at ``options.<plugin>.<key>``, so ``profwin validate`` and the plugin report the same thing.
+How it works, and why: docs/internals.md, ``profwin.options``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Long windows in parts: a window too long for one trace is written as consecutive part traces.
 
-torch.profiler (and torch_npu's) keeps every event in memory until it stops, and needs several
-times that while it stops and exports, so one trace of a long window (or ``:`` on a long loop)
-runs out of memory exactly where the user needs it. A profiler that writes parts
-(``writes_parts = True``: ``torch``, ``npu``) is instead stopped and started again between two
-steps: each part is a complete trace of consecutive steps, and memory is bounded by one part.
-
-The rules, in one place:
-
-* a part holds at most ``spec.part_steps`` steps, and fewer when the events it would hold pass
-  ``spec.part_events``, judged from the events per step of the part before (torch.profiler
-  cannot count its events while it records, so the first part is bounded by steps only);
-* a window that fits in one part (its length at most ``part_steps``) is written as one plain
-  trace, as without parts;
-* the profiler is stopped after step ``k - 1`` ended and started again before step ``k`` begins,
-  so each step is in exactly one part, and the boundary's cost is in no step;
-* every part of a window carries its window, its part number and one session id in its
-  provenance (:mod:`profwin.provenance`), and its steps in its name (:func:`part_name`), so the
-  trace tools read a window's parts as one (profwin-traces: ``profwin_traces.parts``);
-* when memory runs out anyway, :class:`PartsMemoryError` names the window and the parts already
-  written, which are kept.
+How it works, and why: docs/internals.md, ``profwin.parts``.
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """What a plugin provides: the entry-point object, the two plugin protocols, and their results.
 
-A distribution registers a :class:`PluginSpec` under one of these entry-point groups::
-
-    [project.entry-points."profwin.backends"]      # engines that take the window as arguments
-    vllm = "profwin_vllm._plugin:PLUGIN"
-
-    [project.entry-points."profwin.profilers"]     # in-process drivers opened by profwin.Session
-    npu = "profwin_npu._plugin:PLUGIN"
-
-    [project.entry-points."profwin.trainers"]      # trainer integrations (listed, never loaded by core)
-    slime = "profwin_slime._plugin:PLUGIN"
-
-    [project.entry-points."profwin.clusters"]      # files on every node of a cluster
-    ray = "profwin_ray._plugin:PLUGIN"
-
-The module named by the entry point must import nothing heavy: listing plugins loads it.
-``PluginSpec.target`` names the object that does the work and is imported only on use.
-
-A distribution may also add commands to ``profwin`` (a :class:`Command` each)::
-
-    [project.entry-points."profwin.commands"]      # profwin summarize, diff, trim, merge
-    summarize = "profwin_traces.commands:SUMMARIZE"
-
-Either kind of plugin may also define ``validate_options(options: Mapping) -> None``, raising
-:class:`profwin.ConfigError` for bad ``spec.options[name]``; ``profwin validate`` calls it
-without needing the plugin's engine, so it must not import one.
+How it works, and why: docs/internals.md, ``profwin.protocols``.
 """
 
 from __future__ import annotations

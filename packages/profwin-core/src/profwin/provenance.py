@@ -1,24 +1,6 @@
 """Provenance: what profwin knows about a trace it wrote or collected travels with the file.
 
-Inside the trace, as the Chrome trace format allows, a top-level key ``"profwin"`` (an object:
-extra top-level keys are metadata to every viewer). Where profwin cannot write inside the file
-(a trace an engine wrote, collected by :func:`profwin.remote_session`), the same object is in a
-sidecar next to it, ``<trace>.profwin.json``, written atomically. The keys, all optional:
-
-``window``      the window asked for (``"20:80"``)
-``steps``       the session steps the file holds (``"20:80"``)
-``first_step``  the number of its first step (what order-numbered engine markers start from)
-``engine``      ``torch``, ``vllm``, ``sglang``, ...; ``engine_version``
-``producer``    what wrote the file; ``rank``; ``session`` (one id per profiling session)
-``version``     profwin's version; ``source`` (for a trimmed trace: the trace it was cut from)
-``format``      ``profwin.provenance/1`` (:data:`PROVENANCE_FORMAT`; none before formats had versions: 1)
-
-Every trace tool of profwin-traces reads it (``profwin_traces.provenance``): steps keep their
-session numbers without ``--first-step``, a folder groups its traces by session, and summaries say
-where a trace came from. This module is the writing half and the format (the key, the sidecar's
-name, :data:`PROVENANCE_FORMAT`), which the plugin API hands to the readers; it sits with the values (it
-needs only the atomic writer), so the torch driver and remote sessions write provenance without
-the trace tools.
+How it works, and why: docs/internals.md, ``profwin.provenance``.
 """
 
 from __future__ import annotations

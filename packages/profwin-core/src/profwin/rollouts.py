@@ -1,50 +1,6 @@
 """Profile a trainer's chosen rollouts: one remote session around each of them, nothing around the others.
 
-::
-
-    profiler = profwin.RolloutProfiler("sglang", "2:6", "1,3", router="http://router:30000")
-    for rollout_id in range(5):
-        with profiler.rollout(rollout_id):          # or `async with`
-            generate(rollout_id)
-    profiler.records      # one RolloutRecord per profiled rollout: each engine's result and files
-
-What every trainer integration gets from it, and why:
-
-- **Which rollouts**: a :class:`Rollouts` selection, one parser and one text form for every
-  trainer: ids (``1,3``), a first id and a count (``3+4``: 3, 4, 5, 6), or every N (``%10``: 0,
-  10, 20, ...; ``5%10``: 5, 15, ...; ``5+3%10``: 5, 15, 25).
-- **One session per chosen rollout**: :func:`~profwin.runtime.remote.engine_targets` and
-  :class:`~profwin.RemoteSession` with the spec as given (its window counts from the start of the
-  rollout's session, in whatever unit the spec's window says), started before the rollout runs
-  and stopped when it returns, raises or is interrupted; what was recorded is collected in every
-  case, and the rollout's own exception propagates unchanged.
-- **Files named by rollout and engine**: each engine's file prefix is
-  ``PREFIX-<kind><id>-<engine>`` (``profwin-rollout3-10.0.0.5_30001``), so one folder holds every
-  rollout's files and a name says whose they are.
-- **Profiling never fails the rollout**: a router that cannot be asked, an engine that cannot
-  start (all or none: the others are stopped again), a stop that fails, each becomes the
-  rollout's :class:`RolloutRecord` (not ok, saying why) and a :class:`~profwin.WindowWarning`;
-  the rollout runs (unprofiled when the start failed).
-- **A rollout not chosen costs a counter**: neither it nor the constructor imports the HTTP
-  client or a backend, or sends anything.
-- **Engines**: server URLs, engine objects or :class:`~profwin.plugin.engines.EngineTarget` objects (a
-  fixed list, or a function asked again at each chosen rollout: how a trainer's engines that come
-  and go, or live in Ray actors, are reached), or a router (``router=URL``, profwin's router
-  mode): asked for its workers at each chosen rollout's start and again after the stop, so a
-  worker that left during the rollout is still stopped at its URL (``left``) and one that joined
-  is reported unprofiled (``joined``).
-- **Overlaps**: an engine records every request it runs. A rollout that runs through this
-  profiler while another one is profiled is named in that record's ``overlapped`` and warned
-  about; keeping other work off the engines is the trainer's (docs/integrations/slime.md says
-  how slime does it).
-
-Around it, what every trainer integration shares (the trainer wing's floor plan,
-docs/trainers.md): :class:`RolloutSettings`, the base of each one's settings type (which rollouts,
-and "a window or a JSON spec" read by :func:`spec_setting`, with one default output folder,
-:data:`DEFAULT_OUTPUT_DIR`), and :class:`TrainerIntegration`, the verb pair ``enable`` /
-``disable`` with its one failure policy, the version check against ``PluginSpec.requires``,
-``records()``, and the pieces around a seam (wrap once, wrap at import, a rollout counter per
-object, each record logged). A trainer distribution holds only its seam.
+How it works, and why: docs/internals.md, ``profwin.rollouts``.
 """
 
 from __future__ import annotations
@@ -129,7 +85,7 @@ Engines = Any
 
 @checked(own=("on_active",))  # its rule below: the two words, at the field "on_active"
 class RolloutProfiler:
-    """Profiles the chosen rollouts of a trainer on its engines (see the module doc).
+    """Profiles the chosen rollouts of a trainer on its engines (docs/internals.md).
 
     Args:
         engine: a backend name (``"sglang"``, ``"vllm"``) or a loaded backend.

@@ -1,17 +1,6 @@
 """Which rollouts a trainer profiles: one selection type, one parser, one text form.
 
-======== ============================== ==================
-text     Python                         chooses
-======== ============================== ==================
-``3,7``  ``[3, 7]``, ``{ids: [3, 7]}``  rollouts 3 and 7
-``3+4``  ``{first: 3, count: 4}``       3, 4, 5, 6
-``3+``   ``{first: 3}``                 3 and every later
-``%10``  ``{every: 10}``                0, 10, 20, ...
-``5%10`` ``{first: 5, every: 10}``      5, 15, 25, ...
-======== ============================== ==================
-
-A value like :class:`~profwin.Window`: checked at construction (errors name the field, the value
-and the rule), written as its text in every model's JSON form (:mod:`profwin.json_form`).
+How it works, and why: docs/internals.md, ``profwin.selection``.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The built-in ``torch`` profiler: torch.profiler recording exactly the window's steps.
 
-Warm-up: the profiler is prepared (Kineto initialised, the expensive part) when step
-``start - 1`` begins and starts recording when step ``start`` begins, which is what
-torch.profiler's own ``schedule(warmup=1)`` does; the warm-up step is not in the trace. Like
-torch's ``step()``, the warm-up step is wrapped in its (unrecorded) marker too, so the first
-``record_function`` of the process is not the first recorded step's. A window starting at step 0
-has no step to warm up in: Kineto is prepared and a first marker entered when the session is
-entered, but whatever else torch initialises on its first recorded events stays in step 0.
-
-Each recorded step ``k`` is wrapped in ``record_function("ProfilerStep#k")`` with ``k`` the
-session's step index, so the markers in the trace are the window's own numbers.
-
-A long window is written in parts (:mod:`profwin.parts`): the session opens one driver per part,
-and each part's trace carries the whole window, its part number and the session id in its
-provenance. Parts after the first start recording at once (the boundary between two steps is
-their warm-up); each counts the events it wrote (:attr:`TorchDriver.recorded_events`), from
-which the session sizes the next part.
+How it works, and why: docs/internals.md, ``profwin.torch_driver``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """The window: a half-open range of steps counted from the start of a profiling session.
 
-::
-
-    session starts
-    |
-    step:  0   1   2  ...  start-1 | start  start+1 ... end-1 | end  end+1 ...
-           '----- skipped ---------' '------ recorded -------' '-- not recorded --'
-                 steps_to_skip = start    steps_to_record = end - start
-
-Step 0 is the first engine step (one scheduled batch, one forward) after the session starts.
-
-A window may instead be counted in response **tokens** (``Window(20, 80, unit="tokens")``, text
-``"20:80 tokens"``, verl's ``profile_token_start``/``profile_token_end``): response token *k* of a
-request is the *k*-th token it generates. Engines decide such a window inside the engine, by the
-one rule of :mod:`profwin.runtime.tokens`; an in-process :class:`profwin.Session` counts the caller's
-``step()`` calls, one per token, so there the two units record the same steps.
+How it works, and why: docs/internals.md, ``profwin.window``.
 """
 
 from __future__ import annotations
@@ -103,7 +89,7 @@ def check_unit(unit: object, *, name: str = "unit", path: str = "") -> Unit:
 class Window:
     """Steps ``[start, end)`` of a profiling session; ``end=None`` means until the session stops.
 
-    With ``unit="tokens"`` the bounds are response-token indices instead (module docstring).
+    With ``unit="tokens"`` the bounds are response-token indices instead (docs/internals.md).
 
     >>> Window(20, 80).steps_to_record
     60

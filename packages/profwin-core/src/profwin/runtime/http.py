@@ -1,24 +1,6 @@
 """profwin's one HTTP client (standard library only): how every plugin talks to an engine's server.
 
-The rules, and why:
-
-- :func:`request` never raises for the network: a refused connection, a reset, an answer cut
-  short, garbage instead of HTTP, a TLS or DNS failure each come back as a :class:`Reply` whose
-  ``error`` says why. A session fans one request out to many servers, and one server failing must
-  not hide the others' results. Only bad arguments raise (:class:`~profwin.ConfigError`).
-- One deadline covers the whole exchange (connect, send, headers, body), not each socket read:
-  SGLang's ``/start_profile`` has hung forever (SGLang #22083), and a server that trickles a byte
-  at a time would defeat a per-read timeout. A watchdog shuts the socket down at the deadline.
-  profwin opens (and for TLS, wraps and handshakes) the socket itself and holds it for the whole
-  exchange: ``http.client`` hands the socket over to the response and forgets it when the server
-  answers ``Connection: close`` (which it does, since profwin asks for it), so a watchdog holding
-  only the connection would have nothing to shut. The deadline is at most :data:`MAX_TIMEOUT`.
-- The body is read in chunks up to ``max_body`` bytes: a runaway answer costs bounded memory.
-- Only ``http`` and ``https`` (with the default TLS checks); no ``user:password@`` in URLs, where
-  they would end up in logs. Redirects are never followed: a 3xx comes back with its
-  ``Location``, so the API key is only ever sent to the URL given. ``http.client`` is used rather
-  than ``urllib``, which follows redirects and reads proxy settings from the environment.
-- Nothing is shared between calls: requests may run concurrently from many threads.
+How it works, and why: docs/internals.md, ``profwin.runtime.http``.
 """
 
 from __future__ import annotations

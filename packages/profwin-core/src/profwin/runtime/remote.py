@@ -1,30 +1,6 @@
 """One remote session for every engine: start a window on engine objects or servers, stop, collect.
 
-::
-
-    with profwin.remote_session("vllm", ["http://a:8000", "http://b:8000"], spec) as s:
-        run_rollout()
-    s.artifacts            # every file this session wrote, with the steps it holds
-
-    async with profwin.remote_session("sglang", engine, spec) as s:   # same code, in a thread
-        ...
-
-What it does for every backend: plans each target (asking it for its version), starts all of them
-concurrently, and if one fails stops the ones that started (no server is left profiling) and
-raises :class:`SessionError` with every target's result; ``on_active="restart"`` stops a session
-someone else left running and starts again. All or none: anything that goes wrong for one target
-(planning, an answer its backend cannot parse, an exception in the backend) is that target's
-failed result, never the end of the others' results, and ``profwin start`` rolls back exactly like
-:func:`remote_session` (its result for each rolled-back engine says so); Ctrl-C or SIGTERM while
-starting stops the engines that started before it propagates, and so does any failure of
-profwin's own after an engine started (saving the state, a bug, a warning made an error). The stop
-collects the files written since the start and warns when the window was not reached or ran only
-in part. ``profwin start`` and ``profwin
-stop`` are two processes: :meth:`RemoteSession.save_state` and :func:`resume_session` carry the
-session between them in a state file under the output directory, written atomically (never
-through a symbolic link) and, when read back, bounded (:data:`MAX_STATE_BYTES`), a regular file,
-typed, and refused unless its paths lie inside the session's output directory: a tampered state
-file must not make ``profwin stop`` collect, trim or delete files elsewhere.
+How it works, and why: docs/internals.md, ``profwin.runtime.remote``.
 """
 
 from __future__ import annotations
@@ -171,7 +147,7 @@ class _Part:
 
 @checked
 class RemoteSession:
-    """A profiling session on one or several live engines of one backend (see the module doc).
+    """A profiling session on one or several live engines of one backend (docs/internals.md).
 
     ``prefixes``: each target's file prefix (default: the spec's, or ``PREFIX-N`` for several);
     :class:`profwin.RolloutProfiler` names files by rollout and engine this way. ``tags``: more

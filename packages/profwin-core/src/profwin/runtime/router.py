@@ -1,26 +1,6 @@
 """Engines behind a router: the router's ``GET /workers`` names the servers to profile.
 
-::
-
-    with profwin.remote_session("sglang", profwin.router("http://router:30000"), "20:80") as s:
-        run_rollout()
-
-:func:`router` asks the router once and returns its workers as a tuple of URLs, so everything a
-URL list gets applies unchanged (concurrent start, rollback, restart, per-worker results). The
-answers understood (each checked against the real router from the registry):
-
-- ``{"workers": [{"url": ..., "worker_type": ..., "is_healthy": ...}, ...], "total": N}``:
-  sglang-router 0.2.x and 0.3.x, vllm-router 0.1.x;
-- ``{"urls": [...]}`` from ``GET /list_workers``: older sglang-routers that have no
-  ``/workers``, and vllm-router beside ``/workers``. It is asked only when ``/workers`` is 404.
-
-An answer is read up to :data:`MAX_WORKERS_ANSWER_BYTES` (1 MiB, :func:`profwin.runtime.http.request`'s
-``max_body``); a larger one is a :class:`RouterError`.
-
-``profwin start --router URL`` and ``profwin stop --router URL`` are two processes and the
-router's list may change between them: :func:`start_router` records the workers it started, and
-:func:`stop_router` stops exactly those (also one that has left the router since, at its URL),
-and reports a worker that joined after the start without touching it.
+How it works, and why: docs/internals.md, ``profwin.runtime.router``.
 """
 
 from __future__ import annotations

@@ -1,58 +1,6 @@
 """The session timeline, recorded: a few numbers per engine step for a whole profiling session.
 
-A window shows the kernels of a few steps; the timeline shows where they sit in the rollout. With
-``record: [timeline]`` in the spec, the engine plugins (profwin-vllm's worker hook, profwin-sglang's
-server plugin) and the in-process :class:`profwin.Session` keep, from the start request to the
-stop, one row per step and one per request, and write them beside the window's trace in one small
-JSON file (``<prefix>_rank<r>_<stamp>.timeline.json``). The trace tools read it
-(:mod:`profwin_traces.timeline`: ``profwin timeline``, ``profwin merge --timeline``).
-
-Per step (:data:`STEP_FIELDS`, one array each, ``null`` where the recorder cannot know)::
-
-    step            the step's index in the session (0 = the first step after the start request)
-    counter         the engine's own step counter (SGLang's forward_ct; vLLM's worker has none)
-    start_us        when the step began, microseconds after the session's start (monotonic clock)
-    dur_us          how long it ran (vLLM: the worker's execute_model; SGLang: from the batch's
-                    start to the end of its result's processing; a Session: to the next step())
-    batch           requests in the step
-    prefilling      of those, requests with prompt (or recomputed) tokens in it
-    prefill_tokens  those prompt tokens
-    decoding        requests that decode in it (batch - prefilling: each computes one token)
-    produced        response tokens the step produces (a request finishing its prefill makes its
-                    token 0; a chunk before the last makes none)
-    token_median    the lower median of those tokens' indices (a request's k-th token has index k)
-    token_min       the smallest of them
-    token_max       the largest: the request furthest ahead (a token window opens where it first
-                    reaches the window's start)
-    running         the engine's running set when the step began (SGLang's running batch)
-    waiting         requests queued and not yet admitted (SGLang's waiting queue)
-
-Per request (:data:`REQUEST_FIELDS`)::
-
-    id              the engine's request id (vLLM's, or SGLang's rid: a trainer's own where it
-                    passes one, which is how a sample or rollout index travels)
-    admitted        the first step that holds it
-    first_token     the step that produces its token 0 (its prefill's last)
-    last_token      the step that produces its last token seen in the session
-    output          how many response tokens it produced in the session
-    finish          length | stop | abort (SGLang says which); vLLM's worker sees only that a
-                    request ended: length when it reached max_tokens, else ended; null while it
-                    still ran at the stop
-
-Bounded for any session length: every :data:`PART_STEPS` steps the rows so far are written as one
-part (``..._part0001_s0-50000.timeline.json``) and dropped from memory; a request is written in the
-part in which it finished (or the last one). Every part carries the format and its
-:data:`VERSION`, the recorder's header (engine, rank, prefix, session start) and its steps, so
-the reader joins a session's parts and refuses a version it does not know. Written atomically
-(:func:`profwin.atomic.write_atomic`): a reader never sees half a file.
-
-Cost (measured by benchmarks/timeline_cost.py, docs/timeline.md): about 60 bytes a step
-(~60 KB per 1,000 steps) plus ~50 bytes per request.
-
-How an engine learns to record it: the window's start value, as the engine takes it (vLLM's
-``delay_iterations``, SGLang's ``start_step``), is sent plus :data:`FLAG` (:func:`encode_timeline`); the
-engine plugin takes the flag off (:func:`decode_timeline`) and hands the engine its own value. profwin sends
-the flag only to engines whose plugin reports that it records timelines.
+How it works, and why: docs/internals.md, ``profwin.runtime.timeline_record``.
 """
 
 from __future__ import annotations
@@ -193,7 +141,7 @@ def _spread(values: list[int]) -> tuple[int | None, int | None, int | None]:
 
 @checked
 class TimelineRecorder:
-    """One session's timeline on one rank, kept in memory a part at a time (see the module).
+    """One session's timeline on one rank, kept in memory a part at a time (docs/internals.md).
 
     An engine plugin calls, for each step, :meth:`begin` before it runs and :meth:`end` after;
     :meth:`finish` when the engine says a request ended; :meth:`close` at the session's stop,

@@ -1,58 +1,6 @@
 """The one rule that decides a token window inside an engine, the same on every engine.
 
-A window in tokens (``Window(20, 80, unit="tokens")``) names response-token indices: token *k*
-of a request is the *k*-th token it generates, token 0 coming from its last prefill step. An
-engine counts batches, and chunked prefill and staggered admission make a batch hold requests at
-very different token indices. The engine plugins (profwin-vllm's ``vllm.general_plugins`` entry,
-profwin-sglang's server plugin) feed every step's requests to :class:`TokenRule`, which answers,
-before the step runs, whether to start, keep, or stop recording::
-
-                 first step that produces a token        first step that decodes but produces
-                 with an index in [start, end)           no token in [start, end), or the cap
-                            |                                          |
-    step:  ... waiting ...  | open  rec  rec  pre  rec  ...  rec  rec  | closed (never reopens)
-                            '--- at most max_steps(window) steps with a token of the window,
-                                 and at most as many prefill-only steps ("pre") between them ---'
-
-The rule (docs/window.md has the picture and the measurements behind it):
-
-1. The recording opens at the first step in which some request produces a token whose index is
-   in ``[start, end)``.
-2. It stays open while every step produces such a token for at least one request, and across
-   *prefill-only* steps: steps that decode nothing, in which every token produced is some
-   request's token 0 (its prefill finished) or no token at all (a prefill chunk). An engine that
-   admits requests in batches of their own (SGLang without ``--enable-mixed-chunk``) runs such
-   steps between the decode steps of the requests already running; they must not end the window
-   of those requests. So the recorded steps are contiguous, and none is recorded for nothing.
-3. It closes before the first step that decodes (some request produces a token past its first)
-   and produces no token in ``[start, end)``, or once it has recorded :func:`max_steps` steps that
-   produce one: ``2 * (end - start)``, the window's length plus a stagger allowance of the same
-   length. The request that opened the window needs ``end - start`` such steps for its tokens
-   ``start..end-1``, whatever prefill-only steps come between them; the allowance covers the
-   requests whose prefill finished up to ``end - start`` steps after it. Prefill-only steps are
-   bounded apart: at most :func:`max_steps` of them, so the trace holds at most ``4 * (end -
-   start)`` steps. Requests admitted later than that (more requests than the engine runs at once)
-   get only those of their tokens that fall inside the recorded steps.
-4. It never reopens. An open window (``end=None``) has no cap: it closes when a step decodes and
-   produces no token at or past ``start``, or when the session stops.
-
-Each recorded step is annotated in the trace with what it held (:class:`StepTokens`, written by
-:meth:`StepTokens.span_name` and read by :func:`parse_step_tokens`: the one place of its form),
-so ``profwin summarize`` shows it and tests count it::
-
-    profwin.tokens window_step=3 decoding=8 token_min=20 token_median=23 token_max=27 in_window=8 prefilling=1 prefill_tokens=47 session_step=12
-
-``window_step`` is the step's index inside the recording (0-based); ``decoding`` the requests
-that produce a response token in the step; ``token_min``/``token_median``/``token_max`` the
-smallest, lower median and largest index of those tokens (``-`` when no request decodes);
-``in_window`` how many of those indices lie in the window; ``prefilling`` the requests with
-prompt tokens in the step and ``prefill_tokens`` those prompt tokens; ``session_step`` the step's
-index in the session (steps since the start request). Keys in this order, one space apart,
-non-negative ints.
-
-Engines receive a token window as a start value and a count that no engine reaches by itself
-(:func:`encode_tokens`): a plugin recognises it (:func:`decode_tokens`), and profwin sends it only to engines
-that report the plugin.
+How it works, and why: docs/internals.md, ``profwin.runtime.tokens``.
 """
 
 from __future__ import annotations
@@ -102,7 +50,7 @@ _FORM = re.compile(
 
 @frozen
 class StepTokens:
-    """What one step held, from its ``profwin.tokens`` annotation (see the module)."""
+    """What one step held, from its ``profwin.tokens`` annotation (docs/internals.md)."""
 
     window_step: int
     decoding: int
@@ -180,7 +128,7 @@ class StepTokens:
 def parse_step_tokens(name: str) -> StepTokens | None:
     """The annotation a span's name carries; ``None`` when the name is not a ``profwin.tokens``
     annotation. Raises :class:`~profwin.ConfigError`, naming the value and the rule, for one that
-    does not follow the form (the module docstring)."""
+    does not follow the form (docs/internals.md)."""
     if not name.startswith(TOKENS_PREFIX):
         return None
     match = _FORM.fullmatch(name)
@@ -245,7 +193,7 @@ def decode_tokens(start: object, count: object) -> Window | None:
 
 @checked
 class TokenRule:
-    """The token-window rule for one session on one engine rank (module docstring).
+    """The token-window rule for one session on one engine rank (docs/internals.md).
 
     Call :meth:`step` once per engine step, before the step runs, with the response-token index
     of every token the step produces; it returns what to do with the profiler. Cheap: one pass
