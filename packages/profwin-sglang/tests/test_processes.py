@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from profwin.runtime.processes import serving_processes
+from profwin_sglang.processes import serving_processes
 
 # A real listener that also starts a child, as a server's launcher starts its workers.
 _SERVER = """

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from attrs import field, frozen
 
-from profwin.arguments import checked
+from profwin.plugin import checked
 
 __all__ = ["LocalProcess", "serving_processes"]
 
