@@ -23,7 +23,8 @@ floor), and profwin's peak RSS (<= 100 MB); with ``--hta-python``, HTA loading t
    (``PYTHONPYCACHEPREFIX`` in the work folder, ``PYTHONDONTWRITEBYTECODE`` unset) after one
    warm-up run of profwin on a small trace, as any run after a package's first import is:
    compiling profwin, numpy and msgspec from source would add about 0.5 CPU s to each profwin
-   run and nothing to ``json.load``'s. With ``--stdlib`` profwin also runs without its ``fast``
+   run and nothing to ``json.load``'s. profwin's summarize also runs without its compiled scanner
+   (``PROFWIN_TRACES_NATIVE=0``: msgspec decodes the events), side by side. With ``--stdlib`` profwin also runs without its ``fast``
    extra, and with ``--parsers`` the JSON parsers considered for the reader (stdlib
    ``raw_decode`` streaming, ijson, msgspec, orjson, ``json.load``) run on each shape.
 
@@ -212,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     cached = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     cached["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
     stdlib = {**cached, "PROFWIN_TRACES_FAST": "0"}
-    _warm_up(work, [cached, stdlib] if args.stdlib else [cached])
+    typed = {**cached, "PROFWIN_TRACES_NATIVE": "0"}  # the fast extra without the compiled scanner
+    _warm_up(work, [cached, typed, stdlib] if args.stdlib else [cached, typed])
 
     runs: list[tuple[str, str, str, tuple[str, ...], dict[str, Any]]] = []
     windows = {}
@@ -229,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             (hta_dir / trace.name).symlink_to(trace)
         one = [
             ("profwin summarize", "cli_summarize", (str(trace),), {"env": cached}),
+            ("profwin summarize (msgspec)", "cli_summarize", (str(trace),), {"env": typed}),
             ("profwin summarize .json.gz", "cli_summarize", (gz,), {"env": cached}),
             ("gzip -dc .json.gz", "gzip_dc", (gz,), {"env": cached}),
             ("profwin trim", "cli_trim", (str(trace), str(work / "cli_trim.pt.trace.json"), *window), {"env": cached}),
@@ -271,6 +274,10 @@ def main(argv: list[str] | None = None) -> int:
             hta = got["HTA 0.5.0 load"]["cpu"]
             print(f"  vs HTA load, CPU: summarize {hta / got['profwin summarize']['cpu']:.2f}x"
                   + (f", trim {hta / got['profwin trim']['cpu']:.2f}x" if "profwin trim" in got else "") + "  (goal >= 5x)")  # fmt: skip
+        if "profwin summarize (msgspec)" in got and "profwin summarize" in got:
+            print(
+                f"  compiled scanner vs msgspec, CPU: {got['profwin summarize (msgspec)']['cpu'] / got['profwin summarize']['cpu']:.2f}x"
+            )
         if "profwin summarize (stdlib)" in got and "profwin summarize" in got:
             print(
                 f"  fast path vs stdlib path, CPU: {got['profwin summarize (stdlib)']['cpu'] / got['profwin summarize']['cpu']:.2f}x"

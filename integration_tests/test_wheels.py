@@ -435,6 +435,22 @@ def test_the_trace_commands_come_with_profwin_traces(
     )
 
 
+def test_the_compiled_scanner_builds_from_the_installed_wheel(alone: Callable[[str], Alone], tmp_path: Path) -> None:
+    """profwin-traces' wheel is pure Python and holds the scanner's C source, which the installed
+    package builds on first use (profwin_traces.native) into the user's cache, not into the venv."""
+    toolkit = alone(TRACES).venv
+    wheel, _ = _artifacts(toolkit.dist, TRACES)
+    assert "profwin_traces/_scan.c" in _wheel_metadata(wheel)[1]
+    code = "from profwin_traces.native import native_status, new_scanner; print(native_status()); print(new_scanner().kinds)"
+    toolkit.env["XDG_CACHE_HOME"] = str(tmp_path)
+    try:
+        status, kinds = toolkit.run(str(toolkit.path / "bin" / "python"), "-c", code).splitlines()
+    finally:
+        del toolkit.env["XDG_CACHE_HOME"]
+    assert status.startswith(f"on ({tmp_path / 'profwin' / 'native'}/_scan-"), status
+    assert kinds == "0"
+
+
 def test_all_extra_installs_every_plugin(alone: Callable[[str], Alone]) -> None:
     venv = alone("profwin-memory").venv
     venv.install(f"profwin[all]=={PACKAGES[UMBRELLA]['version']}")

@@ -1,4 +1,5 @@
-"""The numpy path (``fast`` extra) and the standard-library path give the same summaries and trims.
+"""The numpy path (``fast`` extra), with the compiled scanner and with msgspec, and the
+standard-library path give the same summaries and trims.
 
 Random traces in torch's shape: per thread a tree of properly nested operators in time order
 (same-start nesting written in either order, as Kineto does), runtime calls on a lane of their own,
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 
 from profwin_traces import TraceError, columnar, summarize, trim
 from profwin_traces.columnar import column_decoder, numpy_or_none
+from profwin_traces.native import native_status, new_scanner
 from profwin_traces.reader import fast_decoder
 
 
@@ -96,15 +98,20 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, run: Any) -> tuple[Any, Any]:
+def _both(monkeypatch: pytest.MonkeyPatch, run: Any, *, exact: bool = True) -> tuple[Any, Any]:
+    """``run()`` on the fast path, with the compiled scanner and with msgspec (with ``exact``, they
+    must agree exactly: the same columns), and on the standard path."""
     results = []
-    for fast in ("1", "0"):
+    for fast, native in (("1", "1"), ("1", "0"), ("0", "1")):
         monkeypatch.setenv("PROFWIN_TRACES_FAST", fast)
+        monkeypatch.setenv("PROFWIN_TRACES_NATIVE", native)
         _clear()
         assert (numpy_or_none() is not None) == (fast == "1"), "numpy and msgspec are in the dev group"
+        assert (new_scanner() is not None) == (fast == native == "1"), native_status()
         results.append(run())
     _clear()
-    return results[0], results[1]
+    assert results[0] == results[1] or not exact, "the compiled scanner and msgspec give other columns"
+    return results[0], results[2]
 
 
 def _summary(path: Any, window: str | None) -> Any:
@@ -149,11 +156,11 @@ def test_fast_and_standard_trims_are_identical(tmp_path_factory: Any, events: li
     folder = tmp_path_factory.mktemp("trim")
     path = folder / "t.pt.trace.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=2, ensure_ascii=False))
-    outs = [folder / "fast.pt.trace.json", folder / "slow.pt.trace.json"]
+    outs = [folder / f"{way}.pt.trace.json" for way in ("native", "msgspec", "slow")]
     targets = iter(outs)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        _both(monkeypatch, lambda: trim(path, "0:1", next(targets)))
-    assert outs[0].read_text() == outs[1].read_text()
+        _both(monkeypatch, lambda: trim(path, "0:1", next(targets)), exact=False)  # each its own output path
+    assert outs[0].read_text() == outs[1].read_text() == outs[2].read_text()
 
 
 def test_kinds_table_restarts_keep_each_events_thread(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ a string, ``args`` that is not an object), which the reader hands over as dicts.
 from __future__ import annotations
 
 import functools
+import json
 import math
 from collections.abc import Callable, Iterator, Sequence
 from itertools import pairwise, repeat
@@ -31,7 +32,8 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from profwin.plugin import StepMarker
-from profwin_traces.reader import fast_module, numpy_or_none
+from profwin_traces.native import new_scanner
+from profwin_traces.reader import NativeBatch, fast_module, numpy_or_none
 from profwin_traces.scan import (
     _LAUNCHES,
     MAX_NAME_CHARS,
@@ -146,6 +148,14 @@ class _Event:
         self.args = _Args(None if corr is None else _number(corr), args.get("name"))
 
 
+def _json_value(raw: bytes) -> Any:
+    """A value the scanner found, decoded: a plain string by slicing, anything else by the
+    standard decoder."""
+    if raw[:1] == b'"' and b"\\" not in raw:
+        return raw[1:-1].decode("utf-8")
+    return json.loads(raw)
+
+
 def _pick(events: list[Any], rows: list[int]) -> tuple[Any, ...]:
     """``events[i]`` for each of ``rows`` (not empty), in one C call."""
     return itemgetter(*rows)(events) if len(rows) > 1 else (events[rows[0]],)
@@ -189,11 +199,13 @@ class ColumnFiller(_Filler):
         self.kind_linked = np.zeros(0, bool)  # its events' correlation ids are read: kernels, launch calls
         self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
         self.carry: dict[str, Any] | None = None  # events still open after the last segment
+        self.scanner = new_scanner()  # the compiled scanner, when it is built (profwin_traces.native)
+        self.native_kind = np.zeros(0, np.int64)  # the scanner's kind id -> this filler's; -1: not yet
         self.base = 0  # events before the segment being read
 
     # -- input ---------------------------------------------------------------------------------
 
-    def fill_columns(self, batches: Iterator[tuple[list[Any], Any, Any]]) -> None:
+    def fill_columns(self, batches: Iterator[tuple[Any, Any, Any]]) -> None:
         """Consume the reader's ``(events, offsets, lengths)`` batches (structs or dicts)."""
         np = self.np
         kept: dict[int, Any] = {}
@@ -201,18 +213,25 @@ class ColumnFiller(_Filler):
         columns: list[tuple[Any, ...]] = []
         n = chars = 0
         for batch, offsets, lengths in batches:
-            if type(batch[0]) is dict:
-                batch = [_Event(e) for e in batch]
             if not n and len(self.kind_keys) > MAX_KINDS:  # a trace of ever new names: start the table again
                 self._restart_kinds()
-            # All a segment needs of a batch is taken while its structs are in the CPU's cache,
-            # and only the few read one by one later are kept: 0.07 CPU s per 256 MiB less than
-            # the same passes over, and the freeing of, a whole segment of structs.
-            columns.append(self._columns(batch))
-            rows = np.flatnonzero(self.kind_kept[columns[-1][0]])
-            if len(rows):
-                kept.update(zip((rows + n).tolist(), _pick(batch, rows.tolist()), strict=True))
-            n += len(batch)
+            if type(batch) is NativeBatch:
+                columns.append(self._native_columns(batch))
+                rows = np.flatnonzero(self.kind_kept[columns[-1][0]]).tolist()
+                if rows:  # decoded whole: the few events read one by one (metadata, markers, ...)
+                    kept.update(zip((r + n for r in rows), map(_Event, batch.events(rows)), strict=True))
+                n += batch.n
+            else:
+                if type(batch[0]) is dict:
+                    batch = [_Event(e) for e in batch]
+                # All a segment needs of a batch is taken while its structs are in the CPU's cache,
+                # and only the few read one by one later are kept: 0.07 CPU s per 256 MiB less than
+                # the same passes over, and the freeing of, a whole segment of structs.
+                columns.append(self._columns(batch))
+                found = np.flatnonzero(self.kind_kept[columns[-1][0]])
+                if len(found):
+                    kept.update(zip((found + n).tolist(), _pick(batch, found.tolist()), strict=True))
+                n += len(batch)
             spans.append((offsets, lengths))
             del batch  # not held while the reader decodes the next one (see _batches)
             if n >= SEGMENT:
@@ -247,9 +266,37 @@ class ColumnFiller(_Filler):
             dur = np.array(list(map(_DUR_OF, events)), np.float64)
         return kind, ts, dur, correlation
 
+    def _native_columns(self, batch: NativeBatch) -> tuple[Any, ...]:
+        """:meth:`_columns` for a :class:`NativeBatch`: the scanner's kinds mapped to this
+        filler's, each scanner kind's bytes decoded once (and again after either table starts
+        over). The scanner's table is emptied past :data:`MAX_KINDS` kinds or
+        :data:`MAX_RAW_NAME_CHARS` bytes, once this batch no longer needs it."""
+        np, scanner = self.np, self.scanner
+        if len(self.native_kind) < scanner.kinds:
+            self.native_kind = np.concatenate([self.native_kind, np.full(scanner.kinds - len(self.native_kind), -1, np.int64)])
+        kind = self.native_kind[batch.kind]
+        missing = np.flatnonzero(kind < 0)
+        if len(missing):
+            ids = np.unique(batch.kind[missing]).tolist()
+            values: dict[bytes | None, Any] = {None: None}  # ph, cat, pid and tid repeat across kinds
+            keys = [
+                tuple(values[raw] if raw in values else values.setdefault(raw, _json_value(raw)) for raw in scanner.key(i))
+                for i in ids
+            ]
+            new = [k for k in dict.fromkeys(keys) if k not in self.kind_ids]
+            fresh = self._new_kinds(new) if new else {}
+            self.native_kind[ids] = [self.kind_ids.get(k, fresh.get(k, -1)) for k in keys]
+            kind = self.native_kind[batch.kind]
+        if scanner.kinds > MAX_KINDS or scanner.kind_bytes > MAX_RAW_NAME_CHARS:
+            scanner.reset()
+            self.native_kind = self.native_kind[:0]
+        correlation = np.where(self.kind_linked[kind], batch.corr, np.nan)
+        return kind, batch.ts, batch.dur, correlation
+
     def _restart_kinds(self) -> None:
         """Forget the kinds (their ids are per segment; the table stays bounded)."""
         self.kind_ids, self.kind_keys = {}, []
+        self.native_kind = self.native_kind[:0]
         tables = (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_linked)
         self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_linked = (a[:0] for a in tables)
 

@@ -47,7 +47,8 @@ def scan(
         readers = _readers(first, paths, sizes, progress, fast, stack)
         try:
             if decode is not None:
-                ColumnFiller(index, markers).fill_columns(b for r in readers for b in r.event_batches(decode))
+                filler = ColumnFiller(index, markers)
+                filler.fill_columns(b for r in readers for b in r.event_batches(decode, native=filler.scanner))
             else:
                 _Filler(index, markers).fill(b for r in readers for b in r.record_batches())
         except BaseException:

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import itertools
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -35,6 +36,7 @@ __all__ = [
     "CHUNK_CHARS",
     "MAX_HEADER_CHARS",
     "MAX_VALUE_CHARS",
+    "NativeBatch",
     "Progress",
     "Record",
     "TraceError",
@@ -113,6 +115,7 @@ class TraceReader(JsonStream):
         self._typed = fast_decoder() if fast else None
         self._plain_until = 0  # events before this offset are read one at a time
         self._arrays: Any = None  # numpy, when event spans are found with it
+        self._native: Any = None  # the compiled scanner (event_batches)
 
     # -- the document ------------------------------------------------------------------------
 
@@ -137,10 +140,13 @@ class TraceReader(JsonStream):
                     for e in events
                 ], offsets, lengths  # fmt: skip
 
-    def event_batches(self, decode: Callable[[Any], list[Any]]) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+    def event_batches(self, decode: Callable[[Any], list[Any]], *, native: Any = None) -> Iterator[tuple[Any, Any, Any]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
-        (a list of events), or single dicts where a batch cannot be taken that way."""
+        (a list of events), or single dicts where a batch cannot be taken that way. With
+        ``native`` (a :func:`profwin_traces.native.new_scanner`), a buffer's worth is a
+        :class:`NativeBatch` of columns instead, read by the compiled scanner."""
         self._batch = decode
+        self._native = native
         self._arrays = numpy_or_none()
         yield from self._document()
 
@@ -160,7 +166,7 @@ class TraceReader(JsonStream):
         if self._progress is not None:
             self._progress(self.size, self.size)
 
-    def _document(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+    def _document(self) -> Iterator[tuple[Any, Any, Any]]:
         """The events as ``(events, offsets, lengths)`` batches: one event each from the
         standard decoder, a buffer's worth from the fast one (msgspec structs, not dicts)."""
         if self._started:
@@ -205,7 +211,7 @@ class TraceReader(JsonStream):
             shown = keys if len(keys) <= 10 else [*keys[:10], f"... {len(keys) - 10} more"]
             raise TraceError(self.path, f"no 'traceEvents' key (top-level keys: {shown}); expected {_EXPECTED}")
 
-    def _array(self) -> Iterator[tuple[list[Any], list[int], list[int]]]:
+    def _array(self) -> Iterator[tuple[Any, Any, Any]]:
         if self.skip_ws() == "]":
             self._pos += 1
             return
@@ -226,8 +232,10 @@ class TraceReader(JsonStream):
                 and after >= self._offset
                 and self._offset + self._pos >= self._plain_until
             ):
-                # The separator this file writes between events ("},\n  {" from Kineto).
-                yield from self._batches("}" + self._buf[after - self._offset : self._pos] + "{")
+                if self._native is not None:
+                    yield from self._native_batches()
+                else:  # the separator this file writes between events ("},\n  {" from Kineto)
+                    yield from self._batches("}" + self._buf[after - self._offset : self._pos] + "{")
 
     def _batches(self, separator: str) -> Iterator[tuple[list[Any], Any, Any]]:
         """Decode the events up to the last ``separator`` in the buffered bytes in one call, a
@@ -255,6 +263,7 @@ class TraceReader(JsonStream):
                 cut = buf.rfind(sep, 1, end)
                 if cut < 0:
                     return
+                after_brace = buf[cut + 1]  # the separator's "," or whitespace before it
                 buf[cut + 1] = 0x5D  # "]"
                 batch = view[1 : cut + 1]
                 # The bytes are looked at before the decode, while the read has left them in the
@@ -266,7 +275,7 @@ class TraceReader(JsonStream):
                 except (ValueError, RecursionError):  # msgspec.DecodeError is a ValueError
                     events = None
                 spans = None if events is None else _spans(np, batch, sep, len(events), plain, sizes)
-                buf[cut + 1] = 0x2C  # ","
+                buf[cut + 1] = after_brace
                 if spans is None or events is None:
                     # A separator inside a string or a nested list, types the decoder does not
                     # take, or not UTF-8: read this batch one event at a time.
@@ -288,10 +297,87 @@ class TraceReader(JsonStream):
             self._offset, self._pos = at, 0
             self._buf = self._text(bytes(view[1:end])) if end > 1 else ""
 
+    def _native_batches(self) -> Iterator[tuple[NativeBatch, Any, Any]]:
+        """:meth:`_batches` by the compiled scanner: the buffered bytes from the cursor (an
+        event's start) are scanned into columns, a buffer at a time, each event's type checked as
+        the typed decoder checks it. The text buffer is handed back at an event: the array's last
+        (its ``]`` read the standard way), one the scanner leaves to the standard decoder (which
+        reads it or names its error; the rest of the buffer is read that way too, so that a file
+        of such events is not scanned again event by event), one longer than the buffer, or one
+        the file ends in."""
+        scan, np = self._native.scan, self._arrays
+        rest = self._buf[self._pos :].encode("utf-8") + self._decoder.getstate()[0]
+        self._decoder.reset()
+        at = self._offset + self._pos  # character offset of buf[0], an event's "{"
+        buf = bytearray(max(2 * self._chunk, len(rest) + self._chunk))
+        view = memoryview(buf)
+        end = len(rest)
+        buf[:end] = rest
+        keep = 0  # where the bytes handed back to the text buffer begin
+        try:
+            while True:
+                if not self._eof and end < len(buf):
+                    end += self._read(into=view[end:])
+                *columns, stop, stop_chars, status = scan(view[:end], at)
+                batch = NativeBatch(np, columns, view)
+                if batch.n:
+                    self.events_read += batch.n
+                    yield batch, batch.offsets, batch.lengths
+                del batch
+                at += stop_chars
+                if status == _SCAN_SLOW:
+                    self._plain_until = at + end - stop  # bytes bound the characters they hold
+                if status != _SCAN_MORE or (stop == 0 and (self._eof or end == len(buf))):
+                    keep = stop
+                    return
+                buf[: end - stop] = bytes(view[stop:end])
+                end -= stop
+        except BaseException:
+            keep = end  # a failed read or an interrupt: nothing to hand back, the error stands
+            raise
+        finally:
+            self._offset, self._pos = at, 0
+            self._buf = self._text(bytes(view[keep:end])) if end > keep else ""
+
     def events(self) -> Iterator[dict[str, Any]]:
         """Yield each event as a dict."""
         for event, _, _ in self.raw_events():
             yield event
+
+
+_SCAN_MORE, _SCAN_SLOW = 0, 2  # the scanner's status: the buffer ends in an event; one to read the standard way
+
+
+class NativeBatch:
+    """A buffer's events as the compiled scanner gives them: numpy columns ``offsets`` and
+    ``lengths`` (where each event's text is, in characters of the file), ``ts``, ``dur`` (nan:
+    absent), ``kind`` (the scanner's id of the event's ``(ph, cat, name, pid, tid)`` bytes) and
+    ``corr`` (``args.correlation``); :meth:`events` decodes some whole. Valid while the reader
+    holds the batch, until it reads on."""
+
+    __slots__ = ("corr", "dur", "kind", "lengths", "n", "offsets", "sizes", "starts", "ts", "view")
+
+    def __init__(self, np: Any, columns: list[bytearray], view: memoryview) -> None:
+        dtypes = (np.int64, np.int32, np.int64, np.int32, np.float64, np.float64, np.int32, np.float64)
+        self.offsets, self.lengths, self.starts, self.sizes, self.ts, self.dur, self.kind, self.corr = (
+            np.frombuffer(column, dtype) for column, dtype in zip(columns, dtypes, strict=True)
+        )
+        self.n = len(self.ts)
+        self.view = view
+
+    def events(self, rows: list[int]) -> list[dict[str, Any]]:
+        """Events ``rows`` whole, as the standard decoder gives them (the scanner has checked
+        their JSON): one msgspec call for all of them where msgspec is installed."""
+        view, starts, sizes = self.view, self.starts[rows].tolist(), self.sizes[rows].tolist()
+        texts = [view[s : s + n] for s, n in zip(starts, sizes, strict=True)]
+        msgspec = fast_module("msgspec")
+        if msgspec is not None:
+            try:
+                events: list[dict[str, Any]] = msgspec.json.decode(b"[" + b",".join(texts) + b"]")
+                return events
+            except (ValueError, OverflowError):  # an integer past 64 bits, which msgspec refuses
+                pass
+        return [json.loads(bytes(text)) for text in texts]
 
 
 def _part_sizes(np: Any, batch: Any, sep: bytes) -> Any:

@@ -337,7 +337,7 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
             thread=index.threads.get((pid, tid), ""),
             events=n,
         )
-        for (pid, tid), n in sorted(index.thread_events.items(), key=lambda kv: -kv[1])
+        for (pid, tid), n in sorted(index.thread_events.items(), key=lambda kv: (-kv[1], repr(kv[0])))
     )
     return Summary(
         trace=TraceMeta(
@@ -361,8 +361,9 @@ def _summary(index: TraceIndex, window: Window | None, top: int, first_step: int
         selected=f"{chosen[0].number}:{chosen[-1].number + 1}",
         steps=stats,
         step_us=_stats([s.dur for s in chosen]),
-        top_ops=tuple(sorted(ops, key=lambda o: -o.self_us)[:top]),
-        top_kernels=tuple(sorted(kernels, key=lambda o: -o.self_us)[:top]),
+        # Ties by name: the order names were first seen differs between the readers' paths.
+        top_ops=tuple(sorted(ops, key=lambda o: (-o.self_us, o.name))[:top]),
+        top_kernels=tuple(sorted(kernels, key=lambda o: (-o.self_us, o.name))[:top]),
         threads=threads,
         bytes_outside_steps=outside,
         notes=tuple(notes),
