@@ -207,6 +207,22 @@ static cp literal(Ctx *c, cp p, const char *word, size_t n) {
     return p + n;
 }
 
+/* An object's member name at p (its opening quote) and the ":" after it: returns the value's first
+ * byte, with the name's bytes (escapes as written) in key and klen, and esc set if it has one. */
+static cp member_key(Ctx *c, cp p, cp *key, size_t *klen, int *esc) {
+    cp end = c->end;
+    if (*p != '"') FAIL(c, WHY_SYNTAX);
+    *key = p + 1;
+    if (!(p = skip_string(c, *key, esc))) return NULL;
+    *klen = (size_t)(p - 1 - *key);
+    p = ws(p, end);
+    NEED(c, p);
+    if (*p != ':') FAIL(c, WHY_SYNTAX);
+    p = ws(p + 1, end);
+    NEED(c, p);
+    return p;
+}
+
 static cp skip_container(Ctx *c, cp p) {
     cp end = c->end;
     unsigned char close = *p == '{' ? '}' : ']';
@@ -217,13 +233,9 @@ static cp skip_container(Ctx *c, cp p) {
     for (;;) {
         if (close == '}') {
             int esc = 0;
-            if (*p != '"') FAIL(c, WHY_SYNTAX);
-            if (!(p = skip_string(c, p + 1, &esc))) return NULL;
-            p = ws(p, end);
-            NEED(c, p);
-            if (*p != ':') FAIL(c, WHY_SYNTAX);
-            p = ws(p + 1, end);
-            NEED(c, p);
+            cp key;
+            size_t klen;
+            if (!(p = member_key(c, p, &key, &klen, &esc))) return NULL;
         }
         if (!(p = skip_value(c, p))) return NULL;
         p = ws(p, end);
@@ -259,15 +271,9 @@ static cp scan_args(Ctx *c, cp p, double *corr) {
     if (*p == '}') { c->depth--; return p + 1; }
     for (;;) {
         int esc = 0;
-        if (*p != '"') FAIL(c, WHY_SYNTAX);
-        cp key = p + 1;
-        if (!(p = skip_string(c, key, &esc))) return NULL;
-        size_t klen = (size_t)(p - 1 - key);
-        p = ws(p, end);
-        NEED(c, p);
-        if (*p != ':') FAIL(c, WHY_SYNTAX);
-        p = ws(p + 1, end);
-        NEED(c, p);
+        cp key;
+        size_t klen;
+        if (!(p = member_key(c, p, &key, &klen, &esc))) return NULL;
         if (esc) c->odd = 1;
         if (!esc && klen == 11 && memcmp(key, "correlation", 11) == 0) {
             if (seen) c->odd = 1;
@@ -470,15 +476,9 @@ static cp scan_event(Ctx *c, cp p, Event *ev) {
     if (*p == '}') return p + 1;
     for (;;) {
         int esc = 0;
-        if (*p != '"') FAIL(c, WHY_SYNTAX);
-        cp key = p + 1;
-        if (!(p = skip_string(c, key, &esc))) return NULL;
-        size_t klen = (size_t)(p - 1 - key);
-        p = ws(p, end);
-        NEED(c, p);
-        if (*p != ':') FAIL(c, WHY_SYNTAX);
-        p = ws(p + 1, end);
-        NEED(c, p);
+        cp key;
+        size_t klen;
+        if (!(p = member_key(c, p, &key, &klen, &esc))) return NULL;
         int k = esc ? K_OTHER : key_of(key, klen);
         if (esc) c->odd = 1; /* it might spell one of the keys read here */
         if (k != K_OTHER) {
