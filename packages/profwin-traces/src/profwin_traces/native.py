@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from profwin.plugin import ProfwinError
+
 __all__ = ["SOURCE", "native_status", "new_scanner"]
 
 SOURCE = Path(__file__).with_name("_scan.c")
@@ -61,8 +63,8 @@ def _built() -> tuple[Any, str]:
         return None, str(exc)
 
 
-class _Unavailable(Exception):
-    pass
+class _Unavailable(ProfwinError):
+    """Why the scanner cannot be built or loaded here (never raised out of this module)."""
 
 
 def _cache_dir() -> Path:
