@@ -98,6 +98,40 @@ def test_the_kinds_table_is_emptied_on_reset() -> None:
         scanner.key(0)
 
 
+@settings(max_examples=300, deadline=None)
+@given(cuts=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(list(b'{}[]",:\\ 0e-.nu\x00\xff\xc3\xa9'))), max_size=4))
+def test_an_event_taken_from_mangled_bytes_is_what_json_reads(cuts: list[tuple[int, int]]) -> None:
+    """Bytes of a valid array changed here and there: whatever the scanner takes is valid JSON
+    whose fields are the columns; it stops at the first event it does not take, never past it."""
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm é", "pid": 1, "tid": 2, "ts": 10.5, "dur": 3, "args": {"correlation": 4}},
+        {"name": "ProfilerStep#1", "ts": 1e3, "args": {"x": [1, {"y": None}], "s": 'q"\\'}},
+        {"ph": "M", "name": "thread_name", "pid": "p", "tid": None, "args": {"name": "main"}},
+    ]
+    data = bytearray(", ".join(json.dumps(e, ensure_ascii=False) for e in events * 3).encode() + b"]")
+    for at, byte in cuts:
+        data[at % len(data)] = byte
+    found = _scan(bytes(data))
+    columns = zip(found["start"], found["size"], found["ts"], found["dur"], found["corr"], found["keys"], strict=True)
+    for start, size, ts, dur, corr, key in columns:
+        event = json.loads(bytes(data[start : start + size]))
+        args = event.get("args", {})
+        assert _same(ts, event.get("ts"))
+        assert _same(dur, event.get("dur"))
+        assert _same(corr, args.get("correlation"))
+        assert [None if raw is None else json.loads(raw) for raw in key] == [event.get(k) for k in _KIND_FIELDS]
+    taken = found["start"][-1] + found["size"][-1] if found["start"] else 0
+    assert found["stop"] >= taken
+
+
+_KIND_FIELDS = ("ph", "cat", "name", "pid", "tid")
+
+
+def _same(column: float, value: Any) -> bool:
+    """A column's float is the JSON value, or nan for an absent or null one."""
+    return column != column if value is None else column == float(value)
+
+
 # -- the three ways agree on hostile text -----------------------------------------------------------
 
 _STRINGS = st.sampled_from(["aten::mm", "é ✓", 'q"uote', "back\\slash", "tab\t", "\u2028", "ProfilerStep#1", ""])
@@ -139,7 +173,8 @@ def _event(draw: Any, k: int) -> str:
     items = [f"{key}: {fields[key]}" for key in keys if draw(st.integers(0, 9)) > 0 or key == '"name"']
     if odd == "twice":
         items.append(f'"ts": {100.0 * k}')
-    return "{" + draw(st.sampled_from([", ", ",", ",\n  "])).join(items) + "}"
+    separator: str = draw(st.sampled_from([", ", ",", ",\n  "]))
+    return "{" + separator.join(items) + "}"
 
 
 @st.composite
@@ -147,7 +182,8 @@ def _traces(draw: Any) -> str:
     events = [draw(_event(k)) for k in range(draw(st.integers(1, 30)))]
     separators = [draw(st.sampled_from([",", ", ", ",\n  ", "\n,\t"])) for _ in events]
     body = "".join(e + s for e, s in zip(events, separators, strict=True))[: -len(separators[-1])]
-    return '{"schemaVersion": 1, "traceEvents": [' + draw(st.sampled_from(["", "\n  "])) + body + "]}"
+    opening: str = draw(st.sampled_from(["", "\n  "]))
+    return '{"schemaVersion": 1, "traceEvents": [' + opening + body + "]}"
 
 
 def _clear() -> None:
