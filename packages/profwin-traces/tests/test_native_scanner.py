@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from profwin_traces import TraceError, columnar, summarize
 from profwin_traces.columnar import column_decoder, numpy_or_none
-from profwin_traces.native import SOURCE, native_status, new_scanner
+from profwin_traces.native import SOURCE, compiled, native_status, new_scanner
 from profwin_traces.reader import fast_decoder
 
 
@@ -130,6 +130,31 @@ _KIND_FIELDS = ("ph", "cat", "name", "pid", "tid")
 def _same(column: float, value: Any) -> bool:
     """A column's float is the JSON value, or nan for an absent or null one."""
     return column != column if value is None else column == float(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 40), st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.5, 20.0]), st.booleans()),
+        max_size=60,
+    )
+)
+def test_the_compiled_self_time_sums_are_numpys(events: list[tuple[int, int, float, bool]]) -> None:
+    """``nest_kids`` gives, bit for bit, the sums ``columnar._parents`` and ``bincount`` give: on
+    events that nest and on events that overlap without nesting, across lanes."""
+    np = numpy_or_none()
+    lane = np.array([e[0] for e in events], np.int64)
+    ts = np.array([float(e[1]) for e in events])
+    dur = np.array([e[2] for e in events])
+    fresh = np.array([e[3] for e in events], bool)
+    end = ts + dur
+    order = columnar._nest_order(np, lane, ts, end)
+    columns = (lane[order], ts[order], end[order], dur[order], fresh[order])
+    parent, valid = columnar._parents(np, *columns[:3])
+    valid &= columns[4]
+    expected = np.bincount(parent[valid], weights=columns[3][valid], minlength=len(order))
+    found = np.frombuffer(compiled().nest_kids(*columns), np.float64)
+    assert found.tobytes() == expected.astype(np.float64).tobytes()
 
 
 # -- the three ways agree on hostile text -----------------------------------------------------------

@@ -22,6 +22,9 @@
  * reader hands everything else to the standard decoder, which reads it or names the error.
  * key(kind) gives a kind's raw value bytes (None for a missing key); kinds and kind_bytes say how
  * much the table holds, and reset() empties it: the reader bounds it.
+ *
+ * nest_kids(...) is the one other piece: the columnar filler's sums of children's durations into
+ * their parents (self times), the rule of columnar._parents computed a lane at a time.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -669,7 +672,73 @@ static PyTypeObject ScannerType = {
     .tp_getset = Scanner_getset,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "profwin_traces._scan", "A trace event array scanner.", -1, NULL};
+/* ---- self times: children's durations summed into their parents -------------------------------- */
+
+/* nest_kids(lane, ts, end, dur, fresh) for complete events in nesting order (by lane, start, longest
+ * first; int64, float64 x3, bool): for each, the durations of its fresh direct children, summed in
+ * order, as float64 bytes. columnar._parents' rule, a lane at a time: an event's depth is the events
+ * before it on its lane less those ended by its start (a min-heap of their ends), its parent the
+ * last earlier event one level up on the lane, which must not end before it. */
+static PyObject *nest_kids(PyObject *module, PyObject *args) {
+    Py_buffer b[5];
+    static const Py_ssize_t sizes[5] = {8, 8, 8, 8, 1};
+    int got = 0;
+    PyObject *result = NULL;
+    double *heap = NULL;
+    Py_ssize_t *last = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4])) return NULL;
+    got = 5;
+    Py_ssize_t n = b[4].len;
+    for (int i = 0; i < 5; i++)
+        if (b[i].len != n * sizes[i]) { PyErr_SetString(PyExc_ValueError, "columns of unequal lengths"); goto done; }
+    const int64_t *lane = b[0].buf;
+    const double *ts = b[1].buf, *end = b[2].buf, *dur = b[3].buf;
+    const unsigned char *fresh = b[4].buf;
+    result = PyByteArray_FromStringAndSize(NULL, n * (Py_ssize_t)sizeof(double));
+    heap = PyMem_Malloc((n ? n : 1) * sizeof(double));
+    last = PyMem_Malloc((n ? n : 1) * sizeof(Py_ssize_t));
+    if (!result || !heap || !last) { if (result) { Py_CLEAR(result); } PyErr_NoMemory(); goto done; }
+    double *kids = (double *)PyByteArray_AS_STRING(result);
+    for (Py_ssize_t i = 0; i < n; i++) last[i] = -1;
+    Py_ssize_t lo = 0, size = 0; /* the lane's first position; the ends of its open events, a heap */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        kids[i] = 0.0;
+        if (i == 0 || lane[i] != lane[i - 1]) { lo = i; size = 0; }
+        while (size && heap[0] <= ts[i]) { /* pop the smallest end: that event ended by this start */
+            double x = heap[--size];
+            Py_ssize_t k = 0;
+            for (;;) {
+                Py_ssize_t c = 2 * k + 1;
+                if (c >= size) break;
+                if (c + 1 < size && heap[c + 1] < heap[c]) c++;
+                if (heap[c] >= x) break;
+                heap[k] = heap[c];
+                k = c;
+            }
+            heap[k] = x;
+        }
+        Py_ssize_t depth = size; /* the events before it on its lane less those ended */
+        if (depth > 0) {
+            Py_ssize_t parent = last[depth - 1];
+            if (parent >= lo && end[parent] >= end[i] && fresh[i]) kids[parent] += dur[i];
+        }
+        last[depth] = i;
+        Py_ssize_t k = size++; /* push this event's end */
+        while (k && heap[(k - 1) / 2] > end[i]) { heap[k] = heap[(k - 1) / 2]; k = (k - 1) / 2; }
+        heap[k] = end[i];
+    }
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&b[i]);
+    PyMem_Free(heap);
+    PyMem_Free(last);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"nest_kids", nest_kids, METH_VARARGS, "nest_kids(lane, ts, end, dur, fresh) -> float64 bytes (see _scan.c)"},
+    {NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "profwin_traces._scan", "A trace event array scanner.", -1, module_methods};
 
 PyMODINIT_FUNC PyInit__scan(void) {
     if (PyType_Ready(&ScannerType) < 0) return NULL;

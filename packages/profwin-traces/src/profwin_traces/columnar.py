@@ -32,7 +32,7 @@ from operator import attrgetter, itemgetter
 from typing import Any
 
 from profwin.plugin import StepMarker
-from profwin_traces.native import new_scanner
+from profwin_traces.native import compiled
 from profwin_traces.reader import NativeBatch, fast_module, numpy_or_none
 from profwin_traces.scan import (
     _LAUNCHES,
@@ -199,7 +199,9 @@ class ColumnFiller(_Filler):
         self.kind_linked = np.zeros(0, bool)  # its events' correlation ids are read: kernels, launch calls
         self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
         self.carry: dict[str, Any] | None = None  # events still open after the last segment
-        self.scanner = new_scanner()  # the compiled scanner, when it is built (profwin_traces.native)
+        module = compiled()  # built on first use (profwin_traces.native), or None
+        self.scanner: Any = None if module is None else module.Scanner()
+        self.nest_kids: Any = None if module is None else module.nest_kids
         self.native_kind = np.zeros(0, np.int64)  # the scanner's kind id -> this filler's; -1: not yet
         self.base = 0  # events before the segment being read
 
@@ -576,10 +578,14 @@ class ColumnFiller(_Filler):
         p_idx = np.flatnonzero(dur > 0.0)
         if len(p_idx):
             order = p_idx[_nest_order(np, lane[p_idx], ts[p_idx], end[p_idx])]
-            parent, valid = _parents(np, lane[order], ts[order], end[order])
-            valid &= fresh[order]
-            if valid.any():
-                kids[order] += np.bincount(parent[valid], weights=dur[order][valid], minlength=len(order))
+            if self.nest_kids is not None:  # the same sums, in the same order, compiled (_scan.c's nest_kids)
+                columns = (lane[order], ts[order], end[order], dur[order], fresh[order])
+                kids[order] += np.frombuffer(self.nest_kids(*columns), np.float64)
+            else:
+                parent, valid = _parents(np, lane[order], ts[order], end[order])
+                valid &= fresh[order]
+                if valid.any():
+                    kids[order] += np.bincount(parent[valid], weights=dur[order][valid], minlength=len(order))
         if final:
             done = np.ones(len(ts), bool)
         else:
