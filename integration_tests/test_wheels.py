@@ -441,7 +441,7 @@ def test_the_compiled_scanner_builds_from_the_installed_wheel(alone: Callable[[s
     toolkit = alone(TRACES).venv
     wheel, _ = _artifacts(toolkit.dist, TRACES)
     assert "profwin_traces/_scan.c" in _wheel_metadata(wheel)[1]
-    code = "from profwin_traces.native import native_status, new_scanner; print(native_status()); print(new_scanner().kinds)"
+    code = "from profwin_traces.native import compiled, native_status; print(native_status()); print(compiled().Scanner().kinds)"
     toolkit.env["XDG_CACHE_HOME"] = str(tmp_path)
     try:
         status, kinds = toolkit.run(str(toolkit.path / "bin" / "python"), "-c", code).splitlines()

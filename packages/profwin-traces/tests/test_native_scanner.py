@@ -23,13 +23,14 @@ from hypothesis import strategies as st
 
 from profwin_traces import TraceError, columnar, summarize
 from profwin_traces.columnar import column_decoder, numpy_or_none
-from profwin_traces.native import SOURCE, compiled, native_status, new_scanner
+from profwin_traces.native import SOURCE, compiled, native_status
 from profwin_traces.reader import fast_decoder
 
 
 def _scan(data: bytes, base: int = 0) -> dict[str, Any]:
-    scanner = new_scanner()
-    assert scanner is not None, native_status()
+    module = compiled()
+    assert module is not None, native_status()
+    scanner = module.Scanner()
     *columns, stop, stop_chars, status = scanner.scan(data, base)
     np = numpy_or_none()
     names = ("offset", "length", "start", "size", "ts", "dur", "kind", "corr")
@@ -89,7 +90,7 @@ def test_an_event_the_typed_decoder_refuses_is_left_to_the_standard_one(odd: str
 
 
 def test_the_kinds_table_is_emptied_on_reset() -> None:
-    scanner = new_scanner()
+    scanner = compiled().Scanner()
     scanner.scan(b'{"name": "a"}, {"name": "b"}, ', 0)
     assert (scanner.kinds, scanner.kind_bytes > 0) == (2, True)
     scanner.reset()

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from profwin_traces import TraceError, columnar, summarize, trim
 from profwin_traces.columnar import column_decoder, numpy_or_none
-from profwin_traces.native import native_status, new_scanner
+from profwin_traces.native import compiled, native_status
 from profwin_traces.reader import fast_decoder
 
 
@@ -107,7 +107,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, run: Any, *, exact: bool = True) -> t
         monkeypatch.setenv("PROFWIN_TRACES_NATIVE", native)
         _clear()
         assert (numpy_or_none() is not None) == (fast == "1"), "numpy and msgspec are in the dev group"
-        assert (new_scanner() is not None) == (fast == native == "1"), native_status()
+        assert (compiled() is not None) == (fast == native == "1"), native_status()
         results.append(run())
     _clear()
     assert results[0] == results[1] or not exact, "the compiled scanner and msgspec give other columns"

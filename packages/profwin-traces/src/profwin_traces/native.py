@@ -25,7 +25,7 @@ from typing import Any
 
 from profwin.plugin import ProfwinError
 
-__all__ = ["SOURCE", "compiled", "native_status", "new_scanner"]
+__all__ = ["SOURCE", "compiled", "native_status"]
 
 SOURCE = Path(__file__).with_name("_scan.c")
 _BUILD_SECONDS = 300
@@ -34,12 +34,6 @@ _BUILD_SECONDS = 300
 def compiled() -> Any:
     """The compiled module (``Scanner``; ``nest_kids``, the self times' sums), or ``None`` (see the module)."""
     return None if _turned_off() else _built()[0]
-
-
-def new_scanner() -> Any:
-    """A fresh ``Scanner`` (its own table of kinds), or ``None`` (see the module)."""
-    module = compiled()
-    return None if module is None else module.Scanner()
 
 
 def native_status() -> str:

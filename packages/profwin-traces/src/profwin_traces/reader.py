@@ -143,7 +143,7 @@ class TraceReader(JsonStream):
     def event_batches(self, decode: Callable[[Any], list[Any]], *, native: Any = None) -> Iterator[tuple[Any, Any, Any]]:
         """Yield ``(events, offsets, lengths)`` batches: a buffer's worth decoded by ``decode``
         (a list of events), or single dicts where a batch cannot be taken that way. With
-        ``native`` (a :func:`profwin_traces.native.new_scanner`), a buffer's worth is a
+        ``native`` (a ``Scanner`` of :func:`profwin_traces.native.compiled`), a buffer's worth is a
         :class:`NativeBatch` of columns instead, read by the compiled scanner."""
         self._batch = decode
         self._native = native
