@@ -210,7 +210,7 @@ def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str, bool]:
     return metadata["Name"], metadata["Version"], own_distribution(metadata["Name"], _author(metadata))
 
 
-def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str) -> PluginInfo:
+def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str, requires: bool) -> PluginInfo:
     base: dict[str, Any] = {"name": ep.name, "group": group, "distribution": distribution, "version": version}
     try:
         spec = _guarded(f"module {ep.module}", ep.load)
@@ -231,6 +231,8 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
             detail=f"written for plugin API {spec.api}, this profwin-core speaks {protocols.PLUGIN_API}: {upgrade}",
             spec=spec,
         )
+    if not requires:
+        return PluginInfo(**base, status="ok", spec=spec)
     try:
         problems = unmet(spec.requires)
     except ConfigError as exc:
@@ -250,7 +252,7 @@ def plugins(group: str | None = None) -> list[PluginInfo]:
     plugins up to three times (the commands it offers, the step markers, ``profwin plugins``), and
     each read would scan every installed distribution. Each plugin's status is worked out on every
     call, since whether its requirements import can change without ``sys.path`` changing."""
-    return _list(_GROUPS if group is None else (group,))
+    return _list(_GROUPS if group is None else (group,), requires=True)
 
 
 _scans: dict[tuple[object, ...], Any] = {}
@@ -265,7 +267,9 @@ def _installed() -> Any:  # EntryPoints (SelectableGroups on Python 3.10 and 3.1
     return _scans[key]
 
 
-def _list(groups: tuple[str, ...]) -> list[PluginInfo]:
+def _list(groups: tuple[str, ...], *, requires: bool) -> list[PluginInfo]:
+    """The plugins of ``groups``; with ``requires=False`` their requirements go unchecked (every
+    loaded spec is "ok"), which spares parsing them with ``packaging`` where only the specs count."""
     every = _installed()
     found = []
     for grp in groups:
@@ -274,7 +278,7 @@ def _list(groups: tuple[str, ...]) -> list[PluginInfo]:
         for ep, dist, version, own in sorted(entry_points, key=lambda row: not row[3]):
             winner = first.get(ep.name)
             if winner is None:
-                info = _inspect(ep, grp, dist, version)
+                info = _inspect(ep, grp, dist, version, requires)
                 first[ep.name] = (info, own)
                 found.append(info)
             elif winner[0].distribution != dist:
@@ -419,7 +423,7 @@ def step_markers() -> tuple[StepMarker, ...]:
     user names first. A plugin that fails to load is skipped here; ``profwin plugins`` reports it.
     """
     found = {TORCH_MARKER.producer: TORCH_MARKER}
-    for info in plugins():
+    for info in _list(_GROUPS, requires=False):  # whatever a plugin's status, its traces carry its marker
         marker = info.spec.step_marker if info.spec is not None else None
         if marker is not None and marker.producer not in found:
             # A plugin adds a marker; it never outranks core's ProfilerStep# in a torch trace.

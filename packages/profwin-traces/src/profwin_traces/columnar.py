@@ -353,12 +353,14 @@ class ColumnFiller(_Filler):
         """Each timed event's thread id (-1 for untimed events); threads new to a kind found at
         the kind's first timed event, in file order."""
         np = self.np
-        missing = np.flatnonzero((self.kind_thread[kind] < 0) & timed)
+        thread = self.kind_thread.take(kind)
+        missing = np.flatnonzero((thread < 0) & timed)
         if len(missing):
             _, first = np.unique(kind[missing], return_index=True)
             for row in missing[np.sort(first)].tolist():
                 self.kind_thread[kind[row]] = self._thread(self.kind_keys[kind[row]][3:], row)
-        return np.where(timed, self.kind_thread[kind], -1)
+            thread = self.kind_thread.take(kind)
+        return np.where(timed, thread, -1)
 
     def _thread(self, key: tuple[Any, ...], row: int) -> int:
         """The id of the thread ``key``, first seen at segment row ``row``: checked and added if new."""
@@ -457,12 +459,7 @@ class ColumnFiller(_Filler):
         if len(rows):
             self.timed_events(rows, kind, code, ts, dur, correlation, end, kept)
         index.events = self.base + n
-        placed = index.placed.columns
-        placed[0].frombytes(offsets.view(np.uint8))
-        placed[1].frombytes(lengths.view(np.uint8))
-        placed[2].frombytes(start.view(np.uint8))
-        placed[3].frombytes(end.view(np.uint8))
-        index.placed.maybe_spill()
+        index.placed.extend(offsets, lengths, start, end)
         return int(lengths.sum())
 
     def timed_events(
@@ -487,7 +484,7 @@ class ColumnFiller(_Filler):
         end[x_rows] = stop
         x_kind = kind[x_rows]
         cats = self.kind_cat[x_kind]
-        flags = self.cat_flags[cats]
+        flags = self.cat_flags.take(cats, axis=0)  # 10 times faster than cat_flags[cats] on rows of a 2-d array
         is_kernel, is_runtime, is_gpu = flags[:, 1], flags[:, 2], flags[:, 3]
         names = self.kind_name[x_kind]
         # The kind's flags, decided once per kind by _new_kinds: for complete events, the ones kept
@@ -514,23 +511,13 @@ class ColumnFiller(_Filler):
                 self.special(_raw(event.pid), float(start[j]), float(stop[j]), raw, category, marker)
         kernel = plain & is_kernel
         if kernel.any():
-            work = index.device.columns
-            k_corr = correlation[x_rows[kernel]]
-            work[0].frombytes(start[kernel].view(np.uint8))
-            work[1].frombytes(stop[kernel].view(np.uint8))
-            work[2].frombytes(k_corr.view(np.uint8))
-            work[3].frombytes(self.name_kind[names[kernel]].view(np.uint8))
-            index.device.maybe_spill()
+            index.device.extend(start[kernel], stop[kernel], correlation[x_rows[kernel]], self.name_kind[names[kernel]])
         launch = plain & ~is_kernel & linked
         if launch.any():
             l_rows = x_rows[launch]
             l_corr = correlation[l_rows]
             ok = ~np.isnan(l_corr)
-            calls = index.launches.columns
-            calls[0].frombytes(l_corr[ok].view(np.uint8))
-            calls[1].frombytes(start[launch][ok].view(np.uint8))
-            calls[2].frombytes(stop[launch][ok].view(np.uint8))
-            index.launches.maybe_spill()
+            index.launches.extend(l_corr[ok], start[launch][ok], stop[launch][ok])
         lane = thread * 2 + is_runtime
         self.count_unordered(lane, start)
         self.nest({"lane": lane, "ts": start, "end": stop, "dur": dur, "op": op}, final=False)
@@ -595,12 +582,7 @@ class ColumnFiller(_Filler):
         emit = done & (op >= 0)
         if emit.any():
             own = dur[emit] - kids[emit]
-            timed = self.index.timed.columns
-            timed[0].frombytes(ts[emit].view(np.uint8))
-            timed[1].frombytes(np.where(own > 0.0, own, 0.0).view(np.uint8))
-            timed[2].frombytes(op[emit].astype(np.int32).view(np.uint8))
-            timed[3].frombytes(dur[emit].view(np.uint8))
-            self.index.timed.maybe_spill()
+            self.index.timed.extend(ts[emit], np.where(own > 0.0, own, 0.0), op[emit].astype(np.int32), dur[emit])
         stay = ~done
         self.carry = (
             {"lane": lane[stay], "ts": ts[stay], "end": end[stay], "dur": dur[stay], "op": op[stay],

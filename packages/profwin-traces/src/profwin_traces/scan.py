@@ -128,11 +128,31 @@ class Columns:
 
     def maybe_spill(self) -> None:
         """Move the in-memory rows to the temporary file once there are ``spill_rows``."""
-        n = len(self.columns[0])
-        if n < self._spill_rows:
+        if len(self.columns[0]) >= self._spill_rows:
+            self._spill()
+
+    def extend(self, *columns: Any) -> None:
+        """Append rows given a column at a time (numpy arrays of the table's types). Once the
+        table spills, they go to the file as they are: copying them into the typed arrays first
+        cost 0.04 CPU s per 256 MiB trace."""
+        n = len(columns[0])
+        if self._file is None and len(self.columns[0]) + n < self._spill_rows:
+            for column, new in zip(self.columns, columns, strict=True):
+                column.frombytes(memoryview(new).cast("B"))
             return
+        self._spill()  # the rows in memory come first
+        assert self._file is not None
+        for new in columns:
+            self._file.write(memoryview(new).cast("B"))
+        self._chunks.append(n)
+        self.rows += n
+
+    def _spill(self) -> None:
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="profwin-trace-")  # noqa: SIM115 (closed by close())
+        n = len(self.columns[0])
+        if not n:
+            return
         for column in self.columns:
             column.tofile(self._file)
             del column[:]
