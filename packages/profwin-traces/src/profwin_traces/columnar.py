@@ -196,6 +196,7 @@ class ColumnFiller(_Filler):
         self.kind_name = np.zeros(0, np.int64)  # raw_names id
         self.kind_thread = np.zeros(0, np.int64)  # thread_ids id; -1 until a timed event of the kind
         self.kind_kept = np.zeros(0, bool)  # its events read one by one later: metadata, markers, non-operators
+        self.kind_whole = np.zeros(0, bool)  # kept, and decoded whole by the native path: metadata, names not held
         self.kind_linked = np.zeros(0, bool)  # its events' correlation ids are read: kernels, launch calls
         self.lane_last: dict[int, float] = {}  # last ts of a complete event per lane, file order
         self.carry: dict[str, Any] | None = None  # events still open after the last segment
@@ -219,8 +220,10 @@ class ColumnFiller(_Filler):
                 self._restart_kinds()
             if type(batch) is NativeBatch:
                 columns.append(self._native_columns(batch))
-                rows = np.flatnonzero(self.kind_kept[columns[-1][0]]).tolist()
-                if rows:  # decoded whole: the few events read one by one (metadata, markers, ...)
+                # Decoded whole: the metadata and the kept events whose kind lacks the name. The
+                # kind of any other kept event holds all that timed_events reads of it.
+                rows = np.flatnonzero(self.kind_whole[columns[-1][0]]).tolist()
+                if rows:
                     kept.update(zip((r + n for r in rows), map(_Event, batch.events(rows)), strict=True))
                 n += batch.n
             else:
@@ -299,8 +302,10 @@ class ColumnFiller(_Filler):
         """Forget the kinds (their ids are per segment; the table stays bounded)."""
         self.kind_ids, self.kind_keys = {}, []
         self.native_kind = self.native_kind[:0]
-        tables = (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_linked)
-        self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_linked = (a[:0] for a in tables)
+        tables = (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_whole, self.kind_linked)
+        (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_whole, self.kind_linked) = (
+            a[:0] for a in tables
+        )
 
     def _kinds(self, events: list[Any]) -> Any:
         """Each event's kind id; kinds not seen before registered first, once each."""
@@ -326,9 +331,11 @@ class ColumnFiller(_Filler):
         if unknown:
             names.update(self._new_names(unknown))
         fresh = {}
+        held = []
         for key in new:
             fresh[key] = len(self.kind_keys)
-            if key[2] in self.raw_names:
+            held.append(key[2] in self.raw_names)
+            if held[-1]:
                 self.kind_ids[key] = fresh[key]
                 self.kind_keys.append(key)
             else:  # its name held by no table: the kind keeps its thread only
@@ -346,6 +353,7 @@ class ColumnFiller(_Filler):
         self.kind_name = np.concatenate([self.kind_name, name])
         self.kind_thread = np.concatenate([self.kind_thread, np.full(len(new), -1, np.int64)])
         self.kind_kept = np.concatenate([self.kind_kept, kept])
+        self.kind_whole = np.concatenate([self.kind_whole, kept & ((ph == 1) | ~np.array(held, bool))])
         self.kind_linked = np.concatenate([self.kind_linked, linked])
         return fresh
 
@@ -503,12 +511,16 @@ class ColumnFiller(_Filler):
             texts = self.name_text
             for j in np.flatnonzero(special).tolist():
                 row, name_id = int(x_rows[j]), int(names[j])
-                event = kept[row]
+                event = kept.get(row)
+                if event is None:  # the native path's: (ph, cat, name, pid, tid) as decoded
+                    _, cat, name, pid, _ = self.kind_keys[x_kind[j]]
+                else:
+                    cat, name, pid = event.cat, event.name, event.pid
                 marker = self.name_marker[name_id] if not is_gpu[j] else None
-                category = event.cat if type(event.cat) is str else ""
-                raw = event.name if type(event.name) is str else texts[name_id]
+                category = cat if type(cat) is str else ""
+                raw = name if type(name) is str else texts[name_id]
                 self.index.events = self.base + row
-                self.special(_raw(event.pid), float(start[j]), float(stop[j]), raw, category, marker)
+                self.special(_raw(pid), float(start[j]), float(stop[j]), raw, category, marker)
         kernel = plain & is_kernel
         if kernel.any():
             index.device.extend(start[kernel], stop[kernel], correlation[x_rows[kernel]], self.name_kind[names[kernel]])
