@@ -302,7 +302,15 @@ class ColumnFiller(_Filler):
         """Forget the kinds (their ids are per segment; the table stays bounded)."""
         self.kind_ids, self.kind_keys = {}, []
         self.native_kind = self.native_kind[:0]
-        tables = (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_whole, self.kind_linked)
+        tables = (
+            self.kind_ph,
+            self.kind_cat,
+            self.kind_name,
+            self.kind_thread,
+            self.kind_kept,
+            self.kind_whole,
+            self.kind_linked,
+        )
         (self.kind_ph, self.kind_cat, self.kind_name, self.kind_thread, self.kind_kept, self.kind_whole, self.kind_linked) = (
             a[:0] for a in tables
         )
