@@ -180,3 +180,23 @@ def test_kinds_table_restarts_keep_each_events_thread(tmp_path: Any, monkeypatch
     fast, slow = _both(monkeypatch, lambda: _summary(path, None))
     assert [(t["tid"], t["events"]) for t in fast["threads"]] == [(1, 6), (2, 2), (3, 2), (4, 2)]
     assert _close(fast, slow), (fast, slow)
+
+
+@settings(max_examples=30, deadline=None)
+@given(events=traces(), budget=st.sampled_from([0, 12, 40]), segment=st.sampled_from([3, 1 << 16]))
+def test_names_not_held_read_their_events_whole(
+    tmp_path_factory: Any, events: list[dict[str, Any]], budget: int, segment: int
+) -> None:
+    """Past the names' budget (MAX_RAW_NAME_CHARS), a kind keeps no name and the native path
+    decodes its kept events whole (a marker's name, its label); the scanner and msgspec give the
+    same summary, with every step. The standard path holds names otherwise, so it is not compared."""
+    for i, event in enumerate(events):  # each step's GPU copy of its marker, as Kineto writes them
+        if event.get("cat") == "user_annotation":
+            events.insert(i + 1, {**event, "cat": "gpu_user_annotation", "pid": 0, "tid": 7})
+    path = tmp_path_factory.mktemp("held") / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1, ensure_ascii=False))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(columnar, "MAX_RAW_NAME_CHARS", budget)
+        monkeypatch.setattr(columnar, "SEGMENT", segment)
+        fast, _ = _both(monkeypatch, lambda: _summary(path, None))
+    assert {s["label"] for s in fast["steps"]} == {e["name"] for e in events if e.get("cat") == "user_annotation"}
