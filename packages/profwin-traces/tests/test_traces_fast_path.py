@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from typing import Any
 
 import pytest
@@ -200,3 +201,27 @@ def test_names_not_held_read_their_events_whole(
         monkeypatch.setattr(columnar, "SEGMENT", segment)
         fast, _ = _both(monkeypatch, lambda: _summary(path, None))
     assert {s["label"] for s in fast["steps"]} == {e["name"] for e in events if e.get("cat") == "user_annotation"}
+
+
+_TIES = [0.0005, 1.0005, 2.675, 0.0015, -0.0025, 1e-4, -1e-4, 0.0, -0.0, 4503599627370.4955, 1e300, -1e300]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.floats(-1e7, 1e7),
+            st.integers(-(10**9), 10**9).map(lambda k: k / 1000 + 0.0005),  # ties, as near as floats come
+            st.integers(-(10**9), 10**9).map(lambda k: k / 2000),
+            st.sampled_from(_TIES),
+        ),
+        max_size=40,
+    )
+)
+def test_rounded_is_pythons_round_bit_for_bit(values: list[float]) -> None:
+    np = numpy_or_none()
+    assert np is not None, "numpy is in the dev group"
+    got = columnar.rounded(np, np.array(values, np.float64))
+    want = [round(v, 3) for v in values]
+    assert [struct.pack("<d", v) for v in got] == [struct.pack("<d", v) for v in want]

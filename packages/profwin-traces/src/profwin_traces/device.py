@@ -98,8 +98,12 @@ def _from_totals(
     found = device_totals(index, [s.start for s in by_start], [s.end for s in by_start], t0, t1, MAX_LAUNCHES)
     if found is None:
         return {}, None
-    rows, total = found
-    return {s.number: _stat(*row) for s, row in zip(by_start, rows, strict=True)}, _stat(*total)
+    rows, total = found  # each step's values rounded already (columnar.rounded)
+    stats = {
+        s.number: DeviceStat(work, busy, span, idle, dict(zip(KERNEL_KINDS, kinds, strict=True)), calls, mean, most)
+        for s, (work, busy, span, idle, kinds, calls, mean, most) in zip(by_start, rows, strict=True)
+    }
+    return stats, _stat(*total)
 
 
 def _union(intervals: list[tuple[float, float]]) -> tuple[float, float]:
