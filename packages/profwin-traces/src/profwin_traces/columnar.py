@@ -24,6 +24,7 @@ a string, ``args`` that is not an object), which the reader hands over as dicts.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -283,11 +284,10 @@ class ColumnFiller(_Filler):
         missing = np.flatnonzero(kind < 0)
         if len(missing):
             ids = sorted(set(batch.kind[missing].tolist()))  # not np.unique: its plain form imports numpy.ma (10 ms)
-            values: dict[bytes | None, Any] = {None: None}  # ph, cat, pid and tid repeat across kinds
-            keys = [
-                tuple(values[raw] if raw in values else values.setdefault(raw, _json_value(raw)) for raw in scanner.key(i))
-                for i in ids
-            ]
+            raws = [scanner.key(i) for i in ids]
+            values: dict[bytes | None, Any] = {None: None}  # ph, cat, pid and tid repeat across kinds: decoded once
+            values.update((raw, _json_value(raw)) for raw in set(itertools.chain.from_iterable(raws)) - values.keys())
+            keys = [tuple(map(values.__getitem__, raw)) for raw in raws]
             new = [k for k in dict.fromkeys(keys) if k not in self.kind_ids]
             fresh = self._new_kinds(new) if new else {}
             self.native_kind[ids] = [self.kind_ids.get(k, fresh.get(k, -1)) for k in keys]
@@ -405,7 +405,7 @@ class ColumnFiller(_Filler):
         any other shares an entry no table keys by its whole text (see :data:`MAX_RAW_NAME_CHARS`)."""
         ids = self.raw_names
         found: dict[Any, int] = {}
-        launch, kinds, marks = [], [], []
+        launch, marks = [], []
         for name in new:
             text = name if type(name) is str else str(name)
             marker = self.matcher.match(text, None)
@@ -436,13 +436,12 @@ class ColumnFiller(_Filler):
             self.name_text.append(text)
             self.name_marker.append(marker)
             launch.append(text in _LAUNCHES)
-            kinds.append(kernel_kind(text))
             marks.append(marker is not None)
         if not launch:
             return found
         np = self.np
         self.name_launch = np.concatenate([self.name_launch, np.array(launch, bool)])
-        self.name_kind = np.concatenate([self.name_kind, np.array(kinds, np.int8)])
+        self.name_kind = np.concatenate([self.name_kind, np.full(len(launch), -1, np.int8)])  # see _kernel_kinds
         self.name_marks = np.concatenate([self.name_marks, np.array(marks, bool)])
         grow = 2 * len(self.name_text) - len(self.op_of)
         if grow > 0:
@@ -516,22 +515,32 @@ class ColumnFiller(_Filler):
                 self.op_of[k] = self.name_id(self.name_text[k >> 1], bool(k & 1))
             op[plain] = self.op_of[key]
         if special.any():
-            texts = self.name_text
-            for j in np.flatnonzero(special).tolist():
-                row, name_id = int(x_rows[j]), int(names[j])
+            texts, keys, markers, index, special_event = (
+                self.name_text,
+                self.kind_keys,
+                self.name_marker,
+                self.index,
+                self.special,
+            )
+            at = np.flatnonzero(special)
+            # Python values for the loop: a numpy scalar costs a conversion at every use.
+            for row, name_id, kind_id, gpu, ts, until in zip(
+                x_rows[at].tolist(), names[at].tolist(), x_kind[at].tolist(), is_gpu[at].tolist(), start[at].tolist(),
+                stop[at].tolist(), strict=True,
+            ):  # fmt: skip
                 event = kept.get(row)
                 if event is None:  # the native path's: (ph, cat, name, pid, tid) as decoded
-                    _, cat, name, pid, _ = self.kind_keys[x_kind[j]]
+                    _, cat, name, pid, _ = keys[kind_id]
                 else:
                     cat, name, pid = event.cat, event.name, event.pid
-                marker = self.name_marker[name_id] if not is_gpu[j] else None
-                category = cat if type(cat) is str else ""
-                raw = name if type(name) is str else texts[name_id]
-                self.index.events = self.base + row
-                self.special(_raw(pid), float(start[j]), float(stop[j]), raw, category, marker)
+                index.events = self.base + row
+                special_event(
+                    _raw(pid), ts, until, name if type(name) is str else texts[name_id], cat if type(cat) is str else "",
+                    None if gpu else markers[name_id],
+                )  # fmt: skip
         kernel = plain & is_kernel
         if kernel.any():
-            index.device.extend(start[kernel], stop[kernel], correlation[x_rows[kernel]], self.name_kind[names[kernel]])
+            index.device.extend(start[kernel], stop[kernel], correlation[x_rows[kernel]], self._kernel_kinds(names[kernel]))
         launch = plain & ~is_kernel & linked
         if launch.any():
             l_rows = x_rows[launch]
@@ -541,6 +550,16 @@ class ColumnFiller(_Filler):
         lane = thread * 2 + is_runtime
         self.count_unordered(lane, start)
         self.nest({"lane": lane, "ts": start, "end": stop, "dur": dur, "op": op}, final=False)
+
+    def _kernel_kinds(self, names: Any) -> Any:
+        """Each device event's kind of work (:func:`kernel_kind`), by its name id: worked out the
+        first time a name is device work, not for every new name (a step marker's, say)."""
+        kinds = self.name_kind[names]
+        if (kinds < 0).any():
+            for name in set(names[kinds < 0].tolist()):
+                self.name_kind[name] = kernel_kind(self.name_text[name])
+            kinds = self.name_kind[names]
+        return kinds
 
     def count_unordered(self, lane: Any, start: Any) -> None:
         """Complete events earlier than the one before them on their lane, in file order."""
