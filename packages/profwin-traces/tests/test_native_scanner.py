@@ -11,7 +11,9 @@ not an object, duplicate keys, non-ASCII text, odd whitespace between events.
 from __future__ import annotations
 
 import json
+import math
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
@@ -281,3 +283,38 @@ def test_without_a_compiler_the_reader_goes_on_with_msgspec(tmp_path: Path) -> N
 def test_the_source_ships_in_the_package() -> None:
     assert SOURCE.is_file()
     assert SOURCE.parent.name == "profwin_traces"
+
+
+_DIGITS = st.text("0123456789", min_size=1, max_size=26)
+
+
+@st.composite
+def json_numbers(draw: Any) -> str:
+    """A JSON number's text: long runs of digits (past 8, 16 and 19 of them), a fraction with
+    leading zeros, an exponent."""
+    whole = draw(st.sampled_from(["0", draw(_DIGITS).lstrip("0") or "0"]))
+    text = draw(st.sampled_from(["", "-"])) + whole
+    if draw(st.booleans()):
+        text += "." + draw(st.sampled_from(["", "0", "000", "0" * 9])) + draw(_DIGITS)
+    if draw(st.booleans()):
+        text += draw(st.sampled_from(["e", "E", "e+", "e-", "E-"])) + str(draw(st.integers(0, 400)))
+    return text
+
+
+@settings(max_examples=3000, deadline=None)
+@given(ts=json_numbers(), dur=json_numbers(), other=json_numbers(), gap=st.sampled_from(["", " ", "\n  "]))
+def test_numbers_are_read_as_python_reads_them(ts: str, dur: str, other: str, gap: str) -> None:
+    """``ts`` and ``dur`` bit for bit ``float(text)`` (nan: not finite, left to the standard
+    reader), and a number skipped inside ``args`` ends where it ends."""
+    event = f'{{"ts":{gap}{ts}{gap},"args":{{"n":{other}{gap},"correlation":{gap}{dur}}},"dur":{dur}{gap}}}'
+    data = (event + "," + event + "]").encode()
+    found = _scan(data)
+    want_ts, want_dur = float(ts), float(dur)
+    if not (math.isfinite(want_ts) and math.isfinite(want_dur)):
+        assert (found["status"], found["stop"]) == (2, 0)  # left to the standard reader, which says why
+        return
+    assert found["status"] == 1, found
+    assert [struct.pack("<d", v) for v in found["ts"] + found["dur"] + found["corr"]] == [
+        struct.pack("<d", v) for v in (want_ts, want_dur, want_dur)
+    ]
+    assert found["size"] == [len(event)]
