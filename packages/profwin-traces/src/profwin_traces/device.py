@@ -62,16 +62,7 @@ class _Acc:
 
     def stat(self) -> DeviceStat:
         busy, span = _union(self.intervals)
-        return DeviceStat(
-            work=len(self.intervals),
-            busy_us=round(busy, 3),
-            span_us=round(span, 3),
-            idle_us=round(span - busy, 3),
-            by_kind_us={kind: round(us, 3) for kind, us in zip(KERNEL_KINDS, self.by_kind, strict=True)},
-            launches=self.delays,
-            launch_delay_mean_us=round(self.delay_sum / self.delays, 3) if self.delays else None,
-            launch_delay_max_us=round(self.delay_max, 3) if self.delays else None,
-        )
+        return _stat(len(self.intervals), busy, span, self.by_kind, self.delays, self.delay_sum, self.delay_max)
 
 
 def _stat(work: int, busy: float, span: float, by_kind: Sequence[float], launches: int, delay_sum: float,
