@@ -57,7 +57,7 @@ else
     traces=packages/profwin-traces/tests
     "$floor_env/bin/python" -m pytest -n auto -p no:cacheprovider -m "not torch" \
         "$tests/test_window.py" "$tests/test_spec_config.py" "$tests/test_inputs.py" "$tests/test_arguments.py" \
-        "$tests/test_json_form.py" "$tests/test_rollouts.py" "$tests/test_http.py" "$traces/test_traces_synthetic.py" \
+        "$tests/test_json_form.py" "$tests/test_rollouts.py" "$tests/test_http.py" "$tests/test_installed.py" "$traces/test_traces_synthetic.py" \
         "$traces/test_traces_bounds.py" "$traces/test_traces_markers.py" "$traces/test_traces_errors.py" \
         "$traces/test_traces_fast_path.py" "$traces/test_traces_progress.py"
 fi

@@ -86,7 +86,7 @@ def test_unknown_backend_names_the_package_to_install(hostile_site: dict[str, st
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert "unknown backend 'nosuch_vllm'" in done.stdout
     assert "pip install" not in done.stdout
-    code = "import profwin, importlib.metadata as m\nm.entry_points = lambda **_: m.EntryPoints(())\ntry:\n    profwin.backend('vllm')\nexcept profwin.PluginError as e:\n    print(e)"
+    code = "import profwin, profwin.installed as m\nm.entry_points = lambda group: []\ntry:\n    profwin.backend('vllm')\nexcept profwin.PluginError as e:\n    print(e)"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == (
         "unknown backend 'vllm'; installed backends: none; install it with: pip install profwin-vllm (or: pip install 'profwin[vllm]')"

@@ -24,7 +24,10 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[1] / "src" / "profwin"
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("profwin.errors", "profwin.arguments", "profwin.about", "profwin.lazy", "profwin.formats")),
+    (
+        "foundation",
+        ("profwin.errors", "profwin.arguments", "profwin.installed", "profwin.about", "profwin.lazy", "profwin.formats"),
+    ),
     (
         "values",
         (

@@ -4,22 +4,22 @@ install. (With profwin-ray and a real Ray cluster: integration_tests/ray/.)"""
 
 from __future__ import annotations
 
-import importlib.metadata
 import json
 
 import pytest
 
+import profwin.installed
 from profwin.cli import main
 
 
 @pytest.fixture
 def no_cluster_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = importlib.metadata.entry_points
+    real = profwin.installed.entry_points
 
-    def without_clusters(**kwargs: str) -> object:
-        return [] if kwargs.get("group") == "profwin.clusters" else real(**kwargs)
+    def without_clusters(group: str) -> object:
+        return [] if group == "profwin.clusters" else real(group)
 
-    monkeypatch.setattr("profwin.discovery.importlib.metadata.entry_points", without_clusters)
+    monkeypatch.setattr(profwin.installed, "entry_points", without_clusters)
 
 
 @pytest.mark.usefixtures("no_cluster_plugins")

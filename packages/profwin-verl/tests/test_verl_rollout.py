@@ -6,7 +6,6 @@ they run without verl, on the plain-dict form of verl's ProfilerConfig.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 import profwin
+import profwin.installed
 from profwin.errors import ArgumentTypeError
 from profwin_traces import summarize
 from profwin_verl import (
@@ -143,12 +143,12 @@ def test_the_deliver_switch_keeps_the_traces_when_it_cannot_deliver(
     """PROFWIN_VERL_DELIVER=ray without profwin-ray (or outside Ray): relocation still moves the
     traces locally, says why they were not delivered, and never fails. (Delivery itself runs on
     a real Ray cluster in integration_tests/ray.)"""
-    real = importlib.metadata.entry_points
+    real = profwin.installed.entry_points
 
-    def without_clusters(**kwargs: str) -> object:
-        return [] if kwargs.get("group") == "profwin.clusters" else real(**kwargs)
+    def without_clusters(group: str) -> object:
+        return [] if group == "profwin.clusters" else real(group)
 
-    monkeypatch.setattr("profwin.discovery.importlib.metadata.entry_points", without_clusters)
+    monkeypatch.setattr(profwin.installed, "entry_points", without_clusters)
     monkeypatch.setenv("PROFWIN_VERL_DELIVER", "ray")
     cfg = config(tmp_path)
     make_traces(Path(rollout_trace_dir(cfg, 0)), ["a-TP-0.trace.json.gz"])

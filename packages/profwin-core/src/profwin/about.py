@@ -6,11 +6,8 @@ without importing the ``profwin`` package from inside it.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
+from profwin.installed import version
 
 __all__ = ["__version__"]
 
-try:
-    __version__ = version("profwin-core")
-except PackageNotFoundError:  # running from a source tree without metadata
-    __version__ = "0.0.0+unknown"
+__version__ = version("profwin-core") or "0.0.0+unknown"  # "unknown": a source tree without metadata

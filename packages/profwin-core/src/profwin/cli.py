@@ -9,8 +9,6 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 from typing import TYPE_CHECKING, Any
 
 from profwin.atomic import all_or_nothing
@@ -28,6 +26,7 @@ from profwin.discovery import backend as load_backend
 from profwin.discovery import commands, validate_options
 from profwin.discovery import plugins as list_plugins
 from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning
+from profwin.installed import version as dist_version
 from profwin.protocols import BACKENDS_GROUP, Command
 from profwin.render import FORMS, plan_comments, render_plan
 from profwin.spec import ProfileSpec
@@ -389,13 +388,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _version_text() -> str:
     """One line per distribution: the umbrella (when installed), core, then each plugin's with
     the entry points it provides."""
-    provides: dict[tuple[str, str], list[str]] = {("profwin-core", dist_version("profwin-core")): []}
+    provides: dict[tuple[str, str], list[str]] = {("profwin-core", dist_version("profwin-core") or "?"): []}
     for p in list_plugins():
         provides.setdefault((p.distribution, p.version), []).append(f"{p.group}: {p.name}, {p.status}")
-    try:
-        lines = [f"profwin {dist_version('profwin')}"]
-    except PackageNotFoundError:
-        lines = []
+    umbrella = dist_version("profwin")
+    lines = [f"profwin {umbrella}"] if umbrella else []
     for (dist, ver), entries in provides.items():
         lines.append(f"{dist} {ver}" + (f" ({'; '.join(entries)})" if entries else ""))
     return "\n".join(lines)

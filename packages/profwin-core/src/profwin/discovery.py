@@ -9,12 +9,9 @@ import contextlib
 import difflib
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import io
 import os
-import re
-import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -22,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import attrs
 from attrs import frozen
 
-from profwin import protocols
+from profwin import installed, protocols
 from profwin.arguments import checked
 from profwin.errors import ConfigError, PluginError, Terminated, shown
 from profwin.json_form import JsonForm, to_json
@@ -93,7 +90,7 @@ def own_distribution(name: str, author: str | None = None) -> bool:
     says (``author``: the distribution's ``Author`` field). A rule, not a list, so a new
     distribution of the workspace is profwin's own the day it is added (the wheel tests hold every
     one of ``packages/`` to it)."""
-    canonical = re.sub(r"[-_.]+", "-", name).lower()
+    canonical = installed.normalized(name)
     if canonical != "profwin" and not canonical.startswith(_OWN_PREFIX):
         return False
     ours = _core_author()
@@ -102,17 +99,8 @@ def own_distribution(name: str, author: str | None = None) -> bool:
 
 @functools.cache
 def _core_author() -> str | None:
-    try:
-        return _author(importlib.metadata.metadata("profwin-core"))
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _author(metadata: importlib.metadata.PackageMetadata) -> str | None:
-    """The optional ``Author`` field (a wheel whose authors have only an email has none), asked
-    for only when there: from Python 3.12 ``[]`` warns for a missing field, and will raise ``KeyError``."""
-    authors = metadata.get_all("Author")
-    return str(authors[0]) if authors else None
+    core = installed.distribution("profwin-core")
+    return None if core is None else core.field("Author")  # a wheel whose authors have only an email has none
 
 
 @frozen
@@ -150,10 +138,7 @@ def unmet(requires: Sequence[str]) -> list[Unmet]:
             raise ConfigError(f"must be a requirement like 'trl>=1.11,<1.17' ({exc})", path=f"requires[{i}]") from None
         if requirement.marker is not None and not requirement.marker.evaluate():
             continue  # not for this platform or Python
-        try:
-            version: str | None = importlib.metadata.version(requirement.name)
-        except importlib.metadata.PackageNotFoundError:
-            version = None
+        version = installed.version(requirement.name)
         if version is None:
             if not requirement.specifier and _importable(requirement.name.replace("-", "_")):
                 continue
@@ -201,16 +186,12 @@ def _guarded(what: str, load: Callable[[], object]) -> object:
     return obj
 
 
-def _about(ep: importlib.metadata.EntryPoint) -> tuple[str, str, bool]:
-    """The name and version of the distribution that registers ``ep``, and whether it is profwin's
-    own, from one read of its metadata (``dist.name`` and ``dist.version`` each parse it again)."""
-    if ep.dist is None:
-        return "?", "?", False
-    metadata = ep.dist.metadata
-    return metadata["Name"], metadata["Version"], own_distribution(metadata["Name"], _author(metadata))
+def _about(ep: installed.EntryPoint) -> tuple[str, str, bool]:
+    """The name and version of the distribution that registers ``ep``, and whether it is profwin's own."""
+    return ep.dist.name, ep.dist.version, own_distribution(ep.dist.name, ep.dist.field("Author"))
 
 
-def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, version: str, requires: bool) -> PluginInfo:
+def _inspect(ep: installed.EntryPoint, group: str, distribution: str, version: str, requires: bool) -> PluginInfo:
     base: dict[str, Any] = {"name": ep.name, "group": group, "distribution": distribution, "version": version}
     try:
         spec = _guarded(f"module {ep.module}", ep.load)
@@ -248,33 +229,18 @@ def _inspect(ep: importlib.metadata.EntryPoint, group: str, distribution: str, v
 def plugins(group: str | None = None) -> list[PluginInfo]:
     """Every installed plugin (of one group, if given), sorted by group and name.
 
-    What is installed is read once per process while ``sys.path`` is unchanged: a command asks for
-    plugins up to three times (the commands it offers, the step markers, ``profwin plugins``), and
-    each read would scan every installed distribution. Each plugin's status is worked out on every
-    call, since whether its requirements import can change without ``sys.path`` changing."""
+    Each plugin's status is worked out on every call, since whether its requirements import can
+    change without ``sys.path`` changing."""
     return _list(_GROUPS if group is None else (group,), requires=True)
-
-
-_scans: dict[tuple[object, ...], Any] = {}
-"""The installed entry points by (``sys.path``, the scanning function): only the latest is kept."""
-
-
-def _installed() -> Any:  # EntryPoints (SelectableGroups on Python 3.10 and 3.11)
-    key = (tuple(sys.path), importlib.metadata.entry_points)
-    if key not in _scans:
-        _scans.clear()
-        _scans[key] = importlib.metadata.entry_points()  # one scan of the installed distributions for every group
-    return _scans[key]
 
 
 def _list(groups: tuple[str, ...], *, requires: bool) -> list[PluginInfo]:
     """The plugins of ``groups``; with ``requires=False`` their requirements go unchecked (every
     loaded spec is "ok"), which spares parsing them with ``packaging`` where only the specs count."""
-    every = _installed()
     found = []
     for grp in groups:
         first: dict[str, tuple[PluginInfo, bool]] = {}
-        entry_points = [(ep, *_about(ep)) for ep in every.select(group=grp)]
+        entry_points = [(ep, *_about(ep)) for ep in installed.entry_points(grp)]
         for ep, dist, version, own in sorted(entry_points, key=lambda row: not row[3]):
             winner = first.get(ep.name)
             if winner is None:
@@ -406,7 +372,7 @@ def engine_flavours(engine: str, version: str | None, spec: ProfileSpec) -> list
     when it has nothing to say. Backends call this so they never import a sibling plugin.
     """
     found: list[Mapping[str, Any]] = []
-    for ep in importlib.metadata.entry_points(group=protocols.ENGINE_FLAVOURS_GROUP):
+    for ep in installed.entry_points(protocols.ENGINE_FLAVOURS_GROUP):
         describe = cast(Callable[..., Any], _guarded(f"module {ep.module}", ep.load))
         flavour = describe(engine, version, spec)
         if flavour is not None:
@@ -446,7 +412,7 @@ def spec_formats() -> tuple[SpecFormat, ...]:
     its module (``python -c "import MODULE"``) shows why.
     """
     found = []
-    for ep in sorted(importlib.metadata.entry_points(group=protocols.SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
+    for ep in sorted(installed.entry_points(protocols.SPEC_FORMATS_GROUP), key=lambda ep: ep.name):
         try:
             found.append(cast(SpecFormat, _guarded(f"module {ep.module}", ep.load)))
         except PluginError:
@@ -476,7 +442,7 @@ def cluster(name: str) -> Cluster:
     """The :class:`~profwin.protocols.Cluster` registered as ``name`` (``ray``: profwin-ray's
     ``PluginSpec``, its target loaded once per process). Raises :class:`PluginError` with what to
     install when none is, or when it fails to load."""
-    if not any(ep.name == name for ep in importlib.metadata.entry_points(group=protocols.CLUSTERS_GROUP)):
+    if not any(ep.name == name for ep in installed.entry_points(protocols.CLUSTERS_GROUP)):
         raise PluginError(f"no {name!r} cluster support installed: pip install 'profwin[{name}]' (profwin-{name})")
     obj = _load(protocols.CLUSTERS_GROUP, name)
     if not isinstance(obj, Cluster):

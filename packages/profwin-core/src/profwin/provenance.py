@@ -36,12 +36,9 @@ PROVENANCE_FORMAT = Format("profwin.provenance", version=1)
 
 def profwin_version() -> str:
     """profwin-core's version: the ``version`` a trace written by core's drivers and sessions records."""
-    from importlib.metadata import PackageNotFoundError, version
+    from profwin.installed import version
 
-    try:
-        return version("profwin-core")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return version("profwin-core") or "0+unknown"
 
 
 def new_session_id() -> str:

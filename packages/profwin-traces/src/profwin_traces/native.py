@@ -16,7 +16,6 @@ import hashlib
 import importlib.util
 import os
 import shlex
-import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -103,6 +102,8 @@ def _compile(compiler: list[str], include: str, target: Path) -> None:
         os.close(fd)
     except OSError as exc:
         raise _Unavailable(f"cannot write to {target.parent}: {exc.strerror or exc}") from None
+    import subprocess  # here: 3 ms of every trace command's start, and only a build runs it
+
     link = ["-undefined", "dynamic_lookup"] if sys.platform == "darwin" else []
     command = [*compiler, "-O2", "-shared", "-fPIC", f"-I{include}", *link, str(SOURCE), "-o", tmp]
     try:

@@ -12,12 +12,11 @@ import os
 import re
 import sys
 from functools import total_ordering
-from importlib.metadata import PackageNotFoundError, entry_points
-from importlib.metadata import version as dist_version
 
 from attrs import frozen
 from packaging.version import InvalidVersion, Version
 
+from profwin import installed
 from profwin.arguments import checked
 from profwin.errors import ConfigError, shown
 
@@ -94,12 +93,7 @@ def installed_version(module: str, distributions: tuple[str, ...]) -> str | None
             return found
         except InvalidVersion:
             pass
-    for name in distributions:
-        try:
-            return dist_version(name)
-        except PackageNotFoundError:
-            continue
-    return None
+    return next(filter(None, map(installed.version, distributions)), None)
 
 
 @checked
@@ -113,7 +107,7 @@ def engine_plugin_missing(distribution: str, group: str, allow_env: str, *, empt
 
     The one check every engine-side profwin plugin is judged by before an engine runs (verl's
     builders launch the engine from this environment); never imports the engine."""
-    names = [ep.name for ep in entry_points(group=group) if ep.dist is not None and ep.dist.name == distribution]
+    names = [ep.name for ep in installed.entry_points(group) if ep.dist.name == distribution]
     if not names:
         return f"{distribution}'s {group} entry point is not installed in this environment"
     allowed = {name.strip() for name in os.environ.get(allow_env, "").split(",") if name.strip()}
