@@ -71,7 +71,9 @@ def test_written_folders_read_the_same(tmp_path: Path, monkeypatch: pytest.Monke
             expected = None
         assert installed.version(name) == expected, name
     other = installed.distribution("other")
-    assert other is not None and other.field("Author") == "A folded" and other.field("Home-page") is None
+    assert other is not None
+    assert other.field("Author") == "A folded"
+    assert other.field("Home-page") is None
 
 
 def test_a_folder_written_after_a_listing_is_seen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
