@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from typing import Any
 
@@ -22,6 +23,7 @@ from hypothesis import strategies as st
 
 from profwin_traces import TraceError, columnar, summarize, trim
 from profwin_traces.columnar import column_decoder, numpy_or_none
+from profwin_traces.indexing import scan
 from profwin_traces.native import compiled, native_status
 from profwin_traces.reader import fast_decoder
 
@@ -201,6 +203,56 @@ def test_names_not_held_read_their_events_whole(
         monkeypatch.setattr(columnar, "SEGMENT", segment)
         fast, _ = _both(monkeypatch, lambda: _summary(path, None))
     assert {s["label"] for s in fast["steps"]} == {e["name"] for e in events if e.get("cat") == "user_annotation"}
+
+
+@st.composite
+def marked(draw: Any) -> list[dict[str, Any]]:
+    """Step markers of every route: torch's numbered ones and vLLM's and SGLang's by order, GPU
+    copies (``gpu_user_annotation``, and other ``gpu_*`` categories that are never markers),
+    ``profwin.tokens`` annotations and their copies, annotations and the profiler's own span that
+    mark nothing, labels past MAX_LABEL_CHARS and names too long to be held."""
+    events: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "Trace", "name": "PyTorch Profiler (0)", "pid": 1, "tid": 2, "ts": 0.0, "dur": 1e4}
+    ]
+    names = [
+        "ProfilerStep#{k}", "execute_context_{k}(3)_generation_2(2)", "step[PREFILL bs={k}]",
+        "profwin.tokens " + "r1:{k}", "forward", "ProfilerStep#{k}" + "x" * 300, "execute_context_" + "y" * 1200,
+    ]  # fmt: skip
+    for k in range(draw(st.integers(1, 8))):
+        for name in draw(st.lists(st.sampled_from(names), min_size=1, max_size=4)):
+            host = {"ph": "X", "cat": "user_annotation", "name": name.format(k=k), "pid": draw(st.sampled_from([1, 2])),
+                    "tid": 2, "ts": 100.0 * k + len(events), "dur": 50.0}  # fmt: skip
+            events.append(host)
+            for cat in draw(st.lists(st.sampled_from(["gpu_user_annotation", "gpu_memcpy"]), max_size=2)):
+                events.append({**host, "cat": cat, "pid": 0, "tid": 7, "ts": host["ts"] + 1})
+    return events
+
+
+@settings(max_examples=60, deadline=None)
+@given(events=marked(), segment=st.sampled_from([2, 5, 1 << 16]), budget=st.sampled_from([0, 64, columnar.MAX_RAW_NAME_CHARS]))
+def test_markers_of_every_route_are_indexed_alike(
+    tmp_path_factory: Any, events: list[dict[str, Any]], segment: int, budget: int
+) -> None:
+    """The three paths index the same step markers, GPU copies and ``profwin.tokens`` spans, in
+    the same order, whatever the segments and the names' budget."""
+    path = tmp_path_factory.mktemp("marked") / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+
+    def markers() -> Any:
+        index = scan(path)
+        try:
+            return dict(index.markers), dict(index.device_markers), list(index.tokens)
+        finally:
+            index.close()
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(columnar, "SEGMENT", segment)
+        monkeypatch.setattr(columnar, "MAX_RAW_NAME_CHARS", budget)
+        fast, slow = _both(monkeypatch, markers)
+    assert fast == slow
+    host = [e["name"] for e in events if e["cat"] == "user_annotation"]
+    assert sum(map(len, fast[0].values())) == sum(1 for n in host if re.match(r"ProfilerStep#\d+$|execute_|step\[", n))
+    assert len(fast[2]) == sum(1 for n in host if n.startswith("profwin.tokens "))
 
 
 _TIES = [0.0005, 1.0005, 2.675, 0.0015, -0.0025, 1e-4, -1e-4, 0.0, -0.0, 4503599627370.4955, 1e300, -1e300]
