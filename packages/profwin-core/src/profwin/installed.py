@@ -102,7 +102,7 @@ class EntryPoint:
 
 def entry_points(group: str) -> list[EntryPoint]:
     """The entry points of ``group``, in ``importlib.metadata.entry_points(group=...)``'s order."""
-    return [ep for dist in _distributions() for ep in dist.entry_points if ep.group == group]
+    return [ep for dist in _distributions_by_name().values() for ep in dist.entry_points if ep.group == group]
 
 
 def distribution(name: str) -> Distribution | None:
@@ -114,10 +114,6 @@ def version(name: str) -> str | None:
     """The installed version of the distribution ``name``, or ``None`` when it is not installed."""
     found = distribution(name)
     return None if found is None else found.field("Version")
-
-
-def _distributions() -> list[Distribution]:
-    return list(_distributions_by_name().values())
 
 
 def _distributions_by_name() -> dict[str, Distribution]:
