@@ -255,6 +255,29 @@ def test_markers_of_every_route_are_indexed_alike(
     assert len(fast[2]) == sum(1 for n in host if n.startswith("profwin.tokens "))
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    rows=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 80), st.integers(0, 12)), min_size=1, max_size=40),
+    in_time_order=st.booleans(),
+)
+def test_union_per_group_is_the_python_union(rows: list[tuple[int, int, int]], in_time_order: bool) -> None:
+    """columnar._union (the numpy path's busy and span per step) against device._union, group by
+    group: groups in time order (each starts after the earlier ones end: the running end over all
+    groups) and mixed (exact ranks per group). Times are quarters, so every sum is exact."""
+    from profwin_traces import device
+
+    np = numpy_or_none()
+    if in_time_order:
+        rows = [(g, 100 * g + s % 40, d % 8) for g, s, d in rows]
+    group = np.array([g for g, _, _ in rows], np.int64)
+    start = np.array([s / 4 for _, s, _ in rows])
+    end = start + np.array([d / 2 for *_, d in rows])
+    busy, span = columnar._union(np, start, end, group, 4)
+    for k in range(4):
+        mine = [(a, b) for g, a, b in zip(group.tolist(), start.tolist(), end.tolist(), strict=True) if g == k]
+        assert (busy[k], span[k]) == device._union(mine), k
+
+
 _TIES = [0.0005, 1.0005, 2.675, 0.0015, -0.0025, 1e-4, -1e-4, 0.0, -0.0, 4503599627370.4955, 1e300, -1e300]
 
 

@@ -632,25 +632,67 @@ done:
     return result;
 }
 
-static PyObject *Scanner_key(Scanner *self, PyObject *arg) {
-    Py_ssize_t id = PyLong_AsSsize_t(arg);
-    if (id == -1 && PyErr_Occurred()) return NULL;
-    if (id < 0 || (size_t)id >= self->used) { PyErr_SetString(PyExc_IndexError, "no such kind"); return NULL; }
-    const unsigned char *k = self->arena + self->keys[id];
-    uint32_t lens[NSPAN];
-    memcpy(lens, k, sizeof lens);
-    k += sizeof lens;
-    PyObject *t = PyTuple_New(NSPAN);
-    if (!t) return NULL;
-    for (int i = 0; i < NSPAN; i++) {
-        PyObject *v;
-        if (lens[i]) v = PyBytes_FromStringAndSize((const char *)k, lens[i]);
-        else { v = Py_None; Py_INCREF(v); }
-        if (!v) { Py_DECREF(t); return NULL; }
-        PyTuple_SET_ITEM(t, i, v);
-        k += lens[i];
+/* A value of a kind's key as Python's json reads it where that is plain: a string without an
+   escape is its UTF-8 text, an integer of at most 18 digits (within int64) its int; any other value
+   (or a string that is not UTF-8) stays raw bytes, for Python to decode. */
+static PyObject *key_value(const unsigned char *k, uint32_t n, int intern) {
+    if (n >= 2 && k[0] == '"' && !memchr(k + 1, '\\', n - 2)) {
+        PyObject *s = PyUnicode_DecodeUTF8((const char *)k + 1, n - 2, NULL);
+        if (s) {
+            if (intern) PyUnicode_InternInPlace(&s);
+            return s;
+        }
+        PyErr_Clear();
+    } else {
+        uint32_t i = k[0] == '-';
+        if (n > i && n - i <= 18) {  /* the scanner has checked the number's JSON */
+            long long v = 0;
+            for (; i < n && k[i] >= '0' && k[i] <= '9'; i++) v = v * 10 + (k[i] - '0');
+            if (i == n) return PyLong_FromLongLong(k[0] == '-' ? -v : v);
+        }
     }
-    return t;
+    return PyBytes_FromStringAndSize((const char *)k, n);
+}
+
+static PyObject *Scanner_keys(Scanner *self, PyObject *ids) {
+    PyObject *seq = PySequence_Fast(ids, "keys() takes a sequence of kind ids");
+    if (!seq) return NULL;
+    Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    PyObject *keys = PyList_New(m), *odd = PyList_New(0), *result = NULL;
+    if (!keys || !odd) goto done;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t id = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(seq, j));
+        if (id == -1 && PyErr_Occurred()) goto done;
+        if (id < 0 || (size_t)id >= self->used) { PyErr_SetString(PyExc_IndexError, "no such kind"); goto done; }
+        const unsigned char *k = self->arena + self->keys[id];
+        uint32_t lens[NSPAN];
+        memcpy(lens, k, sizeof lens);
+        k += sizeof lens;
+        PyObject *t = PyTuple_New(NSPAN);
+        if (!t) goto done;
+        PyList_SET_ITEM(keys, j, t);
+        int raw = 0;
+        for (int i = 0; i < NSPAN; i++) {
+            PyObject *v;
+            if (lens[i]) v = key_value(k, lens[i], i < 2);  /* ph and cat repeat across kinds: one str each */
+            else { v = Py_None; Py_INCREF(v); }
+            if (!v) goto done;
+            raw |= PyBytes_CheckExact(v);
+            PyTuple_SET_ITEM(t, i, v);
+            k += lens[i];
+        }
+        if (raw) {
+            PyObject *at = PyLong_FromSsize_t(j);
+            if (!at || PyList_Append(odd, at) < 0) { Py_XDECREF(at); goto done; }
+            Py_DECREF(at);
+        }
+    }
+    result = PyTuple_Pack(2, keys, odd);
+done:
+    Py_DECREF(seq);
+    Py_XDECREF(keys);
+    Py_XDECREF(odd);
+    return result;
 }
 
 static PyObject *Scanner_reset(Scanner *self, PyObject *unused) {
@@ -682,7 +724,9 @@ static void Scanner_dealloc(Scanner *self) {
 static PyMethodDef Scanner_methods[] = {
     {"scan", (PyCFunction)Scanner_scan, METH_VARARGS,
      "scan(buf, base) -> (offset, length, start, size, ts, dur, kind, corr, stop, stop_chars, status)"},
-    {"key", (PyCFunction)Scanner_key, METH_O, "key(kind) -> the raw bytes of its ph, cat, name, pid, tid (None: absent)"},
+    {"keys", (PyCFunction)Scanner_keys, METH_O,
+     "keys(kinds) -> (each kind's ph, cat, name, pid, tid: a plain string as str, a plain integer as int, any other"
+     " value as its raw bytes, None: absent; the positions of the keys that hold raw bytes)"},
     {"reset", (PyCFunction)Scanner_reset, METH_NOARGS, "Forget the kinds."},
     {NULL}};
 

@@ -24,7 +24,6 @@ a string, ``args`` that is not an object), which the reader hands over as dicts.
 from __future__ import annotations
 
 import functools
-import itertools
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -284,10 +283,9 @@ class ColumnFiller(_Filler):
         missing = np.flatnonzero(kind < 0)
         if len(missing):
             ids = sorted(set(batch.kind[missing].tolist()))  # not np.unique: its plain form imports numpy.ma (10 ms)
-            raws = [scanner.key(i) for i in ids]
-            values: dict[bytes | None, Any] = {None: None}  # ph, cat, pid and tid repeat across kinds: decoded once
-            values.update((raw, _json_value(raw)) for raw in set(itertools.chain.from_iterable(raws)) - values.keys())
-            keys = [tuple(map(values.__getitem__, raw)) for raw in raws]
+            keys, raw = scanner.keys(ids)  # decoded in C where plain (most): the rest by _json_value
+            for i in raw:
+                keys[i] = tuple(_json_value(v) if type(v) is bytes else v for v in keys[i])
             new = [k for k in dict.fromkeys(keys) if k not in self.kind_ids]
             fresh = self._new_kinds(new) if new else {}
             self.native_kind[ids] = [self.kind_ids.get(k, fresh.get(k, -1)) for k in keys]
@@ -826,14 +824,18 @@ def _union(np: Any, start: Any, end: Any, group: Any, n: int) -> tuple[Any, Any]
     g, s, e = group[order], start[order], end[order]
     first = np.ones(len(g), bool)
     first[1:] = g[1:] != g[:-1]
-    # The furthest end so far within the group, by exact ranks so groups do not mix.
-    times, rank = np.unique(e, return_inverse=True)
-    reach = np.maximum.accumulate(g * (len(times) + 1) + rank.reshape(-1) + 1)
-    prev_rank = np.empty(len(g), np.int64)
-    prev_rank[0] = 0
-    prev_rank[1:] = reach[:-1] - g[1:] * (len(times) + 1)
-    prev_rank[first] = 0
-    prev = np.where(prev_rank > 0, times[np.maximum(prev_rank - 1, 0)], -np.inf)
+    # The furthest end before each interval: over all groups, which is the group's own wherever
+    # each group starts after the earlier ones end (steps in time order, and one group always).
+    prev = np.full(len(e), -np.inf)
+    prev[1:] = np.maximum.accumulate(e)[:-1]
+    if not (prev[first] <= s[first]).all():  # within the group, by exact ranks so groups do not mix
+        times, rank = np.unique(e, return_inverse=True)
+        reach = np.maximum.accumulate(g * (len(times) + 1) + rank.reshape(-1) + 1)
+        prev_rank = np.empty(len(g), np.int64)
+        prev_rank[0] = 0
+        prev_rank[1:] = reach[:-1] - g[1:] * (len(times) + 1)
+        prev_rank[first] = 0
+        prev = np.where(prev_rank > 0, times[np.maximum(prev_rank - 1, 0)], -np.inf)
     cover = np.maximum(e - np.maximum(s, prev), 0.0)
     busy = np.bincount(g, weights=cover, minlength=n)
     lo = np.full(n, np.inf)
