@@ -46,6 +46,32 @@ def test_the_scanner_is_built_here() -> None:
     assert native_status().startswith("on ("), native_status()
 
 
+def test_a_trace_the_scanner_reads_whole_never_imports_msgspec(tmp_path: Path) -> None:
+    """msgspec decodes only the batches the scanner leaves (6 ms of a command's start otherwise)."""
+    events = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "p"}}]
+    events += [{"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1, "ts": k * 10.0,
+                "dur": 9.0} for k in range(50)]  # fmt: skip
+    path = tmp_path / "t.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=1))
+    code = "import sys\nfrom profwin_traces import summarize\nprint(len(summarize(sys.argv[1]).steps), 'msgspec' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["50", "False"]
+
+
+def test_a_msgspec_that_does_not_import_leaves_every_batch_to_the_standard_decoder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "t.pt.trace.json"
+    events = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 1, "tid": 1, "ts": k * 10.0, "dur": 9.0} for k in range(30)]
+    path.write_text(json.dumps({"traceEvents": [*events, {"ph": "X", "name": "ProfilerStep#0", "ts": 0, "dur": 400}]}))
+    monkeypatch.setenv("PROFWIN_TRACES_NATIVE", "0")  # every batch to the decoder
+    expected = summarize(path).to_dict()
+    monkeypatch.setattr(columnar, "_column_structs", lambda: None)
+    with pytest.raises(ValueError, match="does not import"):
+        columnar._decode_columns(b"[]")
+    assert summarize(path).to_dict() == expected
+
+
 def test_what_the_scanner_takes_and_where_it_stops() -> None:
     events = [
         '{"ph": "X", "name": "é\\"x", "pid": 1, "tid": "t", "ts": 1.5, "dur": 2, "args": {"correlation": 7}}',

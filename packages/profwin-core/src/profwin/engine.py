@@ -5,7 +5,6 @@ How it works, and why: docs/internals.md, ``profwin.engine``.
 
 from __future__ import annotations
 
-import concurrent.futures
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -150,7 +149,8 @@ class TargetContext:
             if close is not None:
                 close()  # never leave a coroutine un-awaited behind a clear error
             raise ConfigError(f"{what} is a coroutine: use `async with` for this engine", path="target")
-        import asyncio  # the caller's loop runs, so this is loaded: not at module level (12 ms to list plugins)
+        import asyncio  # the caller's loop runs, so these are loaded: not at module level (12 ms to list plugins)
+        import concurrent.futures
 
         future = asyncio.run_coroutine_threadsafe(_called(fn), self.loop)
         try:

@@ -6,10 +6,7 @@ How it works, and why: docs/internals.md, ``profwin.rollouts``.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
-import logging
 import os
 import re
 import sys
@@ -34,6 +31,8 @@ from profwin.spec import ProfileSpec, as_spec
 from profwin.window import Window
 
 if TYPE_CHECKING:  # the HTTP client and the backends are imported at the first chosen rollout only
+    import importlib.machinery
+
     import profwin.engine  # as a dotted hint, which the argument check resolves only for a value that needs it
     from profwin.runtime.remote import OnActive, RemoteSession
 
@@ -519,6 +518,8 @@ class TrainerIntegration(Generic[_S]):
     def __init__(self, plugin: PluginSpec) -> None:
         self.plugin = plugin
         self.distribution = f"profwin-{plugin.name}"
+        import logging  # here: 2 ms of every command that lists the plugins
+
         self.logger = logging.getLogger(f"profwin_{plugin.name}")
         self.settings: _S | None = None
         """The settings :meth:`enable` was given (or found), ``None`` when disabled."""
@@ -771,7 +772,7 @@ def _importable(module: str) -> bool:
         return False
 
 
-class _AfterImport(importlib.abc.MetaPathFinder):
+class _AfterImport:
     """Runs ``then(module)`` right after the module ``name`` is executed, once."""
 
     def __init__(self, owner: TrainerIntegration[Any], name: str, then: Callable[[ModuleType], list[str]]) -> None:

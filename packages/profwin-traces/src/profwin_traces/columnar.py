@@ -45,6 +45,7 @@ from profwin_traces.scan import (
     check_new_thread,
     kernel_kind,
 )
+from profwin_traces.stream import fast_installed
 
 __all__ = ["SEGMENT", "column_decoder", "numpy_or_none"]
 
@@ -80,9 +81,27 @@ def column_decoder() -> Callable[[Any], list[Any]] | None:
     The types are what torch writes; a batch with other types (``"ts": "12"`` or ``null``, a
     float or list ``pid``) fails to decode and the reader reads it the standard way, so nothing
     is lost, and every struct's ``(pid, tid)`` is hashable. A missing ``ts`` or
-    ``dur`` is nan, so that each column is one ``numpy.fromiter``."""
+    ``dur`` is nan, so that each column is one ``numpy.fromiter``.
+
+    msgspec is imported at the first batch decoded: with the compiled scanner, a trace may never
+    need it (6 ms of every command's start). A msgspec that is installed but does not import
+    refuses every batch, which the reader then reads the standard way."""
+    if numpy_or_none() is None or not fast_installed("msgspec"):
+        return None
+    return _decode_columns
+
+
+def _decode_columns(batch: Any) -> list[Any]:
+    decode = _column_structs()
+    if decode is None:
+        raise ValueError("msgspec is installed but does not import")
+    return decode(batch)
+
+
+@functools.cache
+def _column_structs() -> Callable[[Any], list[Any]] | None:
     msgspec = fast_module("msgspec")
-    if numpy_or_none() is None or msgspec is None:
+    if msgspec is None:
         return None
     args = msgspec.defstruct("ColumnArgs", [("correlation", float | None, None), ("name", Any, None)], gc=False)
     event = msgspec.defstruct(

@@ -19,6 +19,7 @@ import codecs
 import functools
 import gzip
 import importlib
+import importlib.util
 import io
 import json
 import os
@@ -32,7 +33,16 @@ from typing import IO, Any, TypeVar, cast
 from profwin.plugin import ConfigError, checked, shown
 from profwin.plugin.files import open_input
 
-__all__ = ["BATCH_CHARS", "CHUNK_CHARS", "MAX_VALUE_CHARS", "JsonStream", "Progress", "fast_module", "gzip_reader"]
+__all__ = [
+    "BATCH_CHARS",
+    "CHUNK_CHARS",
+    "MAX_VALUE_CHARS",
+    "JsonStream",
+    "Progress",
+    "fast_installed",
+    "fast_module",
+    "gzip_reader",
+]
 
 Progress = Callable[[int, int], None]
 """``progress(bytes_done, bytes_total)``: bytes of the file on disk (compressed, for gzip)."""
@@ -337,6 +347,12 @@ class JsonStream:
 
 
 @checked
+def fast_installed(name: str) -> bool:
+    """Whether the module ``name`` (of the ``fast`` extra) is installed and ``PROFWIN_TRACES_FAST``
+    is not ``0``, without importing it."""
+    return os.environ.get("PROFWIN_TRACES_FAST", "1") != "0" and importlib.util.find_spec(name) is not None
+
+
 def fast_module(name: str) -> Any:
     """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
     is not ``0``, else ``None``."""
