@@ -349,21 +349,27 @@ class JsonStream:
 @checked
 def fast_installed(name: str) -> bool:
     """Whether the module ``name`` (of the ``fast`` extra) is installed and ``PROFWIN_TRACES_FAST``
-    is not ``0``, without importing it."""
-    return os.environ.get("PROFWIN_TRACES_FAST", "1") != "0" and importlib.util.find_spec(name) is not None
+    is not ``0``, without importing it (a dotted name's parent package is imported)."""
+    return _fast(name) and importlib.util.find_spec(name) is not None
 
 
+@checked
 def fast_module(name: str) -> Any:
     """The module ``name`` (of the ``fast`` extra) when importable and ``PROFWIN_TRACES_FAST``
     is not ``0``, else ``None``."""
-    if not all(part.isidentifier() for part in name.split(".")):
-        raise ConfigError(f"must be a module name such as 'msgspec' (got {shown(name)})", path="name")
-    if os.environ.get("PROFWIN_TRACES_FAST", "1") == "0":
+    if not _fast(name):
         return None
     try:
         return importlib.import_module(name)
     except ImportError:
         return None
+
+
+def _fast(name: str) -> bool:
+    """Whether the ``fast`` extra is on (``PROFWIN_TRACES_FAST`` is not ``0``); ``name`` must be a module name."""
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise ConfigError(f"must be a module name such as 'msgspec' (got {shown(name)})", path="name")
+    return os.environ.get("PROFWIN_TRACES_FAST", "1") != "0"
 
 
 @functools.cache
