@@ -12,6 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from importlib.machinery import PathFinder
 
 __all__ = ["Distribution", "EntryPoint", "distribution", "entry_points", "normalized", "version"]
 
@@ -124,8 +125,6 @@ def _distributions_by_name() -> dict[str, Distribution]:
     listed again only when its mtime changes (as importlib.metadata caches it). A zip or an egg
     on the path, or another finder of distributions, is left to importlib.metadata itself."""
     first: dict[str, Distribution] = {}
-    from importlib.machinery import PathFinder
-
     others = any(finder is not PathFinder and hasattr(finder, "find_distributions") for finder in sys.meta_path)
     if others or any(not isinstance(p, str) or p.endswith(".egg") or os.path.isfile(p) for p in sys.path):
         import importlib.metadata

@@ -168,8 +168,8 @@ class _Event:
 
 
 def _json_value(raw: bytes) -> Any:
-    """A value the scanner found, decoded: a plain string by slicing, anything else by the
-    standard decoder."""
+    """A value the scanner left raw (:meth:`Scanner.keys` decodes the plain ones), as the standard
+    decoder reads it; a string that is not UTF-8 raises as ``bytes.decode`` does."""
     if raw[:1] == b'"' and b"\\" not in raw:
         return raw[1:-1].decode("utf-8")
     return json.loads(raw)
@@ -302,8 +302,8 @@ class ColumnFiller(_Filler):
         missing = np.flatnonzero(kind < 0)
         if len(missing):
             ids = sorted(set(batch.kind[missing].tolist()))  # not np.unique: its plain form imports numpy.ma (10 ms)
-            keys, raw = scanner.keys(ids)  # decoded in C where plain (most): the rest by _json_value
-            for i in raw:
+            keys, undecoded = scanner.keys(ids)  # decoded in C where plain (most): the rest by _json_value
+            for i in undecoded:
                 keys[i] = tuple(_json_value(v) if type(v) is bytes else v for v in keys[i])
             new = [k for k in dict.fromkeys(keys) if k not in self.kind_ids]
             fresh = self._new_kinds(new) if new else {}

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from profwin.plugin import ConfigError
+from profwin.plugin.engines import installed_version
 from profwin.plugin.files import FORMAT_KEY, PROVENANCE_FORMAT, PROVENANCE_KEY, parse_json, read_input, sidecar_path
 
 __all__ = ["file_identity", "first_step_of", "provenance", "read_sidecar", "sidecar_info", "traces_version"]
@@ -28,12 +29,7 @@ _READ_KEPT = 4096
 
 def traces_version() -> str:
     """profwin-traces' version: the ``version`` a trace it writes (a merge) records."""
-    from importlib.metadata import PackageNotFoundError, version  # here: 35 ms of every command's start
-
-    try:
-        return version("profwin-traces")
-    except PackageNotFoundError:
-        return "0+unknown"
+    return installed_version("profwin_traces", ("profwin-traces",)) or "0+unknown"
 
 
 def file_identity(path: str | os.PathLike[str]) -> tuple[int, ...] | None:

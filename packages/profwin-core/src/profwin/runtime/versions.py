@@ -75,10 +75,10 @@ class EngineVersion:
 
 @checked
 def installed_version(module: str, distributions: tuple[str, ...]) -> str | None:
-    """The version of an engine importable here: the already-imported ``module``'s
+    """The version of a package importable here (an engine, a profwin distribution): the already-imported ``module``'s
     ``__version__``, else the first of ``distributions`` that is installed, else ``None``.
-    Never imports the engine. A name that no distribution can have is a :class:`ConfigError`
-    (``importlib.metadata`` raises ``ValueError`` for an empty one)."""
+    Never imports the engine. A name that no distribution can have (empty, or not as PEP 508
+    writes names) is a :class:`ConfigError`."""
     for i, name in enumerate(distributions):
         if not _DISTRIBUTION_NAME.fullmatch(name):
             raise ConfigError(
