@@ -704,15 +704,13 @@ def unavailable_here() -> str | None:
     spec = importlib.util.find_spec("sglang")
     if spec is None or spec.origin is None:
         return "SGLang is not installed in this environment"
-    from profwin_sglang.versions import sglang_version  # the client side: profwin is here
+    from profwin.plugin.engines import engine_plugin_missing, installed_version  # the client side: profwin is here
 
-    version = sglang_version() or "(version unknown)"
+    version = installed_version("sglang", ("sglang",)) or "(version unknown)"
     package_dir = Path(spec.origin).parent
     missing = [module for module in _NEEDED_MODULES if _missing_module(package_dir, module)]
     if missing:
         return f"SGLang {version} has no {', '.join(missing)} (the server plugin's hooks need SGLang >= {FIRST_VERSION})"
-    from profwin.plugin.engines import engine_plugin_missing
-
     return engine_plugin_missing(_DISTRIBUTION, _ENTRY_GROUP, "SGLANG_PLUGINS", empty_allows_all=True)
 
 
