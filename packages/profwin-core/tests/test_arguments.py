@@ -17,7 +17,7 @@ import sys
 import textwrap
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import pytest
@@ -162,6 +162,8 @@ def test_checked_keeps_the_callable_as_it_was() -> None:
 
 
 class Engineish(Protocol):
+    name: str
+
     def plan(self) -> str: ...
 
 
@@ -224,6 +226,7 @@ GOOD: dict[str, Any] = {
             r"^engine: must be Engineish \(got <built-in function print>\)$",
         ),  # ...and one with none of its members
         ("engine", float, r"^engine: must be Engineish \(got <class 'float'>\)$"),
+        ("engine", PurePosixPath("x"), r"^engine: must be Engineish \(got PurePosixPath\('x'\)\)$"),  # its name is no engine's
         ("amount", "1", r"^amount: must be Decimal \(got '1'\)$"),  # imported for type checkers only: imported to check
     ],
 )

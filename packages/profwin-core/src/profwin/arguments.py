@@ -368,9 +368,10 @@ _shapes: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 def _is_instance(value: Any, cls: type) -> bool:
     if getattr(cls, "_is_protocol", False):
         # Duck types: a fake or a partial implementation that works must keep working, so only
-        # what cannot implement the protocol at all is refused: plain data, and a value with none
-        # of its members (a function or a class given for a backend).
-        if isinstance(value, _PLAIN_DATA):
+        # what cannot implement the protocol at all is refused: plain data and paths (a path's
+        # ``name`` is no backend's), and a value with none of its members (a function or a class
+        # given for a backend).
+        if isinstance(value, (*_PLAIN_DATA, PurePath)):
             return False
         members = _protocol_members(cls)
         return not members or any(hasattr(value, name) for name in members)
