@@ -7,7 +7,7 @@ exception from deep inside.
 The callables are every name in ``profwin.__all__``, ``profwin.plugin.__all__``, ``profwin_traces.__all__``
 and each plugin root's ``__all__`` (profwin-ray's root is driven in its own environment:
 ``ray/bad_arguments_check.py``). Each parameter is left at its default or given a bad value
-(``bad_values.FIXED``, and drawn ints, text and lists). They run in a temporary folder, with stdout caught (``print_json``).
+(``bad_values.FIXED``, and drawn ints, text, lists and one-shot iterators). They run in a temporary folder, with stdout caught (``print_json``).
 """
 
 from __future__ import annotations
@@ -117,6 +117,8 @@ bad_values = st.one_of(
     st.text(max_size=8),
     st.integers(),
     st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4), st.floats()), max_size=4),
+    # A fresh one-shot iterator each draw (one in FIXED would be spent by the first call).
+    st.builds(iter, st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3)),
 )
 
 

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import itertools
 import pkgutil
 import py_compile
 import subprocess
 import sys
 import textwrap
 import zipfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -63,6 +64,24 @@ def test_a_nul_byte_in_output_dir_is_refused_where_it_is_written(tmp_path: Path)
     spec.write_text('{"window": "1:2", "output_dir": "/tmp/a\\u0000b"}')
     with pytest.raises(ConfigError, match=r"^output_dir: must be a path"):
         load_spec(spec)
+
+
+def test_a_path_like_that_gives_no_text_is_refused_as_a_path() -> None:
+    """``os.fspath`` raises ``TypeError`` for an ``__fspath__`` giving an int, and whatever the
+    ``__fspath__`` of a broken one raises: both are a value that is not a path."""
+
+    class BadPath:
+        def __init__(self, value: Any) -> None:
+            self.value = value
+
+        def __fspath__(self) -> Any:
+            if isinstance(self.value, BaseException):
+                raise self.value
+            return self.value
+
+    for value in (5, b"bytes", RuntimeError("no path")):
+        with pytest.raises(ConfigError, match=r"^path: must be a path: text without NUL bytes"):
+            profwin.plugin.files.read_input(BadPath(value), limit=10, what="x")  # type: ignore[arg-type]
 
 
 def test_an_unknown_user_is_an_error_in_a_spec_file_too(tmp_path: Path) -> None:
@@ -161,6 +180,21 @@ def test_checked_keeps_the_callable_as_it_was() -> None:
         profwin.load_spec({}, nope=1)  # a call of the wrong shape stays Python's own error
 
 
+class Ambiguous:
+    """An array-like, as numpy's arrays are: ``==`` answers with another one, whose truth is an error."""
+
+    def __eq__(self, other: object) -> Any:
+        return Ambiguous()
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise ValueError("the truth value of an array with more than one element is ambiguous")
+
+    def __repr__(self) -> str:
+        return "Ambiguous()"
+
+
 class Engineish(Protocol):
     name: str
 
@@ -228,6 +262,13 @@ GOOD: dict[str, Any] = {
         ("engine", float, r"^engine: must be Engineish \(got <class 'float'>\)$"),
         ("engine", PurePosixPath("x"), r"^engine: must be Engineish \(got PurePosixPath\('x'\)\)$"),  # its name is no engine's
         ("amount", "1", r"^amount: must be Decimal \(got '1'\)$"),  # imported for type checkers only: imported to check
+        ("engine", Path, r"^engine: must be Engineish \(got <class 'pathlib.Path'>\)$"),  # a class has its members too
+        ("engine", importlib, r"^engine: must be Engineish \(got <module 'importlib'"),  # an implementation is an object
+        # Collections other than the built-in containers are looked into as well (not consumed).
+        ("names", range(3), r"^names\[0\]: must be str \(got 0\)$"),
+        ("names", range(10**18), r"^names\[0\]: must be str \(got 0\)$"),  # its first items only, at once
+        ("names", memoryview(b"ab"), r"^names\[0\]: must be str \(got 97\)$"),
+        ("mode", Ambiguous(), r"^mode: must be 'a' or 'b' \(got Ambiguous\(\)\)$"),  # its == gives no bool
     ],
 )
 def test_what_an_annotation_means(name: str, value: object, message: str) -> None:
@@ -251,6 +292,32 @@ def test_a_literal_given_another_value_of_its_type_is_a_broken_rule() -> None:
         sample(**{**GOOD, "mode": "c"})
     with pytest.raises(ArgumentTypeError, match=r"^mode: must be 'a' or 'b' \(got 3\)$"):
         sample(**{**GOOD, "mode": 3})
+
+
+def test_an_iterator_is_checked_item_by_item_as_the_callee_reads_it() -> None:
+    """Looking into an iterator before the call would consume it: the callee gets one that checks
+    each item as it is read, so a generator of paths works, lazily, and a bad item is profwin's
+    error at its index."""
+    read: list[int] = []
+
+    @checked
+    def total(items: Iterable[int] | None, *, first: int = 3) -> int:
+        return sum(itertools.islice(items or (), first))
+
+    def counting() -> Iterator[int]:
+        for n in itertools.count():
+            read.append(n)
+            yield n
+
+    assert total(counting()) == 3
+    assert read == [0, 1, 2]  # an endless one, read as far as the callee reads
+    assert total(iter([1, 2])) == 3
+    assert total([4]) == 4
+    assert total(None) == 0
+    with pytest.raises(ArgumentTypeError, match=r"^items\[1\]: must be int \(got 'x'\)$"):
+        total(n for n in (1, "x"))
+    with pytest.raises(ArgumentTypeError, match=r"^items\[0\]: must be int \(got None\)$"):
+        total(items=iter([None]))
 
 
 def test_var_arguments_a_class_and_a_call_checked_without_making_it() -> None:
@@ -401,6 +468,11 @@ def test_the_checks_need_no_module_source(tmp_path: Path) -> None:
 
 
 def test_a_value_repr_cannot_show_is_described() -> None:
+    class NoRepr:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    assert shown(NoRepr()) == "<NoRepr whose repr() fails: RuntimeError>"
     assert shown(10**5000) == "<int of 16610 bits>"
     assert shown(deep(100_000, list)) == "<list nested too deep to show>"
     with pytest.raises(ConfigError, match=r"^end must be <= 2147483647 .*got <int of 16610 bits>\)$"):

@@ -151,3 +151,17 @@ def test_a_name_too_long_for_a_file_system_is_one_line(tmp_path: Path, small_tra
     assert done.stderr.count("\n") == 1, done.stderr
     assert re.search(r"(File name too long|a name in it is 300 bytes, over the 255 a file system allows)", done.stderr)
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc/self/mem")
+def test_a_file_that_opens_but_cannot_be_read_is_one_line() -> None:
+    """``/proc/self/mem`` opens and seeks, then its first read fails with ``EIO``: that was an
+    ``OSError`` from sniffing the gzip magic, outside the reader's read errors."""
+    from profwin_traces import TraceError, summarize
+
+    with pytest.raises(TraceError, match=r"read failed: \[Errno 5\] Input/output error"):
+        summarize("/proc/self/mem")
+    done = profwin("summarize", "/proc/self/mem")
+    assert done.returncode == EXIT_ERROR, done.stderr
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "read failed" in done.stderr

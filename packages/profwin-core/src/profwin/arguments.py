@@ -10,6 +10,7 @@ import collections.abc
 import functools
 import importlib
 import inspect
+import itertools
 import os
 import sys
 import types
@@ -90,7 +91,9 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[st
         # Still a coroutine function to whoever asks (Ray makes an actor async by its methods).
         @functools.wraps(function)
         async def call_async(*args: Any, **kwargs: Any) -> Any:
-            (built[0] if built else checks()).check(args, kwargs)
+            swapped = (built[0] if built else checks()).check(args, kwargs)
+            if swapped is not None:
+                args, kwargs = swapped
             return await function(*args, **kwargs)
 
         call_async.__profwin_checked__ = checks  # type: ignore[attr-defined]
@@ -98,7 +101,9 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[st
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        (built[0] if built else checks()).check(args, kwargs)
+        swapped = (built[0] if built else checks()).check(args, kwargs)
+        if swapped is not None:
+            args, kwargs = swapped
         return function(*args, **kwargs)
 
     call.__profwin_checked__ = checks  # type: ignore[attr-defined]
@@ -116,6 +121,9 @@ class _Parameters:
             for name, p in signature.parameters.items()
         }
         self.typed = {name: name not in own for name in self.hints}
+        self.lazy = {
+            name: item for name, hint in self.hints.items() if name not in own and (item := _lazy_items(hint)) is not None
+        }
         self.paths = {name: (_names_path(hint), _items_name_paths(hint)) for name, hint in self.hints.items()}
         kinds = inspect.Parameter
         self.positions = [
@@ -125,19 +133,48 @@ class _Parameters:
         self.var_args = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_POSITIONAL), None)
         self.var_kwargs = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_KEYWORD), None)
 
-    def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         """Each argument against its parameter's hint; an argument no parameter takes is left to
-        the call itself (Python's own ``TypeError``)."""
+        the call itself (Python's own ``TypeError``). Returns ``None``, or the arguments to call
+        with where an iterator given for an ``Iterable[X]`` is handed on checking each item as it
+        is read (looking into it here would consume it)."""
         count = len(self.positions)
+        lazy = self.lazy
+        swapped: dict[int | str, Any] = {}
         for i, value in enumerate(args):
             name = self.positions[i] if i < count else self.var_args
             if name is not None:
                 label = name if i < count else f"{name}[{i - count}]"
                 _check_value(value, self.hints[name], label, typed=self.typed[name], names_path=self.paths[name])
+                if name in lazy and isinstance(value, collections.abc.Iterator):
+                    swapped[i] = _checked_items(value, lazy[name], label)
         for key, value in kwargs.items():
             taker = key if key in self.keywords and key not in (self.var_args, self.var_kwargs) else self.var_kwargs
             if taker is not None:
                 _check_value(value, self.hints[taker], key, typed=self.typed[taker], names_path=self.paths[taker])
+                if taker in lazy and isinstance(value, collections.abc.Iterator):
+                    swapped[key] = _checked_items(value, lazy[taker], key)
+        if not swapped:
+            return None
+        return tuple(swapped.get(i, v) for i, v in enumerate(args)), {k: swapped.get(k, v) for k, v in kwargs.items()}
+
+
+def _lazy_items(hint: Any) -> Any:
+    """The item hint of ``Iterable[X]`` or ``Iterator[X]`` (alone or in a union), else ``None``:
+    what an iterator given for it is checked against, item by item."""
+    for member in typing.get_args(hint) if typing.get_origin(hint) in _UNIONS else (hint,):
+        args = typing.get_args(member)
+        if typing.get_origin(member) in (collections.abc.Iterable, collections.abc.Iterator) and len(args) == 1:
+            return None if args[0] in (Any, object) else args[0]
+    return None
+
+
+def _checked_items(items: collections.abc.Iterator[Any], hint: Any, path: str) -> collections.abc.Iterator[Any]:
+    """``items``, each checked as the callee reads it: at ``path[i]``, by the rules of an argument."""
+    paths = (_names_path(hint), _items_name_paths(hint))
+    for i, item in enumerate(items):
+        _check_value(item, hint, f"{path}[{i}]", names_path=paths)
+        yield item
 
 
 def _check_value(value: Any, hint: Any, path: str, *, typed: bool = True, names_path: tuple[bool, bool] = (False, False)) -> None:
@@ -196,7 +233,10 @@ def check_path(path: str | os.PathLike[str], *, what: str) -> str:
     system call refuses it with a ``ValueError``), text the file system cannot encode (a lone
     surrogate such as ``"\\ud800"``: ``UnicodeEncodeError``), or a name in it longer than
     255 bytes or a whole longer than 4,095 (the system call's ``OSError: File name too long``)."""
-    text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    try:
+        text = os.fspath(path) if isinstance(path, (str, os.PathLike)) else None
+    except Exception:  # an __fspath__ that fails, or returns neither str nor bytes
+        text = None
     if not isinstance(text, str) or "\0" in text:
         raise ConfigError(f"must be a path: text without NUL bytes (got {shown(path)})", path=what)
     try:
@@ -335,7 +375,8 @@ def _problem(value: Any, hint: Any, path: str) -> tuple[str, Any, Any] | None:
     if origin in _UNIONS:
         return None if any(_problem(value, member, path) is None for member in args) else (path, hint, value)
     if origin is typing.Literal:
-        return None if any(value == a and type(value) is type(a) for a in args) else (path, hint, value)
+        # The type first: a value's own == may answer with no bool at all (an array's).
+        return None if any(type(value) is type(a) and value == a for a in args) else (path, hint, value)
     if origin is typing.Annotated:
         return _problem(value, args[0], path)
     if isinstance(hint, typing.NewType):
@@ -368,10 +409,10 @@ _shapes: dict[Any, tuple[Any, tuple[Any, ...]]] = {}
 def _is_instance(value: Any, cls: type) -> bool:
     if getattr(cls, "_is_protocol", False):
         # Duck types: a fake or a partial implementation that works must keep working, so only
-        # what cannot implement the protocol at all is refused: plain data and paths (a path's
-        # ``name`` is no backend's), and a value with none of its members (a function or a class
-        # given for a backend).
-        if isinstance(value, (*_PLAIN_DATA, PurePath)):
+        # what cannot implement the protocol at all is refused: plain data, paths, classes and
+        # modules (a path's ``name``, a class's methods, are no backend's: an implementation is an
+        # object), and a value with none of its members (a function given for a backend).
+        if isinstance(value, (*_PLAIN_DATA, PurePath, type, types.ModuleType)):
             return False
         members = _protocol_members(cls)
         return not members or any(hasattr(value, name) for name in members)
@@ -400,8 +441,12 @@ def _container_problem(value: Any, hint: Any, origin: type, args: tuple[Any, ...
         return (path, hint, value)  # a list is taken for a tuple[X, ...]: both are "some Xs" to a caller
     if isinstance(value, _TEXT) and origin not in _TEXT:
         return (path, hint, value)  # text is a sequence of characters, never what a Sequence[str] means
-    if not args or not isinstance(value, _CONTAINERS):
-        return None  # only built-in containers are looked into: iterating another may consume or resolve it
+    if not args:
+        return None
+    if not isinstance(value, _CONTAINERS):
+        value = _items_of(value)
+        if value is None:
+            return None
     if isinstance(value, (dict, types.MappingProxyType)) and issubclass(origin, collections.abc.Mapping):
         key_hint, value_hint = args if len(args) == 2 else (Any, Any)
         for key, item in value.items():
@@ -422,6 +467,25 @@ def _container_problem(value: Any, hint: Any, origin: type, args: tuple[Any, ...
         if problem is not None:
             return problem
     return None
+
+
+_MAX_LOOK = 1 << 16
+"""The most items of a collection other than a built-in container that the check reads."""
+
+
+def _items_of(value: Any) -> list[Any] | dict[Any, Any] | None:
+    """The first :data:`_MAX_LOOK` items of a collection that is not a built-in container (a
+    range, a memoryview, an array, a config's list), as a list (a mapping's as a dict) to look
+    into; ``None`` where reading could consume it (an iterator) or fails (resolving a config's
+    value, say): the callee reads it and says what is wrong."""
+    if isinstance(value, collections.abc.Iterator) or not isinstance(value, collections.abc.Collection):
+        return None
+    try:
+        if isinstance(value, collections.abc.Mapping):
+            return dict(itertools.islice(value.items(), _MAX_LOOK))
+        return list(itertools.islice(value, _MAX_LOOK))
+    except Exception:
+        return None
 
 
 def _one_of_its_values_has_the_type(hint: Any, value: Any) -> bool:

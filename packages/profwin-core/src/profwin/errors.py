@@ -83,6 +83,8 @@ def shown(value: object, *, limit: int = SHOWN_CHARS) -> str:
         text = f"<{type(value).__name__} of {value.bit_length() if isinstance(value, int) else '?'} bits>"
     except RecursionError:
         text = f"<{type(value).__name__} nested too deep to show>"
+    except Exception as exc:  # a __repr__ of the value's own that fails: the message is still made
+        text = f"<{type(value).__name__} whose repr() fails: {type(exc).__name__}>"
     if len(text) <= max(limit, 2):
         return text
     return f"{text[: max(limit, 2) - 1]}… ({len(text):,} characters)"

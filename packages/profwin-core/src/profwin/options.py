@@ -61,7 +61,8 @@ def choice(*values: object) -> Validator:
     """Validator: one of ``values``."""
 
     def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-        if value not in values:
+        # The type first: a value's own == may answer with no bool at all (an array's).
+        if not any(isinstance(value, type(v)) and value == v for v in values):
             raise ConfigError(f"must be one of {list(values)} (got {shown(value)})", path=attribute.name)
 
     return check

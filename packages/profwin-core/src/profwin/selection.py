@@ -69,11 +69,11 @@ class Rollouts:
         path: str = "rollouts",
     ) -> None:
         if ids is not None:
-            if (first, count, every) != (None, None, None):
+            if any(v is not None for v in (first, count, every)):
                 raise ConfigError("give either ids or first/count/every, not both", path=path)
             self.__attrs_init__(_ids(ids, path), 0, None, 1)  # type: ignore[attr-defined]
             return
-        if (first, count, every) == (None, None, None):
+        if all(v is None for v in (first, count, every)):  # `is`: a value's own == may not give a bool
             raise ConfigError(f"must choose some rollouts: {_FORMS}", path=path)
         self.__attrs_init__(  # type: ignore[attr-defined]
             None,

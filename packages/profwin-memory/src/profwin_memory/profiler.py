@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window, checked
+from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window, checked, shown
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import memory_options
@@ -32,7 +32,10 @@ def resolve_device(spec: ProfileSpec, torch: Any) -> str:
     ``activities`` unset means CUDA when ``torch.cuda.is_available()``, else CPU. The check is
     that call, never an exception: CPU builds and CUDA builds without a driver fail differently.
     """
-    cuda = bool(torch.cuda.is_available())
+    try:
+        cuda = bool(torch.cuda.is_available())
+    except AttributeError:  # not torch: a wrong argument, said as one
+        raise ConfigError(f"must be the torch module (got {shown(torch)})", path="torch") from None
     if spec.activities is None:
         return "cuda" if cuda else "cpu"
     kept = []

@@ -113,9 +113,13 @@ class JsonStream:
         if not self._file.seekable():
             self._file.close()
             raise error(self.path, f"cannot open: it is a FIFO or pipe; a {what} must be a regular file")
-        self.size = self.path.stat().st_size
-        self.compressed = self._file.read(2) == _GZIP_MAGIC
-        self._file.seek(0)
+        try:
+            self.size = self.path.stat().st_size
+            self.compressed = self._file.read(2) == _GZIP_MAGIC
+            self._file.seek(0)
+        except OSError as exc:  # a device that opens but cannot be read (/proc/self/mem: EIO)
+            self._file.close()
+            raise error(self.path, f"read failed: {exc}") from None
         self._counter = _CountingReader(self._file)
         binary: IO[bytes] = io.BufferedReader(self._counter, buffer_size=1 << 20)
         if self.compressed:

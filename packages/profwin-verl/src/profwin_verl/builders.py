@@ -171,8 +171,12 @@ def window_set(tool_config: Any) -> bool:
 
 def _usable(profiler_config: Any, tool_config: Any) -> bool:
     """verl's guard: no profiler config, no tool config, or a tool without ``contents`` builds nothing."""
-    if not profiler_config or not tool_config:
-        return False
+    for path, config in (("profiler_config", profiler_config), ("tool_config", tool_config)):
+        try:
+            if not config:
+                return False
+        except Exception:  # a value with no truth of its own (an array): not a config block
+            raise ConfigError(f"must be a config block, verl's or a mapping (got {shown(config)})", path=path) from None
     return ("contents" in tool_config) if isinstance(tool_config, dict) else hasattr(tool_config, "contents")
 
 
