@@ -48,6 +48,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     made["dir"] = str(tmp_path)
     made["missing"] = str(tmp_path / "missing.json")
     made["dev-zero"] = "/dev/zero"
+    made["dev-mem"] = "/proc/self/mem"  # opens and seeks, then its first read fails (EIO)
     sock = socket.socket(socket.AF_UNIX)
     sock.bind(str(tmp_path / "sock"))
     made["socket"] = str(tmp_path / "sock")
@@ -63,7 +64,7 @@ def cases(f: dict[str, str]) -> list[tuple[str, Callable[[Sequence[str]], int], 
     p, m = profwin_main, memory_main
     url = ["--engine", "vllm", "--url", "127.0.0.1:1", "--timeout", "2"]
     spec_files = ["big-int.yaml", "big-int.json", "deep.json", "binary.yaml", "ansi.yaml", "fifo", "dir", "missing",
-                  "dev-zero", "socket"]  # fmt: skip
+                  "dev-zero", "dev-mem", "socket"]  # fmt: skip
     battery: list[tuple[str, Callable[[Sequence[str]], int], list[str]]] = []
     for name in spec_files:
         battery += [
@@ -73,6 +74,7 @@ def cases(f: dict[str, str]) -> list[tuple[str, Callable[[Sequence[str]], int], 
             (f"summarize {name}", p, ["summarize", f[name]]),
             (f"diff {name}", p, ["diff", f[name], f["trace.json"], "--json"]),
             (f"trim {name}", p, ["trim", f[name], "--window", "0:1", "-o", f["out"]]),
+            (f"timeline {name}", p, ["timeline", f[name], "--json"]),
             (f"memory {name}", m, ["summarize", f[name]]),
             (f"memory --trust {name}", m, ["summarize", f[name], "--trust", "--json"]),
         ]

@@ -123,9 +123,15 @@ class Timeline:
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        data = json.loads(read_input(path, limit=MAX_TIMELINE_BYTES, what="timeline"))
+        raw = read_input(path, limit=MAX_TIMELINE_BYTES, what="timeline")
+    except ConfigError as exc:  # unreadable (EIO), too large, not a regular file: said as it is, not as bad JSON
+        raise TraceError(path, str(exc)) from None
+    try:
+        data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TraceError(path, f"not a profwin timeline: invalid JSON ({str(exc)[:200]})") from None
+    except RecursionError:  # a timeline is two levels deep: this one is not a timeline
+        raise TraceError(path, "not a profwin timeline: JSON nested too deep to read") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise TraceError(path, f'not a profwin timeline (no "format": {FORMAT!r}); `profwin timeline` reads *{SUFFIX} files')
     version = data.get("version")
