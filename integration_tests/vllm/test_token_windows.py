@@ -36,6 +36,8 @@ SCENARIOS = {
     "open-ended": "6:",
     "never-reached": "20:30",
     "admission": "2:8",
+    "from-token-0": "0:3",
+    "admission-mid-window": "12:20",
 }
 LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
 
@@ -104,6 +106,10 @@ def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     assert admitted[-1] - admitted[0] >= 10  # requests 5..10 start after others finish
     assert len(per_session["scenarios"]["n-samples"]["generated"]) == 9
     assert per_session["scenarios"]["lengths-and-early-finish"]["generated"] == [3, 4, 6, 9, 11, 14, 20, 24]
+    zero = produced(per_session["scenarios"]["from-token-0"]["record"])
+    assert len({s for s, indices in enumerate(zero) for k in indices if k == 0}) == 2  # token 0 in two steps
+    mid = produced(per_session["scenarios"]["admission-mid-window"]["record"])
+    assert any(0 in indices and any(12 <= k < 20 for k in indices) for indices in mid)  # admitted mid-window
 
 
 @pytest.mark.parametrize("name", LAUNCH_SCENARIOS)

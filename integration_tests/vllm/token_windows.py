@@ -45,6 +45,12 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     ("open-ended", "A", [(30, 9, 1)] * 4 + [(60, 14, 1)] * 2, "6: tokens"),
     ("never-reached", "A", [(12, 4, 1)] * 2, "20:30 tokens"),
     ("admission", "B", [(30, 12, 1)] * 10, "2:8 tokens"),
+    # Token 0 in the window, the long prompt's last chunk sharing a step with the short one's
+    # prefill (chunks of 64 tokens; the tiny model's context is 128), as SGLang's "from-token-0".
+    ("from-token-0", "A", [(110, 6, 1), (45, 6, 1)], "0:3 tokens"),
+    # 7 requests of 40..94 prompt tokens, at most 4 running: 3 are admitted (and prefilled) while
+    # the first ones decode tokens 12..19, as SGLang's "admission-mid-window".
+    ("admission-mid-window", "B", [(40 + 9 * i, 16 + (i % 3) * 4, 1) for i in range(7)], "12:20 tokens"),
 ]
 
 
