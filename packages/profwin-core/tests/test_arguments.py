@@ -491,3 +491,11 @@ def test_a_checked_coroutine_function_stays_one() -> None:
     assert asyncio.run(call(lambda x: x + 1, 2)) == 3
     with pytest.raises(ArgumentTypeError, match=r"^fn: must be callable \(got 'nope'\)$"):
         asyncio.run(call("nope"))
+
+    @checked
+    async def total(items: Iterable[int]) -> int:
+        return sum(items)
+
+    assert asyncio.run(total(n for n in (1, 2))) == 3  # an iterator is checked as it is read here too
+    with pytest.raises(ArgumentTypeError, match=r"^items\[1\]: must be int \(got 'x'\)$"):
+        asyncio.run(total(n for n in (1, "x")))
