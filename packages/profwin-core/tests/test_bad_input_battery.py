@@ -38,6 +38,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     put("big-int.json", f'{{"window": "1:2", "prefix": {BIG}}}'.encode())
     put("deep.json", b"[" * 100_000 + b"]" * 100_000)
     put("binary.yaml", bytes(range(256)) * 10)
+    put("alias-cycle.yaml", b"window: '1:2'\noptions: &o {torch: {x: *o}}\n")
     put("ansi.yaml", b"window: '1:2'\nprefix: \"\\e[31mred\"\nbogus\x1b[2J: 1\n")
     put("trace.json", b'{"traceEvents": [{"ph": "X", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}')
     put("garbage.pickle", pickle.dumps({"segments": 5, "device_traces": [[{"action": "alloc", "size": "x"}]]}))
@@ -63,7 +64,7 @@ def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 def cases(f: dict[str, str]) -> list[tuple[str, Callable[[Sequence[str]], int], list[str]]]:
     p, m = profwin_main, memory_main
     url = ["--engine", "vllm", "--url", "127.0.0.1:1", "--timeout", "2"]
-    spec_files = ["big-int.yaml", "big-int.json", "deep.json", "binary.yaml", "ansi.yaml", "fifo", "dir", "missing",
+    spec_files = ["big-int.yaml", "big-int.json", "deep.json", "binary.yaml", "alias-cycle.yaml", "ansi.yaml", "fifo", "dir", "missing",
                   "dev-zero", "dev-mem", "socket"]  # fmt: skip
     battery: list[tuple[str, Callable[[Sequence[str]], int], list[str]]] = []
     for name in spec_files:

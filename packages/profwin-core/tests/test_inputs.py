@@ -70,6 +70,13 @@ def test_nesting_through_aliases_counts_expanded(tmp_path: Path) -> None:
     assert "once aliases are expanded" in load_error(tmp_path, text)
 
 
+@pytest.mark.parametrize("text", ["a: &a [*a]\n", "window: '1:2'\noptions: &o {torch: {x: *o}}\n", "&r {a: [1, {b: *r}]}\n"])
+def test_a_node_that_holds_itself_is_a_clear_error_not_a_recursion_error(tmp_path: Path, text: str) -> None:
+    """PyYAML composes ``a: &a [*a]`` into a node that contains itself (the anchor is known while
+    its own node is composed): measuring it followed the cycle until Python's stack ran out."""
+    assert "holds itself through an alias, so it would expand without end" in load_error(tmp_path, text)
+
+
 def test_size_bound_reads_only_bound_plus_one_bytes(tmp_path: Path) -> None:
     assert f"larger than {MAX_SPEC_BYTES:,} bytes" in load_error(tmp_path, "#" * (MAX_SPEC_BYTES + 1))
 

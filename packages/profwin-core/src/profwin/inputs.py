@@ -375,12 +375,17 @@ def _bounded_loader() -> Any:
                 self._check_expanded(node, {})
             return node
 
-        def _check_expanded(self, node: Node, seen: dict[int, tuple[int, int]]) -> tuple[int, int]:
+        def _check_expanded(self, node: Node, seen: dict[int, tuple[int, int] | None]) -> tuple[int, int]:
             # (values, depth) of ``node`` with aliases expanded. An alias is the anchored node
             # object itself, already measured (anchors come first in document order): memoising
-            # by identity makes this linear in the file, however large the expansion.
+            # by identity makes this linear in the file, however large the expansion. A node met
+            # again while it is being measured holds itself (``a: &a [*a]``): it expands forever.
             if id(node) in seen:
-                return seen[id(node)]
+                measured = seen[id(node)]
+                if measured is None:
+                    raise self._fail(node, "holds itself through an alias, so it would expand without end")
+                return measured
+            seen[id(node)] = None
             children: list[Node] = []
             if isinstance(node, SequenceNode):
                 children = node.value
