@@ -117,8 +117,10 @@ bad_values = st.one_of(
     st.text(max_size=8),
     st.integers(),
     st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4), st.floats()), max_size=4),
-    # A fresh one-shot iterator each draw (one in FIXED would be spent by the first call).
+    # Fresh each draw, a one-shot iterator and a memoryview: one in FIXED would be spent, or
+    # released (a memoryview is a context manager, which _close enters and leaves), by one call.
     st.builds(iter, st.lists(st.one_of(st.none(), st.integers(), st.text(max_size=4)), max_size=3)),
+    st.builds(memoryview, st.binary(max_size=4)),
 )
 
 
