@@ -180,6 +180,12 @@ def test_checked_keeps_the_callable_as_it_was() -> None:
         profwin.load_spec({}, nope=1)  # a call of the wrong shape stays Python's own error
 
 
+def released() -> memoryview:
+    view = memoryview(b"ab")
+    view.release()
+    return view
+
+
 class Ambiguous:
     """An array-like, as numpy's arrays are: ``==`` answers with another one, whose truth is an error."""
 
@@ -268,6 +274,7 @@ GOOD: dict[str, Any] = {
         ("names", range(3), r"^names\[0\]: must be str \(got 0\)$"),
         ("names", range(10**18), r"^names\[0\]: must be str \(got 0\)$"),  # its first items only, at once
         ("names", memoryview(b"ab"), r"^names\[0\]: must be str \(got 97\)$"),
+        ("names", released(), r"^names: must be Sequence\[str\] \(got <released memory at "),  # unreadable: none of its Xs
         ("mode", Ambiguous(), r"^mode: must be 'a' or 'b' \(got Ambiguous\(\)\)$"),  # its == gives no bool
     ],
 )

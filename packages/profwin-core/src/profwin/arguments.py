@@ -444,9 +444,12 @@ def _container_problem(value: Any, hint: Any, origin: type, args: tuple[Any, ...
     if not args:
         return None
     if not isinstance(value, _CONTAINERS):
-        value = _items_of(value)
-        if value is None:
-            return None
+        if isinstance(value, collections.abc.Iterator) or not isinstance(value, collections.abc.Collection):
+            return None  # reading would consume it: an iterator is checked as the callee reads it (_checked_items)
+        try:
+            value = _items_of(value)
+        except Exception:  # it cannot be read (a released memoryview, a config value that does not resolve)
+            return (path, hint, value)
     if isinstance(value, (dict, types.MappingProxyType)) and issubclass(origin, collections.abc.Mapping):
         key_hint, value_hint = args if len(args) == 2 else (Any, Any)
         for key, item in value.items():
@@ -473,19 +476,13 @@ _MAX_LOOK = 1 << 16
 """The most items of a collection other than a built-in container that the check reads."""
 
 
-def _items_of(value: Any) -> list[Any] | dict[Any, Any] | None:
+def _items_of(value: collections.abc.Collection[Any]) -> list[Any] | dict[Any, Any]:
     """The first :data:`_MAX_LOOK` items of a collection that is not a built-in container (a
-    range, a memoryview, an array, a config's list), as a list (a mapping's as a dict) to look
-    into; ``None`` where reading could consume it (an iterator) or fails (resolving a config's
-    value, say): the callee reads it and says what is wrong."""
-    if isinstance(value, collections.abc.Iterator) or not isinstance(value, collections.abc.Collection):
-        return None
-    try:
-        if isinstance(value, collections.abc.Mapping):
-            return dict(itertools.islice(value.items(), _MAX_LOOK))
-        return list(itertools.islice(value, _MAX_LOOK))
-    except Exception:
-        return None
+    range, a memoryview, an array, a config's list), read without consuming it, as a list (a
+    mapping's as a dict) to look into."""
+    if isinstance(value, collections.abc.Mapping):
+        return dict(itertools.islice(value.items(), _MAX_LOOK))
+    return list(itertools.islice(value, _MAX_LOOK))
 
 
 def _one_of_its_values_has_the_type(hint: Any, value: Any) -> bool:
