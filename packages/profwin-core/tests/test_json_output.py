@@ -230,3 +230,35 @@ def test_control_characters_are_escaped_for_people_and_kept_exact_in_json(tmp_pa
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_what_a_command_writes_on_stderr_is_escaped_too(tmp_path: Path) -> None:
+    # profwin-memory goes on after a file it cannot read, so it prints that error itself; a
+    # file name is the user's disk's, and its escape sequences must not reach the terminal.
+    hostile = tmp_path / "a\x1b[2Jb"
+    hostile.write_bytes(b"x")
+    missing = tmp_path / "gone\x1b[31m\x07"
+    done = run(dict(os.environ), "summarize", str(hostile), str(missing), module="profwin_memory")
+    assert done.returncode == 1
+    assert "\x1b" not in done.stderr
+    assert "\x07" not in done.stderr
+    assert "a\\x1b[2Jb has no profwin signature" in done.stderr
+    assert f"cannot read {tmp_path}/gone\\x1b[31m\\x07: no such file" in done.stderr
+    done = run(dict(os.environ), "summarize", str(missing), "--json", module="profwin_memory")
+    assert json.loads(done.stdout)["path"] == str(missing)  # exact in JSON
+
+
+def test_a_progress_line_keeps_its_frame_on_stderr(tmp_path: Path) -> None:
+    # A progress line is rewritten in place ("\r" first, "\x1b[K" last); only its frame is kept.
+    script = (
+        "import sys\n"
+        "from profwin.plugin.cli import run_cli\n"
+        "def main(argv):\n"
+        "    sys.stderr.write('\\rreading a\\x1b[2Jb\\r: 50%\\x1b[K')\n"
+        "    sys.stderr.write('\\x1b[K\\r')\n"
+        "    return 0\n"
+        "sys.exit(run_cli(main, [], prog='p'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert done.returncode == 0
+    assert done.stderr == b"\rreading a\\x1b[2Jb\\r: 50%\x1b[K\\x1b[K\\r"

@@ -55,6 +55,7 @@ EXIT_TERMINATED = 143
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ERASE_LINE = "\x1b[K"
 
 
 class UsageError(ConfigError):
@@ -240,10 +241,20 @@ def _stdout(as_json: bool) -> Iterator[_Stdout]:
                 os.close(saved)
 
 
+def _for_stderr(text: str) -> str:
+    """``text`` with control characters escaped (see :func:`clean_text`) but for the frame of a
+    progress line rewritten in place: a leading ``\\r`` and a trailing erase-to-end ``\\x1b[K``."""
+    head = "\r" if text.startswith("\r") else ""
+    tail = _ERASE_LINE if text.endswith(_ERASE_LINE) and len(text) >= len(head) + len(_ERASE_LINE) else ""
+    return head + clean_text(text[len(head) : len(text) - len(tail)]) + tail
+
+
 class _Stderr(io.TextIOBase):
-    """The command's ``sys.stderr``: never raises. Once writing fails (closed, full, its reader
-    gone) everything after is dropped, and the descriptor is pointed at ``/dev/null`` so the
-    interpreter's last flush at exit cannot fail either (that would make the exit code 120)."""
+    """The command's ``sys.stderr``: for people, so control characters are escaped (a file name
+    or a server's text must not clear the screen), and it never raises. Once writing fails (closed,
+    full, its reader gone) everything after is dropped, and the descriptor is pointed at
+    ``/dev/null`` so the interpreter's last flush at exit cannot fail either (that would make the
+    exit code 120)."""
 
     def __init__(self, stream: TextIO | None) -> None:
         self._stream = stream
@@ -262,7 +273,7 @@ class _Stderr(io.TextIOBase):
     def write(self, text: str) -> int:
         stream = self._stream
         if stream is not None:
-            self._guarded(lambda: stream.write(text))
+            self._guarded(lambda: stream.write(_for_stderr(text)))
         return len(text)
 
     def flush(self) -> None:
