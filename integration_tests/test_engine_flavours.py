@@ -4,6 +4,9 @@ and a window vllm-ascend cannot honour is an error. Runs on CPU: nothing here st
 
 from __future__ import annotations
 
+import sys
+import warnings
+
 import pytest
 
 from profwin import ConfigError, ProfileSpec, Window
@@ -34,3 +37,14 @@ def test_sglang_on_npu_warns_for_ignored_npu_options() -> None:
     with pytest.warns(NpuOptionIgnored, match="sglang .*ignores options.npu.level='level2'"):
         activities, dropped = activities_for(spec, "npu")
     assert (activities, dropped) == (["CPU", "GPU"], [])
+
+
+def test_the_warning_points_at_the_line_that_asked_for_the_plan() -> None:
+    # Between that line and the warning lie vLLM's plan, core's discovery and profwin-npu's
+    # flavour (it pointed at profwin/discovery.py); a version of its own, as each warns once.
+    spec = ProfileSpec(window=Window(2, 5), shapes=True, options={"vllm": {"platform": "ascend"}})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        here = sys._getframe().f_lineno + 1
+        plan_for(spec, EngineVersion.parse("0.31.9"))
+    assert {(w.filename, w.lineno) for w in caught if issubclass(w.category, NpuOptionIgnored)} == {(__file__, here)}

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 
@@ -261,16 +262,26 @@ def test_the_first_window_does_not_import_inductor(tmp_path: Path) -> None:
     assert float(opened) < 1.0  # CPU seconds to open the first window; torch's own way takes about 3
 
 
-def test_a_checked_functions_warning_points_at_its_caller() -> None:
-    from profwin.plugin import checked, warn
+_PLUGIN = """
+from profwin.plugin import checked, warn
 
-    @checked
-    def enable(spec: str) -> None:
-        warn(f"left alone: {spec}", RuntimeWarning, stacklevel=2)
+@checked
+def enable(spec: str) -> None:
+    _guard(spec)
 
+def _guard(spec):
+    warn(f"left alone: {spec}", RuntimeWarning)
+"""
+
+
+def test_a_plugins_warning_points_at_the_users_line() -> None:
+    # A plugin module (profwin_*) warning two of its own frames down, under its argument check:
+    # the warning is at the line that called the plugin, not inside the plugin or profwin.
+    plugin = types.ModuleType("profwin_mything")
+    exec(compile(_PLUGIN, "profwin_mything.py", "exec"), plugin.__dict__)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         here = sys._getframe().f_lineno + 1
-        enable("2:6")
+        plugin.enable("2:6")
     (w,) = caught
     assert (w.filename, w.lineno) == (__file__, here)

@@ -9,10 +9,10 @@ warning and the activity dropped.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 
 from profwin.arguments import checked
+from profwin.arguments import warn as warn_user
 from profwin.errors import ConfigError
 from profwin.spec import ProfileSpec
 
@@ -27,7 +27,6 @@ def resolve_activities(
     unavailable: Mapping[str, str] | None = None,
     refused: Mapping[str, str] | None = None,
     warn: bool = True,
-    stacklevel: int = 3,
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(kept, dropped)``: the activities to record and those dropped (``"name (why)"``).
 
@@ -37,7 +36,6 @@ def resolve_activities(
         unavailable: activity -> why it cannot be recorded here; subject to ``on_unavailable``.
         refused: activity -> why this profiler never records it; always an error.
         warn: warn for each dropped activity (``False``: the caller reports ``dropped`` itself).
-        stacklevel: for the warning, counted from the caller of this function.
     """
     unavailable = unavailable or {}
     refused = refused or {}
@@ -56,7 +54,7 @@ def resolve_activities(
         if spec.on_unavailable == "error":
             raise ConfigError(f"{activity!r} cannot be recorded: {why}; remove it or set on_unavailable: drop", path=path)
         if warn:
-            warnings.warn(f"profwin: dropping activity {activity!r}: {why}", stacklevel=stacklevel)
+            warn_user(f"profwin: dropping activity {activity!r}: {why}")
         dropped.append(f"{activity} ({why})")
     if not kept:
         raise ConfigError(f"none of {wanted} can be recorded here ({'; '.join(dropped)})", path="activities")

@@ -12,6 +12,7 @@ import importlib
 import inspect
 import itertools
 import os
+import re
 import sys
 import types
 import typing
@@ -537,27 +538,18 @@ def _describe(hint: Any) -> str:
     return str(hint).replace("typing.", "")
 
 
-_CHECKER_CODE = _wrap(lambda: None, {}).__code__
-"""The code of every :func:`checked` wrapper (one nested function, so one code object)."""
+_OWN_MODULE = re.compile(r"profwin(?:$|[._])")
+"""The modules of profwin and its plugins: ``profwin``, ``profwin.*`` and ``profwin_*``."""
 
 
 @checked
-def warn(message: str, category: type[Warning] = UserWarning, *, stacklevel: int = 1) -> None:
-    """``warnings.warn(message, category, stacklevel=stacklevel)``, with ``stacklevel`` counted as
-    the code calling this sees its callers: the frames of :func:`checked`'s wrappers are not
-    counted, so a warning from a checked function points at the line that called it (the user's),
-    never at this module. The way profwin and its plugins warn with a ``stacklevel``."""
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn(message, category)`` at the first frame outside profwin and its plugins:
+    the line of the user's code that led to it, however many of profwin's frames lie between
+    (argument checks, engine flavours, hooks, the trainer integrations' guards). What Python
+    3.12's ``skip_file_prefixes`` does, on every Python profwin supports. The way profwin and its
+    plugins warn."""
     frame, level = sys._getframe(1), 1
-
-    def past_checkers() -> None:
-        nonlocal frame, level
-        while frame.f_code is _CHECKER_CODE and frame.f_back is not None:
-            frame, level = frame.f_back, level + 1
-
-    past_checkers()  # this function's own checker
-    for _ in range(max(stacklevel, 1) - 1):
-        if frame.f_back is None:
-            break
+    while frame.f_back is not None and _OWN_MODULE.match(frame.f_globals.get("__name__") or ""):
         frame, level = frame.f_back, level + 1
-        past_checkers()
     warnings.warn(message, category, stacklevel=level + 1)

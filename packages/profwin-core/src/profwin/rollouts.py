@@ -11,7 +11,6 @@ import os
 import re
 import sys
 import threading
-import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import ModuleType, TracebackType
@@ -199,7 +198,7 @@ class RolloutProfiler:
         with self._lock:
             self.records.append(record)
         if not record.ok:
-            warnings.warn(f"profwin: {record.message}", WindowWarning, stacklevel=4)
+            warn(f"profwin: {record.message}", WindowWarning)
 
 
 _ENGINE_SLUG = 64  # characters of an engine's name in a file prefix
@@ -555,7 +554,7 @@ class TrainerIntegration(Generic[_S]):
                 return done
         except Exception as exc:  # the trainer must run whatever happens here
             self.enabled = bool(self.enabled)  # what an earlier enable put in place stays as it was
-            self.refuse(exc, stacklevel=2)
+            self.refuse(exc)
             return []
 
     @checked
@@ -572,7 +571,7 @@ class TrainerIntegration(Generic[_S]):
                 if restore():
                     restored.append(label)
             except Exception as exc:
-                self.refuse(PluginError(f"{label} could not be put back ({type(exc).__name__}: {exc})"), stacklevel=2)
+                self.refuse(PluginError(f"{label} could not be put back ({type(exc).__name__}: {exc})"))
         return restored
 
     @checked
@@ -625,7 +624,7 @@ class TrainerIntegration(Generic[_S]):
         except Exception as exc:  # a broken install, an engine missing: the trainer's, not profwin's
             raise PluginError(f"{self.trainer}'s {module} cannot be imported: {type(exc).__name__}: {exc}") from None
 
-    def refuse(self, why: BaseException | str, *, stacklevel: int = 2) -> None:
+    def refuse(self, why: BaseException | str) -> None:
         """Say once why the trainer runs unprofiled (a ``RuntimeWarning``; the same reason again
         stays quiet until the next :meth:`enable`)."""
         text = str(why) if isinstance(why, (str, ProfwinError)) else f"{type(why).__name__}: {why}"
@@ -634,7 +633,7 @@ class TrainerIntegration(Generic[_S]):
             if message in self._warned:
                 return
             self._warned.add(message)
-        warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+        warn(message, RuntimeWarning)
 
     def _install(self, settings: _S | None) -> list[str]:
         """:meth:`install`, all or nothing: what it put in place before failing is put back."""

@@ -8,7 +8,7 @@ import sys
 import warnings
 from types import TracebackType
 
-from profwin.arguments import checked
+from profwin.arguments import checked, warn
 from profwin.discovery import profiler as load_profiler
 from profwin.errors import ConfigError, WindowWarning, shown
 from profwin.parts import Part, PartPlan, PartsMemoryError, is_memory_error, uses_parts
@@ -201,12 +201,11 @@ class Session:
                 f"window {window} was never reached: the session ran {self.steps} step(s) ({last}), "
                 f"and recording starts at step {window.start}"
             )
-            warnings.warn(f"profwin: {self.nothing_recorded}; nothing was written", WindowWarning, stacklevel=3)
+            warn(f"profwin: {self.nothing_recorded}; nothing was written", WindowWarning)
         elif window.end is not None and ran != window:
-            warnings.warn(
+            warn(
                 f"profwin: the session closed at step {self.steps}, inside window {window}; the trace holds steps {ran}",
                 WindowWarning,
-                stacklevel=3,
             )
         return self.artifacts
 
@@ -225,7 +224,7 @@ class Session:
                 self.close(failed=True)
         except Exception as close_exc:  # never mask the user's exception with ours
             if not (exc is not None and is_memory_error(exc) and isinstance(close_exc, PartsMemoryError)):
-                warnings.warn(f"profwin: writing the trace failed after {exc_type.__name__}: {close_exc}", stacklevel=2)
+                warn(f"profwin: writing the trace failed after {exc_type.__name__}: {close_exc}")
         recording = self.active and self.steps >= self.spec.window.start
         if exc is not None and recording and is_memory_error(exc) and not isinstance(exc, PartsMemoryError):
             # Out of memory inside a step of the loop: most likely the recording's, and what the

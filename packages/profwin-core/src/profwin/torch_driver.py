@@ -98,7 +98,6 @@ def resolve_activities(spec: ProfileSpec, torch: Any) -> tuple[str, ...]:
         default=[a for a in ("cpu", "cuda", "xpu") if available[a]],
         unavailable={a: why.format(a) for a, ok in available.items() if not ok},
         refused={"npu": "is recorded by the 'npu' profiler (pip install profwin-npu), not 'torch'"},
-        stacklevel=4,
     )
     return kept
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window, checked, shown
+from profwin.plugin import ConfigError, Driver, PluginError, ProfileSpec, Window, checked, shown, warn
 from profwin_memory.cpu_timeline import CpuTimelineDriver
 from profwin_memory.cuda_snapshot import CudaSnapshotDriver
 from profwin_memory.options import memory_options
@@ -53,7 +52,7 @@ def resolve_device(spec: ProfileSpec, torch: Any) -> str:
                     f"'cuda' memory cannot be recorded: {why}; ask for ['cpu'] or set on_unavailable: drop",
                     path="activities",
                 )
-            warnings.warn(f"profwin: dropping activity 'cuda': {why}", stacklevel=3)
+            warn(f"profwin: dropping activity 'cuda': {why}")
             continue
         kept.append(activity)
     if not kept:

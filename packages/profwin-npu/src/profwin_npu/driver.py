@@ -24,12 +24,11 @@ from __future__ import annotations
 import inspect
 import os
 import shutil
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import Artifact, PluginError, ProfileSpec, Window, checked
+from profwin.plugin import Artifact, PluginError, ProfileSpec, Window, checked, warn
 from profwin.plugin import resolve_activities as core_resolve_activities
 from profwin.plugin.files import Part, part_name
 from profwin_npu.engines import engine_flavour
@@ -119,7 +118,6 @@ def resolve_activities(spec: ProfileSpec, *, npu_available: bool) -> tuple[str, 
         default=("cpu", "npu") if npu_available else ("cpu",),
         unavailable={} if npu_available else {"npu": "torch_npu.npu.is_available() is False on this machine"},
         refused={a: "is recorded by the 'torch' profiler; the 'npu' profiler records 'cpu' and 'npu'" for a in ("cuda", "xpu")},
-        stacklevel=5,
     )
     return kept
 
@@ -204,10 +202,9 @@ class NpuProfiler:
         torch_npu = import_torch_npu()
         for var in MSPROF_ENV_VARS:
             if os.environ.get(var):
-                warnings.warn(
+                warn(
                     f"profwin: {var} is set (the msprof command line is collecting), so torch_npu.profiler "
-                    "does nothing and profwin will write no *_ascend_pt folder",
-                    stacklevel=3,
+                    "does nothing and profwin will write no *_ascend_pt folder"
                 )
         return spec.replace(activities=resolve_activities(spec, npu_available=bool(torch_npu.npu.is_available())))
 
@@ -266,7 +263,7 @@ class NpuDriver:
         if not written:
             busy = [var for var in MSPROF_ENV_VARS if os.environ.get(var)]
             if busy:
-                warnings.warn(f"profwin: no *_ascend_pt folder for steps {steps}: {busy[0]} is set", stacklevel=4)
+                warn(f"profwin: no *_ascend_pt folder for steps {steps}: {busy[0]} is set")
                 return []
             raise PluginError(
                 f"torch_npu wrote no {self._worker}_{os.getpid()}_*{ASCEND_SUFFIX} folder under {self._spec.output_dir} "
@@ -276,10 +273,9 @@ class NpuDriver:
         if self._options.analysis:
             for path in written:
                 if not (path / "ASCEND_PROFILER_OUTPUT").is_dir():
-                    warnings.warn(
+                    warn(
                         f"profwin: analysis was on but {path} has no ASCEND_PROFILER_OUTPUT (parsing failed; "
-                        "see torch_npu's printed messages); parse it later with profwin_npu.analyse()",
-                        stacklevel=4,
+                        "see torch_npu's printed messages); parse it later with profwin_npu.analyse()"
                     )
         return [
             Artifact(path=path, steps=steps, bytes=dir_size(path), rank=self._rank, kind="ascend-pt", producer="npu")

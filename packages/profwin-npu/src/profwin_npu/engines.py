@@ -22,11 +22,10 @@ Facts (checked against the engines' code, see the reference notes):
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfileSpec, checked
+from profwin.plugin import ConfigError, ProfileSpec, checked, warn
 from profwin.plugin.engines import EngineVersion
 from profwin_npu.options import npu_options
 
@@ -184,7 +183,7 @@ def _warn_once(engine: str, version: str | None, ignored: Mapping[str, str]) -> 
         if key in _warned:
             continue
         _warned.add(key)
-        warnings.warn(f"profwin: {message}", NpuOptionIgnored, stacklevel=3)
+        warn(f"profwin: {message}", NpuOptionIgnored)
 
 
 def _show(value: object) -> str:

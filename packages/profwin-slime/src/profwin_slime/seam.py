@@ -82,7 +82,7 @@ class _Setup:
                 )  # fmt: skip
         except Exception as exc:  # profiling never stops slime: its rollouts run unprofiled
             self.profiler = None
-            integration.refuse(exc, stacklevel=3)
+            integration.refuse(exc)
 
 
 INTEGRATION = SlimeIntegration(PLUGIN)

@@ -73,7 +73,7 @@ def build_vllm_profiler_args(profiler_config: Any, tool_config: Any, rank: int, 
     launch = dict(plan.launch.get("profiler_config") or {}) if windowed else {}
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
-        warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
+        warn(f"profwin.verl: {note}", WindowWarning)
     config = {
         "profiler": "torch",
         "torch_profiler_dir": save_path,
@@ -99,7 +99,7 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
         return {}
     contents = list(read(tool_config, "contents") or [])
     if "memory" in contents:
-        warn("SGLang profiler does not support memory profiling. Ignoring memory content.", stacklevel=2)
+        warn("SGLang profiler does not support memory profiling. Ignoring memory content.")
     with_stack = "stack" in contents or "module" in contents
     record_shapes = "shapes" in contents
     save_path = rollout_trace_dir(profiler_config, rank)
@@ -109,7 +109,7 @@ def build_sglang_profiler_args(profiler_config: Any, tool_config: Any, rank: int
     request = (plan.request or {}) if windowed else {}  # no window: verl's None, None
     _arm_trim(plan, save_path)
     for note in plan.notes if windowed else ():
-        warn(f"profwin.verl: {note}", WindowWarning, stacklevel=2)
+        warn(f"profwin.verl: {note}", WindowWarning)
     fields = {
         "output_dir": save_path,
         "with_stack": with_stack,

@@ -11,12 +11,11 @@ import os
 import re
 import shutil
 import sys
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from profwin.plugin import ConfigError, Window, WindowWarning, checked, shown
+from profwin.plugin import ConfigError, Window, WindowWarning, checked, shown, warn
 from profwin_traces import TraceError, trim
 
 __all__ = [
@@ -173,7 +172,7 @@ def _finish_trims(trace_dir: str) -> None:
         try:
             trim(path, keep, partial)
         except TraceError as exc:
-            warnings.warn(f"{path}: left as the engine wrote it, not cut to steps {keep}: {exc}", WindowWarning, stacklevel=3)
+            warn(f"{path}: left as the engine wrote it, not cut to steps {keep}: {exc}", WindowWarning)
             continue
         os.replace(partial, path)
     _TRIMS[key] = (keep, set(_names(key)))

@@ -159,7 +159,7 @@ def _activities(spec: ProfileSpec, options: VllmOptions, version: EngineVersion)
     if options.platform is not None:
         accepted = _PLATFORM_ACTIVITIES[options.platform]
         why = f"vLLM on platform {options.platform!r} accepts only {list(accepted)}"
-        wanted, _ = resolve_activities(spec, default=(), unavailable={a: why for a in wanted if a not in accepted}, stacklevel=5)
+        wanted, _ = resolve_activities(spec, default=(), unavailable={a: why for a in wanted if a not in accepted})
     if options.platform == "ascend":
         return None  # vllm-ascend records CPU and NPU whatever is configured
     if "npu" in wanted:

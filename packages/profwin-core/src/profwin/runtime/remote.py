@@ -14,14 +14,13 @@ import json
 import os
 import re
 import stat
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from profwin.arguments import checked
+from profwin.arguments import checked, warn
 from profwin.atomic import check_output_path, write_atomic
 from profwin.discovery import backend as load_backend
 from profwin.engine import Backend, EngineBusy, EnginePlan, EngineTarget, TargetContext, TargetError, TargetSkipped
@@ -289,7 +288,7 @@ class RemoteSession:
             with self._or_roll_back("reporting the start"):  # warnings may be errors (-W error)
                 _warn(results, "notes")
                 for r in _skipped(results):
-                    warnings.warn(f"profwin: {r.target}: {r.message}", WindowWarning, stacklevel=3)
+                    warn(f"profwin: {r.target}: {r.message}", WindowWarning)
         return results
 
     # -- stop -------------------------------------------------------------------------------
@@ -437,7 +436,7 @@ class RemoteSession:
         except SessionError as error:
             if not failed:
                 raise
-            warnings.warn(str(error), stacklevel=3)  # never mask the user's exception with ours
+            warn(str(error))  # never mask the user's exception with ours
 
     async def __aenter__(self) -> RemoteSession:
         self._ctx.loop = asyncio.get_running_loop()
@@ -724,7 +723,7 @@ def _record_provenance(plan: EnginePlan, artifacts: list[Artifact], session: str
         try:
             write_sidecar(artifact.path, info)
         except (OSError, ConfigError) as exc:  # the trace is there all the same; say why it has no sidecar
-            warnings.warn(f"profwin: could not write the provenance of {artifact.path}: {exc}", stacklevel=3)
+            warn(f"profwin: could not write the provenance of {artifact.path}: {exc}")
 
 
 def _warn(results: list[RemoteResult], key: str) -> None:
@@ -733,7 +732,7 @@ def _warn(results: list[RemoteResult], key: str) -> None:
         if key == "stop_notes" and result.details.get("nothing_recorded"):
             said = [*said, f"nothing was recorded: {result.details['nothing_recorded']}"]
         for note in said:
-            warnings.warn(f"profwin: {result.target}: {note}", WindowWarning, stacklevel=4)
+            warn(f"profwin: {result.target}: {note}", WindowWarning)
 
 
 def engine_targets(engine: Backend, target: Any, *, api_key: str | None, timeout: float) -> list[EngineTarget]:
