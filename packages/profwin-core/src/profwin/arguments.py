@@ -92,9 +92,7 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[st
         # Still a coroutine function to whoever asks (Ray makes an actor async by its methods).
         @functools.wraps(function)
         async def call_async(*args: Any, **kwargs: Any) -> Any:
-            swapped = (built[0] if built else checks()).check(args, kwargs)
-            if swapped is not None:
-                args, kwargs = swapped
+            args, kwargs = (built[0] if built else checks()).check(args, kwargs)
             return await function(*args, **kwargs)
 
         call_async.__profwin_checked__ = checks  # type: ignore[attr-defined]
@@ -102,9 +100,7 @@ def _wrap(function: Callable[..., Any], namespace: dict[str, Any], own: tuple[st
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        swapped = (built[0] if built else checks()).check(args, kwargs)
-        if swapped is not None:
-            args, kwargs = swapped
+        args, kwargs = (built[0] if built else checks()).check(args, kwargs)
         return function(*args, **kwargs)
 
     call.__profwin_checked__ = checks  # type: ignore[attr-defined]
@@ -122,10 +118,12 @@ class _Parameters:
             for name, p in signature.parameters.items()
         }
         self.typed = {name: name not in own for name in self.hints}
-        self.lazy = {
-            name: item for name, hint in self.hints.items() if name not in own and (item := _lazy_items(hint)) is not None
+        self.paths = {name: _path_flags(hint) for name, hint in self.hints.items()}
+        self.lazy = {  # parameter -> (item hint, its path flags): for an iterator given to it
+            name: (item, _path_flags(item))
+            for name, hint in self.hints.items()
+            if name not in own and (item := _lazy_items(hint)) is not None
         }
-        self.paths = {name: (_names_path(hint), _items_name_paths(hint)) for name, hint in self.hints.items()}
         kinds = inspect.Parameter
         self.positions = [
             n for n, p in signature.parameters.items() if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)
@@ -134,10 +132,10 @@ class _Parameters:
         self.var_args = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_POSITIONAL), None)
         self.var_kwargs = next((n for n, p in signature.parameters.items() if p.kind is kinds.VAR_KEYWORD), None)
 
-    def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    def check(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """Each argument against its parameter's hint; an argument no parameter takes is left to
-        the call itself (Python's own ``TypeError``). Returns ``None``, or the arguments to call
-        with where an iterator given for an ``Iterable[X]`` is handed on checking each item as it
+        the call itself (Python's own ``TypeError``). Returns the arguments to call with: those
+        given, but an iterator given for an ``Iterable[X]`` is handed on checking each item as it
         is read (looking into it here would consume it)."""
         count = len(self.positions)
         lazy = self.lazy
@@ -148,15 +146,15 @@ class _Parameters:
                 label = name if i < count else f"{name}[{i - count}]"
                 _check_value(value, self.hints[name], label, typed=self.typed[name], names_path=self.paths[name])
                 if name in lazy and isinstance(value, collections.abc.Iterator):
-                    swapped[i] = _checked_items(value, lazy[name], label)
+                    swapped[i] = _checked_items(value, *lazy[name], label)
         for key, value in kwargs.items():
             taker = key if key in self.keywords and key not in (self.var_args, self.var_kwargs) else self.var_kwargs
             if taker is not None:
                 _check_value(value, self.hints[taker], key, typed=self.typed[taker], names_path=self.paths[taker])
                 if taker in lazy and isinstance(value, collections.abc.Iterator):
-                    swapped[key] = _checked_items(value, lazy[taker], key)
+                    swapped[key] = _checked_items(value, *lazy[taker], key)
         if not swapped:
-            return None
+            return args, kwargs
         return tuple(swapped.get(i, v) for i, v in enumerate(args)), {k: swapped.get(k, v) for k, v in kwargs.items()}
 
 
@@ -170,11 +168,12 @@ def _lazy_items(hint: Any) -> Any:
     return None
 
 
-def _checked_items(items: collections.abc.Iterator[Any], hint: Any, path: str) -> collections.abc.Iterator[Any]:
+def _checked_items(
+    items: collections.abc.Iterator[Any], hint: Any, names_path: tuple[bool, bool], path: str
+) -> collections.abc.Iterator[Any]:
     """``items``, each checked as the callee reads it: at ``path[i]``, by the rules of an argument."""
-    paths = (_names_path(hint), _items_name_paths(hint))
     for i, item in enumerate(items):
-        _check_value(item, hint, f"{path}[{i}]", names_path=paths)
+        _check_value(item, hint, f"{path}[{i}]", names_path=names_path)
         yield item
 
 
@@ -492,6 +491,12 @@ def _one_of_its_values_has_the_type(hint: Any, value: Any) -> bool:
     return any(
         typing.get_origin(m) is typing.Literal and any(type(a) is type(value) for a in typing.get_args(m)) for m in members
     )
+
+
+def _path_flags(hint: Any) -> tuple[bool, bool]:
+    """Whether ``hint`` says a path, and says a collection of paths (``names_path`` of
+    :func:`_check_value`)."""
+    return _names_path(hint), _items_name_paths(hint)
 
 
 def _names_path(hint: Any) -> bool:
