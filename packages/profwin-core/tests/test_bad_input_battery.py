@@ -109,6 +109,7 @@ def cases(f: dict[str, str]) -> list[tuple[str, Callable[[Sequence[str]], int], 
         ("demo steps huge", p, ["demo", "--steps", BIG, "--json"]),
         ("demo window zeros", p, ["demo", "--window", f"{ZEROS}:", "--steps", "0"]),
         ("unknown flag json", p, ["plugins", "--json", "--nope"]),
+        ("unknown argument ansi", p, ["plugins", "\x1b[2J"]),  # argparse quotes it as typed
         ("no command", p, []),
         ("memory bad subcommand", m, ["nope", "--json"]),
         ("memory garbage trusted", m, ["summarize", f["garbage.pickle"], "--trust"]),

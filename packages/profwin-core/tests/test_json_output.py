@@ -256,9 +256,10 @@ def test_a_progress_line_keeps_its_frame_on_stderr(tmp_path: Path) -> None:
         "def main(argv):\n"
         "    sys.stderr.write('\\rreading a\\x1b[2Jb\\r: 50%\\x1b[K')\n"
         "    sys.stderr.write('\\x1b[K\\r')\n"
+        "    sys.stderr.write('done\\x1b[K')\n"
         "    return 0\n"
         "sys.exit(run_cli(main, [], prog='p'))\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
     assert done.returncode == 0
-    assert done.stderr == b"\rreading a\\x1b[2Jb\\r: 50%\x1b[K\\x1b[K\\r"
+    assert done.stderr == b"\rreading a\\x1b[2Jb\\r: 50%\x1b[K\\x1b[K\\rdone\\x1b[K"

@@ -243,9 +243,10 @@ def _stdout(as_json: bool) -> Iterator[_Stdout]:
 
 def _for_stderr(text: str) -> str:
     """``text`` with control characters escaped (see :func:`clean_text`) but for the frame of a
-    progress line rewritten in place: a leading ``\\r`` and a trailing erase-to-end ``\\x1b[K``."""
+    progress line rewritten in place: a leading ``\\r``, and after it a trailing erase-to-end
+    ``\\x1b[K``."""
     head = "\r" if text.startswith("\r") else ""
-    tail = _ERASE_LINE if text.endswith(_ERASE_LINE) and len(text) >= len(head) + len(_ERASE_LINE) else ""
+    tail = _ERASE_LINE if head and text.endswith(_ERASE_LINE) and len(text) > len(_ERASE_LINE) else ""
     return head + clean_text(text[len(head) : len(text) - len(tail)]) + tail
 
 
@@ -442,7 +443,7 @@ def _report(exc: BaseException, prog: str, as_json: bool) -> int:
             _quiet_stdout()
     # One line, as every error: a usage mistake adds where the whole usage is, not the usage block.
     where = f" (see: {exc.prog} --help)" if isinstance(exc, UsageError) else ""
-    print(f"{prog}: error: {clean_text(text)}{where}", file=sys.stderr)
+    print(f"{prog}: error: {text}{where}", file=sys.stderr)  # escaped by _Stderr, as all a command says
     return EXIT_ERROR
 
 
