@@ -135,6 +135,33 @@ def test_profwin_start_and_stop_as_the_readme_shows(stock_server: Server, tmp_pa
     assert _kinds(trace) == _expected(Window(3, 7))
 
 
+def test_a_stop_given_another_prefix_or_engine_leaves_the_window_for_the_right_stop(stock_server: Server, tmp_path: Path) -> None:
+    """A stop with another --prefix or --engine than its start's says which and sends nothing:
+    SGLang's profiler keeps its window, and the stop as started collects it exactly."""
+    stock_server.warm()
+    out = tmp_path / "traces"
+    common = ("--url", stock_server.url, "--window", "3:7", "--out", str(out))
+    left_alone = "nothing was sent to the engine, and the state is kept for that stop"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        started = _cli("start", "--engine", "sglang", *common)
+        assert started.returncode == 0, started.stderr
+        stock_server.generate(TOKENS)
+        other_prefix = _cli("stop", "--engine", "sglang", *common, "--prefix", "other")
+        assert other_prefix.returncode == 1, other_prefix.stderr
+        assert "profwin start ran this session with prefix 'profwin', not 'other'" in other_prefix.stdout, other_prefix.stdout
+        other_engine = _cli("stop", "--engine", "vllm", *common)
+        assert other_engine.returncode == 1, other_engine.stderr
+        said = "profwin start ran this server's session with --engine sglang, not vllm: run profwin stop with --engine sglang"
+        assert f"{said}; {left_alone}" in other_engine.stdout, other_engine.stdout
+        return _cli("stop", "--engine", "sglang", *common)
+
+    stopped = stock_server.retry_on_kineto_crash(run)
+    assert stopped.returncode == 0, stopped.stderr
+    (trace,) = out.glob("*.trace.json.gz")
+    assert _kinds(trace) == _expected(Window(3, 7))
+
+
 def test_the_request_profwin_args_prints_records_on_a_stock_server(stock_server: Server, tmp_path: Path) -> None:
     """A user who sends `profwin args sglang` to a stock server by hand records the window (a
     window from 0 exactly; a later one from 0 to its end, which `profwin trim` cuts, as stderr says)."""

@@ -118,6 +118,14 @@ def test_cli_start_and_stop(profiled: Server) -> None:
     assert started.returncode == 0, started.stdout + started.stderr
     assert "records engine steps 0:3" in started.stdout
     profiled.complete(PROMPT, max_tokens=8)
+    # A stop given another prefix is told the start's and sends nothing: the window stays for the right stop.
+    other = subprocess.run(
+        [*cli, "stop", *common, "--prefix", "other", "--json"], capture_output=True, text=True, timeout=180, check=False
+    )
+    assert other.returncode == 1, other.stdout + other.stderr
+    (refused,) = json.loads(other.stdout)
+    assert refused["details"] == {"differs": "prefix"}
+    assert refused["message"].startswith("profwin start ran this session with prefix 'cli03', not 'other'"), refused["message"]
     stopped = subprocess.run([*cli, "stop", *common, "--json"], capture_output=True, text=True, timeout=180, check=False)
     assert stopped.returncode == 0, stopped.stdout + stopped.stderr
     (result,) = json.loads(stopped.stdout)

@@ -61,7 +61,7 @@ def damage(state: Path, kind: str) -> None:
         ("link to /dev/zero", "it is a character device"),
         ("100k deep", "nested deeper than 100 levels"),
         ("wrong shape", "must be a JSON object (got a JSON list)"),
-        ("newer version", "format: is profwin.state version 99, written by a newer profwin; this one reads versions 1 to 2"),
+        ("newer version", "format: is profwin.state version 99, written by a newer profwin; this one reads versions 1 to 3"),
         ("another format", "format: is a profwin.runtime.router-state file, not a profwin.state file"),
     ],
 )
@@ -121,7 +121,7 @@ def test_a_state_file_of_version_1_is_read(toy_site: Path, engine: Any, capsys: 
     """Written before formats carried a version (no ``"format"``): read as version 1, the same shape."""
     common, state = started(capsys, engine)
     data = json.loads(state.read_text())
-    assert data.pop("format") == STATE_FORMAT.tag == "profwin.state/2"
+    assert data.pop("format") == STATE_FORMAT.tag == "profwin.state/3"
     state.write_text(json.dumps(data))
     engine.generate(4)
     code, (result,) = run(capsys, "stop", *common)

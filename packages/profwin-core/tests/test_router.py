@@ -335,3 +335,58 @@ def test_state_files_of_two_urls_never_share_a_name(tmp_path: Path) -> None:
     names = ["http://h:1/a/b", "http://h:1/a_b", "http://h:1/a-b", "https://h:1/a/b"]
     for kind in ("router-sglang", "sglang"):
         assert len({state_path(spec, kind, name) for name in names}) == len(names)
+
+
+# -- profwin stop --router given other arguments than profwin start (test_stop_arguments.py)
+
+
+def test_a_router_given_as_a_url_is_named_and_its_record_kept(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (a,) = toy_engines(1)
+    router = stand_in([a.url])
+    common = ["--engine", "toy", "--window", "0:2", "--out", str(a.trace_dir), "--json"]
+    assert run(capsys, "start", *common, "--router", router.url)[0] == 0
+    a.generate(4)
+    code, (result,) = run(capsys, "stop", *common, "--url", router.url)
+    assert code == 1
+    assert result["message"] == (
+        f"{router.url} is a router that profwin start ran with --router (--engine toy): run profwin stop with --router "
+        f"{router.url} --engine toy; nothing was sent to the engine, and the state is kept for that stop"
+    )
+    assert a.session is not None
+    assert _record(router.url, a.trace_dir).exists()
+    code, (result,) = run(capsys, "stop", *common, "--router", router.url)
+    assert code == 0, result
+    assert result["artifacts"][0]["steps"] == "0:2"
+    assert result["details"]["router"] == "listed"
+
+
+def test_a_router_stop_with_another_prefix_keeps_the_record(
+    toy_site: Path,
+    toy_engines: Callable[[int], list[Any]],
+    stand_in: Callable[..., StandInRouter],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The record says which workers started: dropped, the right stop would stop the workers the
+    router lists now instead, so it stays with the workers' states."""
+    a, b = toy_engines(2)
+    router = stand_in([a.url, b.url])
+    common = ["--engine", "toy", "--router", router.url, "--window", "0:2", "--out", str(a.trace_dir), "--json"]
+    assert run(capsys, "start", *common)[0] == 0
+    a.generate(4)
+    b.generate(4)
+    router.urls = [a.url]  # b leaves the router: only the record knows it started
+    code, results = run(capsys, "stop", *common, "--prefix", "other")
+    assert code == 1
+    assert [r["details"]["differs"] for r in results] == ["prefix", "prefix"]
+    assert (a.files, b.files) == (0, 0)
+    code, results = run(capsys, "stop", *common)
+    assert code == 0, results
+    assert [(r["target"], r["details"]["router"], r["artifacts"][0]["steps"]) for r in results] == [
+        (a.url, "listed", "0:2"),
+        (b.url, "left", "0:2"),
+    ]

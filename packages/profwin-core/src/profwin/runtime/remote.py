@@ -59,9 +59,12 @@ OnActive = Literal["error", "restart"]
 STATE_DIR = ".profwin-state"
 MAX_STATE_BYTES = 1 << 20
 """Largest state file ``profwin stop`` reads (1 MiB; profwin writes a few KiB)."""
-STATE_FORMAT = Format("profwin.state", version=2)
-"""A target's state file: ``target``, ``plan``, ``before``, ``session`` (version 1: the same, without
-``"format"``, before formats had versions)."""
+STATE_FORMAT = Format("profwin.state", version=3)
+"""A target's state file: ``target``, ``plan``, ``before``, ``session``, ``prefix`` (the session's,
+so that a stop given another is told which; version 2: without it; version 1: without ``"format"``
+either, before formats had versions)."""
+_KIND = re.compile(r"[a-z0-9][a-z0-9_.]{0,63}")  # a backend's name, in a state file's name
+_LEFT_ALONE = "nothing was sent to the engine, and the state is kept for that stop"
 _MAX_TARGETS = 16  # in flight at once
 
 
@@ -107,6 +110,9 @@ class _Part:
         self.before: dict[str, int] = {}
         self.started = False
         self.unknown = ""  # why ``profwin stop`` has no state for this target (it still stops it)
+        # Why ``profwin stop`` leaves this target alone: its start ran with other arguments (the
+        # one that differs, and what to give instead).
+        self.differs: tuple[str, str] | None = None
         self.skipped: RemoteResult | None = None  # left out at the start (TargetSkipped): its result
         self.session = ""  # the id of the session that started it (``profwin start`` saves it)
 
@@ -317,6 +323,9 @@ class RemoteSession:
 
     def _stop_one(self, part: _Part) -> RemoteResult:
         name = part.target.name
+        if part.differs is not None:
+            argument, why = part.differs
+            return RemoteResult(target=name, ok=False, message=why, details={"differs": argument})
         if part.unknown:
             return self._stop_unknown(part)
         if not part.started or part.plan is None:
@@ -368,14 +377,14 @@ class RemoteSession:
             return ""
 
     def _stop_all(self) -> list[RemoteResult]:
-        started = [p for p in self._parts if p.started or p.unknown]
+        started = [p for p in self._parts if p.started or p.unknown or p.differs]
         return fan_out(self._stop_one, started, max_workers=_MAX_TARGETS, thread_prefix=f"profwin-{self.engine.name}")
 
     def stop(self, *, check: bool = False) -> list[RemoteResult]:
         """Stop every started target concurrently and collect this session's files. A window that
         ran only in part, or not at all, is a :class:`~profwin.errors.WindowWarning`. The results
         keep the engines skipped at the start (their start's result), in the targets' order."""
-        running = [bool(p.started or p.unknown) for p in self._parts]
+        running = [bool(p.started or p.unknown or p.differs) for p in self._parts]
         stopped = iter(self._stop_all())
         results: list[RemoteResult] = []
         for part, was in zip(self._parts, running, strict=True):
@@ -408,16 +417,20 @@ class RemoteSession:
             if part.started:
                 path = self._state_file(part)
                 check_state_dir(path.parent)
-                written.append(write_atomic(path, json.dumps(STATE_FORMAT.stamp(part.state())).encode()))
+                state = {**part.state(), "prefix": self.spec.prefix}
+                written.append(write_atomic(path, json.dumps(STATE_FORMAT.stamp(state)).encode()))
         return written
 
     def _resume(self) -> None:
-        """Take over the targets :meth:`save_state` wrote; the others are stopped without collecting."""
+        """Take over the targets :meth:`save_state` wrote; the others are stopped without collecting,
+        but for those a start ran with other arguments: they are left alone, their state kept."""
         for part in self._parts:
-            part.unknown = _load_state(self._state_file(part), part, self.engine, self.spec) or ""
+            _load_state(self._state_file(part), part, self.engine, self.spec)
 
     def _forget(self) -> None:
         for part in self._parts:
+            if part.differs is not None:
+                continue
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):  # none, or no state folder (said so)
                 self._state_file(part).unlink()
 
@@ -521,33 +534,80 @@ def read_state(path: Path, form: Format, *, what: str = "state file") -> dict[st
     return data
 
 
-def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> str | None:
-    """Restore one target's part from its state file; ``None``, or why it cannot."""
+def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> None:
+    """Restore one target's part from its state file; or say why not: ``part.differs`` when the
+    start ran with another engine, router or prefix than this stop's (nothing is done to the
+    target), else ``part.unknown``."""
     if not os.path.lexists(path):
-        return _no_state(path, part)
+        part.differs = _started_otherwise(path, engine, part)
+        if part.differs is None:
+            part.unknown = _no_state(path, part, engine.name)
+        return
     try:
         data = read_state(path, STATE_FORMAT)
         plan, before = _checked_state(data, part)
-        check = getattr(engine, "check_state", None)
-        if check is not None:  # the fields only the backend knows the meaning of
-            try:
-                check(plan, spec)
-            except ConfigError as exc:
-                raise exc.at("plan") from None
-            except Exception as exc:  # the backend's own bug: refuse the state all the same
-                raise ConfigError(f"backend {engine.name!r} could not check it: {_failure(exc)}", path="plan") from None
     except (ConfigError, OSError) as exc:
-        why = str(exc) if isinstance(exc, ConfigError) else f"cannot read it: {exc.strerror or exc}"
-        return f"the state file {path} is damaged or not profwin's ({_excerpt(why)}), so profwin start's session is not known"
+        part.unknown = _damaged(path, exc)
+        return
+    try:
+        _backend_check(engine, plan, spec)
+    except ConfigError as exc:
+        saved = data.get("prefix", spec.prefix)
+        if saved == spec.prefix:
+            part.unknown = _damaged(path, exc)
+        else:  # the backend refuses what this stop's prefix would collect: the start had another
+            said = f"profwin start ran this session with prefix {saved!r}, not {spec.prefix!r} ({path})"
+            part.differs = ("prefix", f"{said}: run profwin stop with --prefix {saved}; {_LEFT_ALONE}")
+        return
     part.plan, part.before, part.started = plan, before, True
     part.session = str(data.get("session") or "")
+
+
+def _backend_check(engine: Backend, plan: EnginePlan, spec: ProfileSpec) -> None:
+    """The backend's check of the fields only it knows the meaning of, as a :class:`ConfigError`
+    located in ``plan`` (its own bug too: the state is refused all the same)."""
+    check = getattr(engine, "check_state", None)
+    if check is None:
+        return
+    try:
+        check(plan, spec)
+    except ConfigError as exc:
+        raise exc.at("plan") from None
+    except Exception as exc:
+        raise ConfigError(f"backend {engine.name!r} could not check it: {_failure(exc)}", path="plan") from None
+
+
+def _damaged(path: Path, exc: ConfigError | OSError) -> str:
+    why = str(exc) if isinstance(exc, ConfigError) else f"cannot read it: {exc.strerror or exc}"
+    return f"the state file {path} is damaged or not profwin's ({_excerpt(why)}), so profwin start's session is not known"
+
+
+def _started_otherwise(path: Path, engine: Backend, part: _Part) -> tuple[str, str] | None:
+    """The argument this stop gives otherwise than the start that left a state for this URL: a
+    state under another engine's name (``--engine``), or a router's record (``--router``)."""
+    tail = path.name.removeprefix(engine.name)  # -<slug>-<digest>.json: this URL's, whatever the engine
+    if path.parent.is_symlink():
+        return None  # a damaged state folder: _no_state says so
+    try:
+        kinds = sorted(e.name.removesuffix(tail) for e in os.scandir(path.parent) if e.name.endswith(tail))
+    except OSError:
+        return None  # no state folder: _no_state says so
+    name = part.target.name
+    for kind in kinds:
+        router = kind.removeprefix("router-")
+        if router != kind and _KIND.fullmatch(router):
+            said = f"{name} is a router that profwin start ran with --router (--engine {router})"
+            return "router", f"{said}: run profwin stop with --router {name} --engine {router}; {_LEFT_ALONE}"
+        if kind != engine.name and _KIND.fullmatch(kind):
+            said = f"profwin start ran this server's session with --engine {kind}, not {engine.name}"
+            return "engine", f"{said}: run profwin stop with --engine {kind}; {_LEFT_ALONE}"
     return None
 
 
-def _no_state(path: Path, part: _Part) -> str:
+def _no_state(path: Path, part: _Part, kind: str) -> str:
     """Why there is no state file at ``path``: the state folder is damaged (not a folder, a link,
     unreadable), it holds a file for this engine under another name (another profwin's), or no
-    ``profwin start`` ran with this ``--out``."""
+    ``profwin start`` ran with this ``--out`` for this URL (the ones it ran for are named)."""
     folder = path.parent
     try:
         info = os.lstat(folder)
@@ -568,9 +628,33 @@ def _no_state(path: Path, part: _Part) -> str:
             f"no state file {path.name} in {folder}, but it holds {shown(others[0])} for this engine under another name "
             "(written by another profwin version?), so profwin start's session is not known"
         )
+    held = _started_targets(folder, kind) if info is not None else []
+    if held:
+        return (
+            f"no session started by profwin for this URL in {part.spec.output_dir}, which holds profwin start's state for "
+            f"{', '.join(held)} (another spelling of this server's URL? give profwin stop the --url profwin start had)"
+        )
     return (
         f"no session started by profwin for this engine in {part.spec.output_dir} (run profwin start with the same --out first)"
     )
+
+
+def _started_targets(folder: Path, kind: str, most: int = 3) -> list[str]:
+    """The URLs whose state of engine ``kind`` the state folder holds (the first ``most``), as
+    their state files say."""
+    try:
+        names = sorted(e.name for e in os.scandir(folder) if e.name.startswith(f"{kind}-") and e.name.endswith(".json"))
+    except OSError:
+        return []
+    targets = []
+    for name in names[:most]:
+        try:
+            target = read_state(folder / name, STATE_FORMAT).get("target")
+        except (ConfigError, OSError):
+            continue
+        if isinstance(target, str):
+            targets.append(shown(target))
+    return targets
 
 
 def _trace_dir(plan: EnginePlan | None, part: _Part) -> str:
@@ -582,8 +666,11 @@ def _trace_dir(plan: EnginePlan | None, part: _Part) -> str:
 def _checked_state(data: Any, part: _Part) -> tuple[EnginePlan, dict[str, int]]:
     """The plan and listing of a state file, checked before anything acts on them: typed, for
     this target, and with the output directory inside the session's own (``--out``)."""
-    if not isinstance(data, dict) or not {"target", "plan", "before"} <= set(data) <= {"target", "plan", "before", "session"}:
-        raise ConfigError("must be an object with exactly 'target', 'plan', 'before' and (optionally) 'session'")
+    keys = set(data) if isinstance(data, dict) else set()
+    if not {"target", "plan", "before"} <= keys <= {"target", "plan", "before", "session", "prefix"}:
+        raise ConfigError("must be an object with exactly 'target', 'plan', 'before' and (optionally) 'session' and 'prefix'")
+    if "prefix" in data:
+        part.spec.replace(prefix=data["prefix"])  # a prefix profwin accepts, or a ConfigError at "prefix"
     session = data.get("session", "")
     if not isinstance(session, str) or not re.fullmatch(r"[\w.:-]{0,100}", session):
         raise ConfigError(f"must be a session id (letters, digits, '.', ':', '-', '_'; got {shown(session)})", path="session")

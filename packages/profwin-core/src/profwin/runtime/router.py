@@ -186,7 +186,8 @@ def stop_router(engine: str, router_url: str, spec: ProfileSpec, **kwargs: Any) 
     results = [
         _left(stopped[url], now, unreachable, "profwin start", note if url in keyless else "") for url in started
     ] + _joined(started, now, "profwin start", at_start)
-    _forget(path)
+    if not any(r.details.get("differs") for r in results):  # else kept for the stop with the start's arguments
+        _forget(path)
     return results
 
 
