@@ -162,6 +162,25 @@ def test_a_stop_given_another_prefix_or_engine_leaves_the_window_for_the_right_s
     assert _kinds(trace) == _expected(Window(3, 7))
 
 
+@pytest.mark.parametrize("window", ["0:4", "2:5"])  # recording at once, and from the session start to trim
+def test_a_window_that_never_started_is_nothing_recorded(stock_server: Server, tmp_path: Path, window: str) -> None:
+    """Stopped before any batch ran: nothing was recorded, exit 1, as on every engine (vLLM writes
+    no trace then; SGLang writes one without a batch, which stays as it wrote it)."""
+    stock_server.warm()
+    common = ("--engine", "sglang", "--url", stock_server.url, "--window", window, "--out", str(tmp_path))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        started = _cli("start", *common)
+        assert started.returncode == 0, started.stderr
+        return _cli("stop", *common)
+
+    stopped = stock_server.retry_on_kineto_crash(run)
+    assert stopped.returncode == 1, stopped.stdout + stopped.stderr
+    assert f"profwin: nothing was recorded on {stock_server.url}: " in stopped.stderr
+    assert "0 trace(s)" in stopped.stdout
+    assert f"window {window} never started" in stopped.stdout
+
+
 def test_the_request_profwin_args_prints_records_on_a_stock_server(stock_server: Server, tmp_path: Path) -> None:
     """A user who sends `profwin args sglang` to a stock server by hand records the window (a
     window from 0 exactly; a later one from 0 to its end, which `profwin trim` cuts, as stderr says)."""

@@ -35,8 +35,11 @@ class FakeSglang:
     """A fake SGLang 0.5.23 server with ``schedulers`` schedulers; ``plugin`` of them report the
     profwin-sglang plugin, which rewrites the relative start only if ``honest``."""
 
-    def __init__(self, serve: Any, *, honest: bool, schedulers: int = 1, plugin: int = 1) -> None:
+    def __init__(
+        self, serve: Any, *, honest: bool, schedulers: int = 1, plugin: int = 1, batch: str = "step[DECODE bs=1]"
+    ) -> None:
         self.honest = honest
+        self.batch = batch  # the span each recorded batch writes
         self.schedulers = schedulers
         self.plugin = plugin
         self.forward_ct = 100  # batches since launch
@@ -84,7 +87,7 @@ class FakeSglang:
         armed, self.armed = self.armed, None
         assert armed is not None
         events = [
-            {"ph": "X", "cat": "user_annotation", "name": "step[DECODE bs=1]", "pid": 1, "tid": 1, "ts": k * 10.0, "dur": 9.0}
+            {"ph": "X", "cat": "user_annotation", "name": self.batch, "pid": 1, "tid": 1, "ts": k * 10.0, "dur": 9.0}
             for k in range(armed["batches"])
         ]
         name = f"{armed['profile_prefix']}-{armed['profile_id']}-TP-0.trace.json.gz"
@@ -135,6 +138,17 @@ def test_a_trace_shorter_than_the_window_says_what_it_holds(tmp_path: Path, stub
         session = _session(fake, tmp_path, Window(3, 8), batches=6)  # stopped by profwin inside the window
     (artifact,) = session.artifacts
     assert artifact.steps == Window(3, 6)
+
+
+def test_a_trace_without_batch_markers_of_a_window_that_ran_is_kept(tmp_path: Path, stub_server: Any) -> None:
+    """Batches ran in the window by the server's counters, but the trace shows none: what it
+    holds is unknown, and it is kept (only a window that never started leaves nothing to keep)."""
+    fake = FakeSglang(stub_server, honest=True, batch="forward")
+    with pytest.warns(WindowWarning, match="holds no batch, though the server ran 10 since the start"):
+        session = _session(fake, tmp_path, Window(3, 8), batches=10)
+    (artifact,) = session.artifacts
+    assert artifact.steps is None
+    assert artifact.path.exists()
 
 
 @pytest.mark.parametrize(("schedulers", "plugin"), [(2, 1), (4, 3), (2, 0)])

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from profwin import ConfigError
 from profwin.cli import main
-from profwin_traces import TraceError, count_steps, summarize
+from profwin_traces import TraceError, count_steps, summarize, token_steps
 from profwin_traces import reader as reader_module
 from profwin_traces import scan as scan_module
 from profwin_traces.reader import TraceReader, fast_decoder
@@ -115,6 +115,13 @@ def test_step_number_with_too_many_digits(tmp_path: Path) -> None:
     assert error(path).startswith("event 0: step marker ProfilerStep#999")
     assert "has a 5000-digit number; at most 18 digits" in error(path)
     assert count_steps(write(tmp_path / "ok.json", doc([step("9" * 18)]))) == 1
+    # count_steps reads as summarize does: a trace it cannot read is no trace of 0 steps.
+    with pytest.raises(TraceError, match="has a 5000-digit number"):
+        count_steps(path)
+    with pytest.raises(TraceError, match="starting a Chrome/Kineto trace"):
+        count_steps(write(tmp_path / "garbage.json", "garbage"))
+    with pytest.raises(TraceError, match="starting a Chrome/Kineto trace"):
+        token_steps(write(tmp_path / "garbage.json", "garbage"))
 
 
 def test_nan_infinite_and_negative_times_are_counted_not_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

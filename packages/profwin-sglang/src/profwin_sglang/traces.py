@@ -95,15 +95,33 @@ def collect(
         steps: Window | None
         if plan.mechanism == "by-stage":
             steps = None
-        elif kind in ("trace", "merged-trace") and plan.mechanism in ("tokens", "trim"):
-            # tokens: the steps the server's plugin chose, from its annotations; none: the window
-            # was never reached, as an untrimmable trim.
-            steps = token_steps(path) if plan.mechanism == "tokens" else _trim(path, plan, notes)
-            if steps is None:
+        elif kind in ("trace", "merged-trace") and plan.mechanism == "tokens":
+            # The steps the server's plugin chose, from its annotations; none: the window was never reached.
+            try:
+                steps = token_steps(path)
+            except TraceError as exc:  # kept whole: what the server wrote, its steps unknown
+                notes.append(f"{path.name}: its steps could not be read ({exc.reason}); it holds what the server recorded")
+                steps = None
+            else:
+                if steps is None:
+                    path.unlink(missing_ok=True)
+                    continue
+        elif kind in ("trace", "merged-trace"):
+            held = _batches(path, notes)
+            if held == 0 and (ran is None or ran <= plan.window.start):
+                # Nothing ran, or markers profwin does not know: the file stays as the server wrote
+                # it, and is no trace of the window, so the stop says nothing was recorded.
+                notes.append(f"{path.name} holds no batch: window {plan.window} never started (left as the server wrote it)")
+                continue
+            if plan.mechanism == "trim" and held is not None and held <= plan.window.start:
+                # Every batch it holds ran before the window: all of it is cut out.
+                notes.append(f"the server ran {held} batch(es) of {plan.records}: window {plan.window} never started")
                 path.unlink(missing_ok=True)
                 continue
-        elif kind in ("trace", "merged-trace"):
-            steps = _held(path, plan, stopped=stopped, ran=ran, notes=notes)
+            if plan.mechanism == "trim":
+                steps = _trim(path, plan, held, notes)
+            else:
+                steps = _held(path, plan, held, stopped=stopped, ran=ran, notes=notes)
         else:  # a memory snapshot: nothing in it to count
             steps = plan.records
         match = _TP.search(path.name)
@@ -118,17 +136,23 @@ def collect(
     return artifacts, notes
 
 
-def _held(path: Path, plan: EnginePlan, *, stopped: bool, ran: int | None, notes: list[str]) -> Window | None:
-    """The session steps a relative or immediate trace holds: as many as it has batches, from the
-    window's start, when the server's counters allow it; else what they prove, or ``None``."""
-    window = plan.window
+def _batches(path: Path, notes: list[str]) -> int | None:
+    """The batches a trace holds; ``None`` (and a note) when it cannot be read."""
     try:
-        held = count_steps(path, markers=_MARKERS)
+        return count_steps(path, markers=_MARKERS)
     except TraceError as exc:
         notes.append(f"{path.name}: its steps could not be counted ({exc.reason}); it holds what the server recorded")
         return None
+
+
+def _held(path: Path, plan: EnginePlan, held: int | None, *, stopped: bool, ran: int | None, notes: list[str]) -> Window | None:
+    """The session steps a relative or immediate trace of ``held`` batches holds: as many, from the
+    window's start, when the server's counters allow it; else what they prove, or ``None``."""
+    window = plan.window
+    if held is None:
+        return None
     if held == 0:
-        notes.append(f"{path.name} holds no batch of window {window}")
+        notes.append(f"{path.name} holds no batch, though the server ran {ran} since the start: it holds what it recorded")
         return None
     if ran is not None and window.start + held > ran:
         # More batches than the server ran since the start could hold from the window's start.
@@ -153,11 +177,12 @@ def _held(path: Path, plan: EnginePlan, *, stopped: bool, ran: int | None, notes
     return steps
 
 
-def _trim(path: Path, plan: EnginePlan, notes: list[str]) -> Window | None:
-    ran = count_steps(path, markers=_MARKERS)
-    kept = trim_in_place(path, plan.window)
-    if kept == 0:
-        notes.append(f"the server ran {ran} batch(es) of {plan.records}: window {plan.window} never started")
+def _trim(path: Path, plan: EnginePlan, held: int | None, notes: list[str]) -> Window | None:
+    """Cut a trace of ``held`` batches, some in the window, down to it; ``None`` when it cannot be
+    read or cut: it then stays whole, as the start said it would."""
+    kept = 0 if held is None else trim_in_place(path, plan.window)
+    if not kept:
+        notes.append(f"{path.name} could not be trimmed: it holds all that was recorded (at most steps {plan.records})")
         return None
-    notes.append(f"trace trimmed from {ran} recorded batch(es) to steps {plan.window.start}:{plan.window.start + kept}")
+    notes.append(f"trace trimmed from {held} recorded batch(es) to steps {plan.window.start}:{plan.window.start + kept}")
     return Window(plan.window.start, plan.window.start + kept)

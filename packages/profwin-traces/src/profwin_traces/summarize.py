@@ -18,7 +18,7 @@ from profwin_traces.device import DeviceStat, device_stats
 from profwin_traces.indexing import scan
 from profwin_traces.parts import check_steps
 from profwin_traces.provenance import first_step_of, provenance, sidecar_info
-from profwin_traces.reader import Progress, TraceError
+from profwin_traces.reader import Progress
 from profwin_traces.scan import MAX_TOKENS_CHARS, TraceIndex, require_events
 from profwin_traces.steps import Step, as_window, marker_spans, number_steps, select_steps
 from profwin_traces.tokens import StepTokens, parse_step_tokens, step_tokens
@@ -229,18 +229,14 @@ def summarize(
 
 @checked
 def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None) -> int:
-    """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``;
-    0 when it holds none or cannot be read as a trace. One streaming pass in bounded memory, as
-    :func:`summarize`: what backends call to check what a session recorded.
+    """How many steps the trace at ``path`` holds, by the registered step markers or ``markers``
+    (0: none). One streaming pass in bounded memory, as :func:`summarize`: what backends call to
+    check what a session recorded. A file that cannot be read as a trace is a :class:`TraceError`,
+    as in :func:`summarize`, never 0: a backend keeps such a trace whole, and may drop an empty one.
     """
-    try:
-        index = scan(path, markers=markers)
-    except TraceError:
-        return 0
+    index = scan(path, markers=markers)
     try:
         return len(number_steps(index.markers)[1])
-    except TraceError:  # a step number past the bound
-        return 0
     finally:
         index.close()
 
@@ -249,12 +245,10 @@ def count_steps(path: str | Path, *, markers: Sequence[StepMarker] | None = None
 def token_steps(path: str | Path) -> Window | None:
     """The session steps a token window's trace holds, read from the ``session_step`` of its
     ``profwin.tokens`` annotations (:class:`profwin.runtime.tokens.StepTokens`): from the first to the
-    last, or ``None`` when it holds none or cannot be read. Backends report this, not what they
-    asked the engine for."""
-    try:
-        index = scan(path)
-    except TraceError:
-        return None
+    last, or ``None`` when it holds none (a file that cannot be read as a trace is a
+    :class:`TraceError`, as in :func:`count_steps`). Backends report this, not what they asked the
+    engine for."""
+    index = scan(path)
     try:
         numbers = []
         for _, _, _, name in index.tokens:

@@ -109,11 +109,14 @@ def session_artifacts(
         if trace.frontend:
             artifacts.append(_artifact(trace.path, None, rank, "frontend-trace", producer))
             continue
-        if window.in_tokens:  # the engine decided the steps: its annotations name them
-            covered = token_steps(trace.path)
-        else:
-            steps = count_steps(trace.path, markers=_MARKERS)
-            covered = Window(window.start, window.start + steps) if steps else None
+        try:
+            if window.in_tokens:  # the engine decided the steps: its annotations name them
+                covered = token_steps(trace.path)
+            else:
+                steps = count_steps(trace.path, markers=_MARKERS)
+                covered = Window(window.start, window.start + steps) if steps else None
+        except TraceError:  # kept whole: what the engine wrote, its steps unknown
+            covered = None
         artifacts.append(_artifact(trace.path, covered, rank, "trace", producer))
         # The table is rewritten by every session of the same worker name: only a table written
         # after this trace belongs to it.
