@@ -181,6 +181,30 @@ def test_a_window_that_never_started_is_nothing_recorded(stock_server: Server, t
     assert f"window {window} never started" in stopped.stdout
 
 
+def test_a_second_start_into_an_open_session_is_refused_and_the_first_keeps_its_window(
+    stock_server: Server, tmp_path: Path
+) -> None:
+    """SGLang 0.5.23 answers a second /start_profile 200 and ignores it: profwin refuses the second
+    profwin start before asking (exit 2), and the first session's stop records its window exactly."""
+    stock_server.warm()
+    out = tmp_path / "traces"
+    common = ("--engine", "sglang", "--url", stock_server.url, "--out", str(out))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        started = _cli("start", *common, "--window", "3:7")
+        assert started.returncode == 0, started.stderr
+        again = _cli("start", *common, "--window", "0:4")
+        assert again.returncode == 2, again.stdout + again.stderr
+        assert "a session profwin start began is still open there" in again.stderr, again.stderr
+        stock_server.generate(TOKENS)
+        return _cli("stop", *common)
+
+    stopped = stock_server.retry_on_kineto_crash(run)
+    assert stopped.returncode == 0, stopped.stderr
+    (trace,) = out.glob("*.trace.json.gz")
+    assert _kinds(trace) == _expected(Window(3, 7))
+
+
 def test_the_request_profwin_args_prints_records_on_a_stock_server(stock_server: Server, tmp_path: Path) -> None:
     """A user who sends `profwin args sglang` to a stock server by hand records the window (a
     window from 0 exactly; a later one from 0 to its end, which `profwin trim` cuts, as stderr says)."""

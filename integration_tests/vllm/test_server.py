@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import profwin_vllm
-from profwin import ProfileSpec, Window
+from profwin import ConfigError, ProfileSpec, Window
 from profwin.engine import TargetContext
 from profwin.runtime.http import request
 from profwin.runtime.remote import start_remote, stop_remote
@@ -43,8 +44,11 @@ def step_names(path: Path) -> list[str]:
 def profiled(servers: dict[str, Server]) -> Iterator[Server]:
     server = servers["profiled"]
     yield server
-    # Whatever a test did, leave no session active for the next one.
+    # Whatever a test did, leave no session active for the next one: on the server, and in the
+    # state a profwin start left in the server's trace folder (a start there would be refused).
     assert request(server.url, "/stop_profile", api_key=API_KEY, timeout=120).ok
+    assert server.trace_dir is not None
+    shutil.rmtree(server.trace_dir / ".profwin-state", ignore_errors=True)
 
 
 def spec_for(server: Server, window: str, prefix: str) -> ProfileSpec:
@@ -135,11 +139,15 @@ def test_cli_start_and_stop(profiled: Server) -> None:
     assert step_names(Path(traces[0]["path"])) == [PREFILL, DECODE, DECODE]
 
 
-def test_second_start_is_409_and_restart_recovers(profiled: Server) -> None:
+def test_second_start_is_409_and_restart_recovers(profiled: Server, tmp_path: Path) -> None:
     spec = spec_for(profiled, "1:3", "busy")
     (first,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
     assert first.ok, first.message
-    (second,) = start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
+    # Into the same --out, profwin refuses before asking the server: the first session is open there.
+    with pytest.raises(ConfigError, match="a session profwin start began is still open there"):
+        start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
+    # Into another folder the server refuses it.
+    (second,) = start_remote("vllm", [profiled.url], spec.replace(output_dir=tmp_path), api_key=API_KEY, timeout=120)
     assert not second.ok
     assert second.details["status"] == 409
     assert "returned 409: a profiling session is already active" in second.message

@@ -1,7 +1,7 @@
 """``profwin stop`` given other arguments than its ``profwin start``: the argument that differs is
 named, and where that would cost the window (another prefix, engine or router), nothing is sent
 to the engine and the state is kept, so the stop with the start's arguments still collects the
-exact window. Against toyserve, the stand-in engine of docs/plugins.md, on 127.0.0.1; behind a
+exact window. A second ``profwin start`` into a session still open is refused the same way. Against toyserve, the stand-in engine of docs/plugins.md, on 127.0.0.1; behind a
 router: test_router.py; the real SGLang server: integration_tests/sglang/test_stock_server.py."""
 
 from __future__ import annotations
@@ -104,3 +104,20 @@ def test_a_prefix_profwin_never_writes_is_damage(toy_site: Path, engine: Any, ca
     assert code == 1
     assert result["message"].startswith(f"the state file {state} is damaged or not profwin's (prefix: must be 1-128 characters")
     assert engine.session is None  # a damaged state: its profiler is stopped, as before
+
+
+def test_a_second_start_into_an_open_session_is_refused_before_the_server_is_asked(
+    toy_site: Path, engine: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """SGLang answers a second start 200 and ignores it (the stop then finds nothing of it, and the
+    first session's state would be gone): profwin refuses it before anything is sent."""
+    common, state = started(capsys, engine)
+    first = state.read_bytes()
+    code = main(["start", "--engine", "toy", "--url", engine.url, "--window", "1:3", "--out", str(engine.trace_dir)])
+    assert code == 2
+    assert f"profwin: error: output_dir: a session profwin start began is still open there ({state})" in capsys.readouterr().err
+    assert state.read_bytes() == first
+    assert engine.session is not None
+    assert engine.session["prefix"] == "profwin"
+    engine.generate(4)
+    stopped_as_started(capsys, common)

@@ -904,7 +904,7 @@ def start_remote(
     """``profwin start``: start on every URL, keep the state ``profwin stop`` needs.
 
     All or none to the end: what can be checked is checked before anything starts (the state
-    folder and files can be written); a failure after an engine started (saving the state: a full
+    folder and files can be written, and no session a start began is open there); a failure after an engine started (saving the state: a full
     disk, a folder removed; Ctrl-C or SIGTERM; a bug of profwin's) stops the engines that started,
     removes the state written, and is the result of each (``rolled back: ...``; Ctrl-C and SIGTERM
     go on after that). ``record``: ``(path, make)``, more state written beside the session's
@@ -914,6 +914,13 @@ def start_remote(
     for path in paths:  # before anything starts
         check_state_dir(path.parent)
         check_output_path(path)
+        if os.path.lexists(path):  # another start would cost that session its window (SGLang answers it 200 and ignores it)
+            raise ConfigError(
+                f"a session profwin start began is still open there ({path}): end it with profwin stop (the same --engine, "
+                "--url or --router, and --out) before starting another; for a server restarted since, that stop says so "
+                "and ends it",
+                path="output_dir",
+            )
     results = session.start(check=False)  # all or none, as remote_session: nothing to save on a failure
     if not any(r.ok for r in results):
         return results
