@@ -539,9 +539,7 @@ def _load_state(path: Path, part: _Part, engine: Backend, spec: ProfileSpec) -> 
     start ran with another engine, router or prefix than this stop's (nothing is done to the
     target), else ``part.unknown``."""
     if not os.path.lexists(path):
-        part.differs = _started_otherwise(path, engine, part)
-        if part.differs is None:
-            part.unknown = _no_state(path, part, engine.name)
+        _no_state(path, part, engine.name)
         return
     try:
         data = read_state(path, STATE_FORMAT)
@@ -582,70 +580,68 @@ def _damaged(path: Path, exc: ConfigError | OSError) -> str:
     return f"the state file {path} is damaged or not profwin's ({_excerpt(why)}), so profwin start's session is not known"
 
 
-def _started_otherwise(path: Path, engine: Backend, part: _Part) -> tuple[str, str] | None:
-    """The argument this stop gives otherwise than the start that left a state for this URL: a
-    state under another engine's name (``--engine``), or a router's record (``--router``)."""
-    tail = path.name.removeprefix(engine.name)  # -<slug>-<digest>.json: this URL's, whatever the engine
-    if path.parent.is_symlink():
-        return None  # a damaged state folder: _no_state says so
+def _no_state(path: Path, part: _Part, engine: str) -> None:
+    """Why there is no state file at ``path``, from one listing of the state folder: in
+    ``part.differs``, a start that left a state for this URL under another engine's name or as a
+    router's record; else in ``part.unknown``, a damaged state folder (not a folder, a link,
+    unreadable), a file for this engine under another name (another profwin's), or no ``profwin
+    start`` with this ``--out`` for this URL (the URLs it ran for are named)."""
+    folder = path.parent
+    not_known = "so profwin start's session is not known"
     try:
-        kinds = sorted(e.name.removesuffix(tail) for e in os.scandir(path.parent) if e.name.endswith(tail))
-    except OSError:
-        return None  # no state folder: _no_state says so
-    name = part.target.name
-    for kind in kinds:
+        info = os.lstat(folder)
+        names = sorted(os.listdir(folder)) if stat.S_ISDIR(info.st_mode) else None
+    except FileNotFoundError:
+        names = []
+    except OSError as exc:
+        part.unknown = f"the state folder {folder} cannot be read ({exc.strerror or exc}), {not_known}"
+        return
+    if names is None:
+        what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+        part.unknown = f"the state folder {folder} is damaged (it is {what}), {not_known}"
+        return
+    part.differs = _started_otherwise(names, path, engine, part.target.name)
+    if part.differs is not None:
+        return
+    stem = path.name.rsplit("-", 1)[0] + "-"
+    others = [name for name in names if name.startswith(stem)]
+    if others:
+        part.unknown = (
+            f"no state file {path.name} in {folder}, but it holds {shown(others[0])} for this engine under another name "
+            f"(written by another profwin version?), {not_known}"
+        )
+        return
+    held = _started_targets(folder, [name for name in names if name.startswith(f"{engine}-") and name.endswith(".json")])
+    if held:
+        part.unknown = (
+            f"no session started by profwin for this URL in {part.spec.output_dir}, which holds profwin start's state for "
+            f"{', '.join(held)} (another spelling of this server's URL? give profwin stop the --url profwin start had)"
+        )
+    else:
+        part.unknown = (
+            f"no session started by profwin for this engine in {part.spec.output_dir} "
+            "(run profwin start with the same --out first)"
+        )
+
+
+def _started_otherwise(names: list[str], path: Path, engine: str, target: str) -> tuple[str, str] | None:
+    """The argument this stop gives otherwise than the start that left, among the state folder's
+    ``names``, a state for this URL under another engine's name (``--engine``) or a router's
+    record (``--router``)."""
+    tail = path.name.removeprefix(engine)  # -<slug>-<digest>.json: this URL's, whatever the engine
+    for kind in (name.removesuffix(tail) for name in names if name.endswith(tail)):
         router = kind.removeprefix("router-")
         if router != kind and _KIND.fullmatch(router):
-            said = f"{name} is a router that profwin start ran with --router (--engine {router})"
-            return "router", f"{said}: run profwin stop with --router {name} --engine {router}; {_LEFT_ALONE}"
-        if kind != engine.name and _KIND.fullmatch(kind):
-            said = f"profwin start ran this server's session with --engine {kind}, not {engine.name}"
+            said = f"{target} is a router that profwin start ran with --router (--engine {router})"
+            return "router", f"{said}: run profwin stop with --router {target} --engine {router}; {_LEFT_ALONE}"
+        if kind != engine and _KIND.fullmatch(kind):
+            said = f"profwin start ran this server's session with --engine {kind}, not {engine}"
             return "engine", f"{said}: run profwin stop with --engine {kind}; {_LEFT_ALONE}"
     return None
 
 
-def _no_state(path: Path, part: _Part, kind: str) -> str:
-    """Why there is no state file at ``path``: the state folder is damaged (not a folder, a link,
-    unreadable), it holds a file for this engine under another name (another profwin's), or no
-    ``profwin start`` ran with this ``--out`` for this URL (the ones it ran for are named)."""
-    folder = path.parent
-    try:
-        info = os.lstat(folder)
-    except FileNotFoundError:
-        info = None
-    except OSError as exc:
-        return f"the state folder {folder} cannot be read ({exc.strerror or exc}), so profwin start's session is not known"
-    if info is not None and not stat.S_ISDIR(info.st_mode):
-        kind = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
-        return f"the state folder {folder} is damaged (it is {kind}), so profwin start's session is not known"
-    stem = path.name.rsplit("-", 1)[0] + "-"
-    try:
-        others = sorted(e.name for e in os.scandir(folder) if e.name.startswith(stem)) if info is not None else []
-    except OSError as exc:
-        return f"the state folder {folder} cannot be read ({exc.strerror or exc}), so profwin start's session is not known"
-    if others:
-        return (
-            f"no state file {path.name} in {folder}, but it holds {shown(others[0])} for this engine under another name "
-            "(written by another profwin version?), so profwin start's session is not known"
-        )
-    held = _started_targets(folder, kind) if info is not None else []
-    if held:
-        return (
-            f"no session started by profwin for this URL in {part.spec.output_dir}, which holds profwin start's state for "
-            f"{', '.join(held)} (another spelling of this server's URL? give profwin stop the --url profwin start had)"
-        )
-    return (
-        f"no session started by profwin for this engine in {part.spec.output_dir} (run profwin start with the same --out first)"
-    )
-
-
-def _started_targets(folder: Path, kind: str, most: int = 3) -> list[str]:
-    """The URLs whose state of engine ``kind`` the state folder holds (the first ``most``), as
-    their state files say."""
-    try:
-        names = sorted(e.name for e in os.scandir(folder) if e.name.startswith(f"{kind}-") and e.name.endswith(".json"))
-    except OSError:
-        return []
+def _started_targets(folder: Path, names: list[str], most: int = 3) -> list[str]:
+    """The URLs the first ``most`` of the state files ``names`` in ``folder`` are for, as they say."""
     targets = []
     for name in names[:most]:
         try:
@@ -904,10 +900,10 @@ def start_remote(
     """``profwin start``: start on every URL, keep the state ``profwin stop`` needs.
 
     All or none to the end: what can be checked is checked before anything starts (the state
-    folder and files can be written, and no session a start began is open there); a failure after an engine started (saving the state: a full
-    disk, a folder removed; Ctrl-C or SIGTERM; a bug of profwin's) stops the engines that started,
-    removes the state written, and is the result of each (``rolled back: ...``; Ctrl-C and SIGTERM
-    go on after that). ``record``: ``(path, make)``, more state written beside the session's
+    folder and files can be written, and no session a start began is open there); a failure after
+    an engine started (saving the state: a full disk, a folder removed; Ctrl-C or SIGTERM; a bug of
+    profwin's) stops the engines that started, removes the state written, and is the result of each
+    (``rolled back: ...``; Ctrl-C and SIGTERM go on after that). ``record``: ``(path, make)``, more state written beside the session's
     (``make(results)`` as JSON: the router's list of workers), inside the same all or none."""
     session = remote_session(engine, list(urls), spec, **kwargs)
     paths = session.state_files() + ([record[0]] if record else [])
