@@ -113,15 +113,15 @@ def collect(
                 # it, and is no trace of the window, so the stop says nothing was recorded.
                 notes.append(f"{path.name} holds no batch: window {plan.window} never started (left as the server wrote it)")
                 continue
-            if plan.mechanism == "trim" and held is not None and held <= plan.window.start:
+            if plan.mechanism != "trim":
+                steps = _held(path, plan, held, stopped=stopped, ran=ran, notes=notes)
+            elif held is not None and held <= plan.window.start:
                 # Every batch it holds ran before the window: all of it is cut out.
                 notes.append(f"the server ran {held} batch(es) of {plan.records}: window {plan.window} never started")
                 path.unlink(missing_ok=True)
                 continue
-            if plan.mechanism == "trim":
-                steps = _trim(path, plan, held, notes)
             else:
-                steps = _held(path, plan, held, stopped=stopped, ran=ran, notes=notes)
+                steps = _trim(path, plan, held, notes)
         else:  # a memory snapshot: nothing in it to count
             steps = plan.records
         match = _TP.search(path.name)
