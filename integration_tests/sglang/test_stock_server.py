@@ -135,6 +135,30 @@ def test_profwin_start_and_stop_as_the_readme_shows(stock_server: Server, tmp_pa
     assert _kinds(trace) == _expected(Window(3, 7))
 
 
+def test_an_openai_base_url_is_told_the_servers_own_and_starts_nothing(stock_server: Server, tmp_path: Path) -> None:
+    """``--url http://h:30000/v1``, the URL an OpenAI client is given: SGLang has none of its own
+    routes under it. The start says which URL to give, exits 1 and starts nothing: the start with
+    the server's own URL then records exactly its window."""
+    stock_server.warm()
+    out = tmp_path / "traces"
+    common = ("--engine", "sglang", "--window", "3:7", "--out", str(out))
+
+    def run() -> subprocess.CompletedProcess[str]:
+        misdirected = _cli("start", *common, "--url", stock_server.url + "/v1")
+        assert misdirected.returncode == 1, misdirected.stderr
+        said = f"{stock_server.url}/v1 ends in /v1, an OpenAI client's base URL: give the server's own URL, {stock_server.url}"
+        assert said in misdirected.stdout, misdirected.stdout
+        started = _cli("start", *common, "--url", stock_server.url)
+        assert started.returncode == 0, started.stderr
+        stock_server.generate(TOKENS)
+        return _cli("stop", *common, "--url", stock_server.url)
+
+    stopped = stock_server.retry_on_kineto_crash(run)
+    assert stopped.returncode == 0, stopped.stderr
+    (trace,) = out.glob("*.trace.json.gz")
+    assert _kinds(trace) == _expected(Window(3, 7))
+
+
 def test_a_stop_given_another_prefix_or_engine_leaves_the_window_for_the_right_stop(stock_server: Server, tmp_path: Path) -> None:
     """A stop with another --prefix or --engine than its start's says which and sends nothing:
     SGLang's profiler keeps its window, and the stop as started collects it exactly."""

@@ -190,6 +190,27 @@ def test_server_without_profiler_is_404_with_the_flag_to_add(servers: dict[str, 
     assert stopped.details["status"] == 404
 
 
+def test_an_openai_base_url_is_told_the_servers_own(profiled: Server) -> None:
+    """The URL an OpenAI client is given (``.../v1``), the one users have at hand: vLLM refuses every
+    profiling route under it (404; 401 without the key, its key guard covering ``/v1``). The result
+    names the server's own URL, not "started without a profiler: relaunch it" or "wants an API key",
+    nothing starts, and the server's own URL records the window."""
+    spec = spec_for(profiled, "0:2", "base")
+    said = f"{profiled.url}/v1 ends in /v1, an OpenAI client's base URL: give the server's own URL, {profiled.url}"
+    for key, status in ((API_KEY, 404), (None, 401)):
+        (started,) = start_remote("vllm", [profiled.url + "/v1"], spec, api_key=key, timeout=120)
+        assert not started.ok
+        assert started.details["status"] == status
+        assert said in started.message, started.message
+        assert "Relaunch" not in started.message
+        assert "--api-key" not in started.message
+    with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120) as s:
+        profiled.complete(PROMPT, max_tokens=8)
+    traces = [a for a in s.artifacts if a.kind == "trace"]
+    assert [str(a.steps) for a in traces] == ["0:2"]
+    assert step_names(traces[0].path) == [PREFILL, DECODE]
+
+
 def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Server) -> None:
     """Two servers at once: the profiled one starts, the plain one answers 404; the session fails
     as a whole, reports both, and leaves the profiled server stopped (a new start succeeds)."""

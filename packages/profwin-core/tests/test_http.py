@@ -113,7 +113,9 @@ def closed_port() -> int:
 def test_ok_reply_sends_the_documented_headers_and_body(serve: Callable[[Handler], Server]) -> None:
     server = serve(answer("200 OK", b'{"started": true}'))
     reply = request(server.url + "/v1/", "/start_profile", body={"window": {"start": 20}}, api_key="k-123", timeout=2)
-    assert reply == Reply("POST", server.url + "/v1/start_profile", 200, {"started": True}, '{"started": true}')
+    assert reply == Reply(
+        "POST", server.url + "/v1/start_profile", 200, {"started": True}, '{"started": true}', server=server.url + "/v1"
+    )
     assert reply.ok
     assert reply.describe() == f"POST {server.url}/v1/start_profile returned 200: {reply.text}"
     head, _, body = server.requests[0].partition(b"\r\n\r\n")
@@ -352,6 +354,38 @@ def test_details_and_the_api_key_hint(serve: Callable[[Handler], Server]) -> Non
         assert described.endswith(hint)
         assert ("--api-key" in described) == bool(hint)
     assert Reply("GET", "u", 500, text="x" * 5000).detail == "x" * 2000
+
+
+def test_a_refusal_under_an_openai_base_url_names_the_servers_own(serve: Callable[[Handler], Server]) -> None:
+    """``http://h:8000/v1``, the URL an OpenAI client is given, is what users have at hand; under it
+    every route profwin asks for is refused. The answer names the server's own URL (the URL itself
+    is sent as given: a path is a proxy's prefix), and nothing else gets the hint."""
+    missing = serve(answer("404 Not Found", b'{"detail": "Not Found"}'))
+    guarded = serve(answer("401 Unauthorized", b'{"error": "Unauthorized"}'))
+    for base, own in [(missing.url + "/v1/", missing.url), (missing.url + "/vllm/a/V1", missing.url + "/vllm/a")]:
+        reply = request(base, "/start_profile", timeout=1)
+        assert reply.server == own + base.rstrip("/")[len(own) :]
+        assert reply.misaddressed == f"{reply.server} ends in /v1, an OpenAI client's base URL: give the server's own URL, {own}"
+        assert reply.describe() == f"POST {reply.url} returned 404: Not Found ({reply.misaddressed})"
+    assert missing.requests[0].startswith(b"POST /v1/start_profile HTTP/1.1")
+    assert missing.requests[1].startswith(b"POST /vllm/a/V1/start_profile HTTP/1.1")
+    # vLLM's API key guard covers /v1 only: its 401 there is the URL's fault, not the key's.
+    reply = request(guarded.url + "/v1", "/start_profile", timeout=1)
+    assert reply.describe() == f"POST {guarded.url}/v1/start_profile returned 401: Unauthorized ({reply.misaddressed})"
+    assert reply.misaddressed.endswith(f"give the server's own URL, {guarded.url}")
+    assert "--api-key" not in reply.describe()
+    # A root, another path, a path that only ends in the letters, or an answer that is no refusal: no hint.
+    ok = serve(answer("200 OK", b"{}"))
+    failing = serve(answer("500 Internal Server Error", b"boom"))
+    for url, path in [
+        (missing.url, "/v1"),
+        (missing.url + "/sglang", "/start_profile"),
+        (missing.url + "/apiv1", "/start_profile"),
+        (ok.url + "/v1", "/start_profile"),
+        (failing.url + "/v1", "/start_profile"),
+    ]:
+        assert request(url, path, timeout=1).misaddressed == ""
+    assert Reply("GET", "http://v1/x", 404, server="http://v1").misaddressed == ""
 
 
 def test_concurrent_requests_each_get_their_own_answer(stub_server: Any) -> None:

@@ -122,6 +122,19 @@ def test_a_workers_answer_past_the_cap_is_refused(stand_in: Callable[..., StandI
         profwin.router(router.url)
 
 
+def test_a_routers_openai_base_url_is_told_the_routers_own(stand_in: Callable[..., StandInRouter]) -> None:
+    """``--router http://r:30000/v1`` (the URL OpenAI clients are given the router by): the error
+    names the router's own URL, which lists its workers."""
+    router = stand_in(["http://127.0.0.1:8001"])
+    with pytest.raises(profwin.RouterError) as caught:
+        profwin.router(router.url + "/v1")
+    assert str(caught.value) == (
+        f"router: cannot list the router's workers: GET {router.url}/v1/list_workers returned 404: Not Found "
+        f"({router.url}/v1 ends in /v1, an OpenAI client's base URL: give the server's own URL, {router.url})"
+    )
+    assert list(profwin.router(router.url)) == ["http://127.0.0.1:8001"]
+
+
 def test_an_unreachable_router_is_a_clear_error(stand_in: Callable[..., StandInRouter]) -> None:
     router = stand_in([])
     url = router.url

@@ -152,7 +152,7 @@ class VllmServer:
 
     def _failure(self, path: str, reply: Reply, plan: EnginePlan) -> str:
         """The message for a failed POST, saying what to do about it."""
-        if reply.status is None or reply.status not in (400, 404, 409):
+        if reply.status is None or reply.status not in (400, 404, 409) or reply.misaddressed:
             return reply.describe()
         said = f"POST {path} returned {reply.status}"
         if reply.status == 404:

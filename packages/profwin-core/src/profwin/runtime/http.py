@@ -48,6 +48,7 @@ class Reply:
         error: ``""``, or why the exchange failed below HTTP's status: no connection, no complete
             answer before the deadline, a body over the cap, JSON that is not what was expected.
         location: the ``Location`` of a 3xx answer (redirects are never followed).
+        server: the server's URL the request went under (``url`` without the route), normalized.
     """
 
     method: str
@@ -57,6 +58,7 @@ class Reply:
     text: str = ""
     error: str = ""
     location: str | None = None
+    server: str = ""
 
     @property
     def ok(self) -> bool:
@@ -89,8 +91,17 @@ class Reply:
         if self.error:
             return f"{head} returned {self.status}, but {self.error}"
         detail = " ".join(self.detail.split())
-        hint = _API_KEY_HINT if self.status in (401, 403) else ""
+        hint = f" ({self.misaddressed})" if self.misaddressed else _API_KEY_HINT if self.status in (401, 403) else ""
         return f"{head} returned {self.status}" + (f": {detail}" if detail else "") + hint
+
+    @property
+    def misaddressed(self) -> str:
+        """For a refusal (401, 403, 404, 405) under a server URL whose path ends in ``/v1`` (an
+        OpenAI client's base URL), the URL to give instead, in a sentence; else ``""``. Why:
+        docs/internals.md, ``profwin.runtime.http``."""
+        if self.status not in (401, 403, 404, 405) or urlsplit(self.server).path.lower().rpartition("/")[2] != "v1":
+            return ""
+        return f"{self.server} ends in /v1, an OpenAI client's base URL: give the server's own URL, {self.server[:-3]}"
 
 
 @checked
@@ -161,7 +172,7 @@ def request(
         error = f"answer larger than {max_body} bytes"
     ok_status = status is not None and 200 <= status < 300
     data, text, problem = _decode(raw[:max_body], content_type or "", expect if ok_status and not error else None)
-    return Reply(method, base + path, status, data, text, error or problem, location)
+    return Reply(method, base + path, status, data, text, error or problem, location, base)
 
 
 def _check_arguments(path: str, api_key: str | None, timeout: float, max_body: int, expect: str) -> None:
