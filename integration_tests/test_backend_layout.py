@@ -22,7 +22,7 @@ RANK = {
     "versions": 1,
     "traces": 1,
     "structs": 1,
-    "processes": 1,
+    "folders": 1,
     "window": 2,
     "engine_plugin": 2,
     "plan": 3,
@@ -31,8 +31,8 @@ RANK = {
     "session": 6,
     "__init__": 7,
 }
-"""A module imports only modules of a lower rank. ``server_plugin``, ``structs``, ``processes`` and
-``window`` are SGLang's own, ``engine_plugin`` vLLM's (the engine-side halves: each runs inside the engine)."""
+"""A module imports only modules of a lower rank. ``server_plugin``, ``structs`` and ``window`` are
+SGLang's own, ``engine_plugin`` and ``folders`` vLLM's (the engine-side halves run inside the engine)."""
 SHARED = ("_plugin", "backend", "targets", "options", "plan", "versions", "traces", "session", "__init__")
 
 

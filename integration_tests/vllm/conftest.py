@@ -95,7 +95,14 @@ class Server:
     float32 takes the portable kernel; steps and windows are the same."""
 
     def __init__(
-        self, python: Path, model: Path, log: Path, extra: list[str], trace_dir: Path | None = None, site: Path | None = None
+        self,
+        python: Path,
+        model: Path,
+        log: Path,
+        extra: list[str],
+        trace_dir: Path | None = None,
+        site: Path | None = None,
+        cwd: Path | None = None,
     ) -> None:
         self.trace_dir = trace_dir
         """Where the server writes traces (``None``: it has no profiler)."""
@@ -116,7 +123,9 @@ class Server:
         if site is not None:  # what `pip install profwin-vllm` registers: its vllm.general_plugins entry
             env["PYTHONPATH"] = f"{site}{os.pathsep}{env['PYTHONPATH']}"
         # Own process group: teardown ends the server and its engine-core child together.
-        self.proc = subprocess.Popen(command, stdout=self._log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            command, stdout=self._log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=cwd
+        )
 
     def wait_ready(self) -> float:
         """Until ``/health`` answers: as long as the server starts (:func:`readiness.wait_ready`)."""
@@ -154,9 +163,11 @@ class Server:
 def launched_servers(
     vllm_python: Path, tiny_model: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, Server]]:
-    """Two servers, started but not waited for: ``profiled`` (launched with profwin's
+    """Three servers, started but not waited for: ``profiled`` (launched with profwin's
     ``--profiler-config`` for window 2:5, with profwin-vllm's engine plugin registered in its
-    environment) and ``plain`` (no profiler, so no profiling endpoints)."""
+    environment), ``plain`` (no profiler, so no profiling endpoints) and ``stock`` (launched as
+    vLLM's docs say, ``--profiler-config '{"profiler": "torch", "torch_profiler_dir":
+    "./vllm_profile"}'`` from a folder of its own, without profwin's plugin)."""
     from profwin import ProfileSpec, Window, backend, render_plan
 
     logs = tmp_path_factory.mktemp("vllm-server-logs")
@@ -165,9 +176,18 @@ def launched_servers(
     # The first line of `profwin args vllm --for serve`, exactly as a user would paste it.
     serve_args = shlex.split(render_plan(backend("vllm").plan(launch, version=ENGINE_VERSION), "serve").splitlines()[0])
     site = dist_info_site(tmp_path_factory.mktemp("vllm-plugin-site"), "profwin-vllm", groups=("vllm.general_plugins",))
+    stock_home = tmp_path_factory.mktemp("vllm-stock-server")
     started = {
         "profiled": Server(vllm_python, tiny_model, logs / "profiled.log", serve_args, trace_dir, site=site),
         "plain": Server(vllm_python, tiny_model, logs / "plain.log", []),
+        "stock": Server(
+            vllm_python,
+            tiny_model,
+            logs / "stock.log",
+            ["--profiler-config", '{"profiler": "torch", "torch_profiler_dir": "./vllm_profile"}'],
+            stock_home / "vllm_profile",
+            cwd=stock_home,
+        ),
     }
     try:
         yield started
@@ -185,9 +205,9 @@ def start_servers_early(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(scope="session")
 def servers(launched_servers: dict[str, Server]) -> dict[str, Server]:
-    """The two servers of ``launched_servers``, healthy."""
+    """The servers of ``launched_servers``, healthy."""
     t0 = time.monotonic()
     for server in launched_servers.values():
         server.wait_ready()
-    print(f"two vLLM servers healthy after another {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    print(f"{len(launched_servers)} vLLM servers healthy after another {time.monotonic() - t0:.0f} s", file=sys.stderr)
     return launched_servers

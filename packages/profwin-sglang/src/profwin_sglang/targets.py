@@ -21,14 +21,15 @@ from profwin.plugin import Artifact, ConfigError, ProfileSpec, checked, shown
 from profwin.plugin.engines import (
     EngineBusy,
     EnginePlan,
+    LocalProcess,
     TargetContext,
     TargetError,
     TargetSkipped,
+    serving_processes,
 )
 from profwin.plugin.remote import Reply, ServerClient
 from profwin_sglang.options import options_of
 from profwin_sglang.plan import plan_for
-from profwin_sglang.processes import LocalProcess, serving_processes
 from profwin_sglang.server_plugin import PROTOCOL, RELATIVE_BASE, STATE_KEY, TIMELINE, TOKEN_WINDOWS, V2_ENV, unavailable_here
 from profwin_sglang.structs import build_profile_req
 from profwin_sglang.traces import collect

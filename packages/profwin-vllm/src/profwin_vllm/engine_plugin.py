@@ -443,6 +443,9 @@ def report(worker: Any) -> dict[str, Any]:
     hooks = getattr(worker, _MARK, None)
     config = getattr(worker, "profiler_config", None) or getattr(getattr(worker, "vllm_config", None), "profiler_config", None)
     bounds = [getattr(config, "delay_iterations", None), getattr(config, "max_iterations", None)]
+    folder = getattr(
+        config, "proton_profiler_dir" if getattr(config, "profiler", None) == "proton" else "torch_profiler_dir", None
+    )
     return {
         "protocol": PROTOCOL,
         "token_windows": isinstance(hooks, _Hooks),
@@ -454,6 +457,8 @@ def report(worker: Any) -> dict[str, Any]:
         # The window the worker's profiler was launched with: what a vLLM < 0.32 records in every
         # session, which a client cannot read over HTTP otherwise.
         "bounds": bounds if all(type(b) is int for b in bounds) else None,
+        # Where its traces go: fixed at launch, and what a client must list (profwin_vllm.folders).
+        "folder": folder if isinstance(folder, str) and folder else None,
     }
 
 

@@ -25,10 +25,12 @@ from profwin.plugin.engines import (
     VersionSource,
     decode_timeline,
     render_plan,
+    serving_processes,
     timeline_artifacts,
 )
 from profwin.plugin.remote import Reply, ServerClient
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE, TIMELINE
+from profwin_vllm.folders import elsewhere, launched_folder, reported_folder, serves_vllm
 from profwin_vllm.plan import fixed_at_launch, launched_window, plan_for, token_fallback
 from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, mechanism, resolve_version
@@ -215,7 +217,19 @@ class VllmServer:
                     f"config (profwin-vllm's engine plugin, GET {STATE_ROUTE}): it records window {plan.window} only "
                     f"if the server was launched with {_relaunch_hint(plan)}",
                 )
+        self._check_folder(plan, workers, parsed)
         return _with_errors(plan, workers).replace(notes=plan.notes + notes)
+
+    def _check_folder(self, plan: EnginePlan, workers: list[Any] | None, version: EngineVersion) -> None:
+        """Refuse a session that would look for the traces elsewhere than this server writes them
+        (:mod:`profwin_vllm.folders`): only a vLLM server that runs on this machine is judged."""
+        processes = serving_processes(self.client.url)
+        if not processes or not serves_vllm(processes[0].title):
+            return
+        reports = workers if workers is not None else self._workers()
+        why = elsewhere(reported_folder(reports) or launched_folder(processes[0], version), plan.output_dir)
+        if why is not None:
+            raise TargetError(why)
 
     def engine_errors(self, plan: EnginePlan, ctx: TargetContext) -> list[str]:
         """What the engine plugins kept going wrong since ``plan`` was made (their own words)."""

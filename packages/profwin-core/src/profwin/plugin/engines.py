@@ -7,6 +7,9 @@ sessions) is :mod:`profwin.plugin.remote`'s, imported only where a plugin talks 
   session, untouched, the others going on), and :func:`render_plan`;
 - the engine's version: :class:`EngineVersion`, :class:`VersionSource`, :func:`installed_version`,
   :func:`engine_plugin_missing` (whether an engine started from here loads a plugin's engine side);
+- how a server on this machine was started, when it cannot say: :func:`serving_processes` (the
+  processes that serve a URL here, each a :class:`LocalProcess` with its command line,
+  environment and working directory);
 - token windows inside an engine (an engine-side plugin such as profwin-vllm's
   ``vllm.general_plugins`` entry): :class:`TokenRule` (the one rule), :func:`encode_tokens` /
   :func:`decode_tokens` (how a token window travels in an engine's own start fields;
@@ -28,6 +31,8 @@ from profwin.engine import TargetError as TargetError
 from profwin.engine import TargetSkipped as TargetSkipped
 from profwin.engine import VersionSource as VersionSource
 from profwin.render import render_plan as render_plan
+from profwin.runtime.processes import LocalProcess as LocalProcess
+from profwin.runtime.processes import serving_processes as serving_processes
 from profwin.runtime.timeline_record import TimelineRecorder as TimelineRecorder
 from profwin.runtime.timeline_record import decode_timeline as decode_timeline
 from profwin.runtime.timeline_record import encode_timeline as encode_timeline

@@ -2,9 +2,10 @@
 
 What a backend reads when an engine cannot say how it was started: an SGLang server without
 profwin's plugin does not tell whether it runs SGLang's v2 profiler (``SGLANG_PROFILE_V2=1``),
-but when it runs on this machine its launcher's environment says so. Only what the kernel shows
-to this user is read: another user's process, another machine, a container in another PID
-namespace or a system without ``/proc`` answer ``None`` (not known), never a guess.
+nor a vLLM server which folder its launch config writes traces to, but when it runs on this
+machine its launcher's environment and command line say so. Only what the kernel shows to this
+user is read: another user's process, another machine, a container in another PID namespace or a
+system without ``/proc`` answer ``None`` (not known), never a guess.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from urllib.parse import urlsplit
 
 from attrs import field, frozen
 
-from profwin.plugin import checked
+from profwin.arguments import checked
 
 __all__ = ["LocalProcess", "serving_processes"]
 
@@ -46,12 +47,15 @@ class LocalProcess:
         environ: the environment it was started with, or ``None`` when it cannot be read. A
             retitled process's environment is unreliable (the title may overwrite it): read its
             parent's.
+        cwd: its working directory (what a relative path on its command line means), or ``None``
+            when it cannot be read.
     """
 
     pid: int
     parent: int | None
     title: tuple[str, ...]
     environ: Mapping[str, str] | None = field(converter=_frozen_env, hash=False)
+    cwd: str | None = None
 
 
 def _is_local(host: str) -> bool:
@@ -136,7 +140,11 @@ def _process(pid: int) -> LocalProcess | None:
         pairs = (entry.decode(errors="replace").partition("=") for entry in raw.split(b"\0") if b"=" in entry)
         environ = {key: value for key, _, value in pairs}
     title = tuple(part.decode(errors="replace") for part in cmdline.rstrip(b"\0").split(b"\0"))
-    return LocalProcess(pid, _parent(pid), title, environ)
+    try:
+        cwd: str | None = os.readlink(f"{_PROC}/{pid}/cwd")
+    except OSError:
+        cwd = None
+    return LocalProcess(pid, _parent(pid), title, environ, cwd)
 
 
 @checked

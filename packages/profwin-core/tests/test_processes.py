@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from profwin_sglang.processes import serving_processes
+from profwin.runtime.processes import serving_processes
 
 # A real listener that also starts a child, as a server's launcher starts its workers.
 _SERVER = """
@@ -26,7 +26,9 @@ time.sleep(600)
 @pytest.fixture
 def server() -> Iterator[tuple[subprocess.Popen[str], int, int]]:
     env = {**os.environ, "PROFWIN_TEST_MARK": "seen-by-proc"}
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SERVER], stdout=subprocess.PIPE, text=True, env=env, start_new_session=True, cwd="/"
+    )
     assert proc.stdout is not None
     port, child = map(int, proc.stdout.readline().split())
     proc.stdout.close()
@@ -48,6 +50,7 @@ def test_the_listener_and_its_children_with_their_environment(server: tuple[subp
     assert found[0].pid == proc.pid
     assert found[0].environ is not None
     assert found[0].environ["PROFWIN_TEST_MARK"] == "seen-by-proc"
+    assert found[0].cwd == "/"
     assert [p.title[0] for p in found if p.pid == child] == ["worker-title"]
     # localhost names this machine too
     assert [p.pid for p in serving_processes(f"http://localhost:{port}") or []][:1] == [proc.pid]
