@@ -4,6 +4,7 @@ verl's blocks are read by profwin-verl's spec format (packages/profwin-verl/test
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -59,6 +60,16 @@ def test_ranks_forms() -> None:
 
 def test_activities_are_normalised_and_deduplicated() -> None:
     assert ProfileSpec(activities=["cuda", "cpu", "cuda"]).activities == ("cpu", "cuda")
+    assert ProfileSpec(activities=(a for a in ["npu", "cpu"])).activities == ("cpu", "npu")
+    assert ProfileSpec(activities=["cpu"] * 64).activities == ("cpu",)
+
+
+@pytest.mark.parametrize("endless", [range(10**18), itertools.count(), itertools.repeat("cpu"), ["cpu"] * 65])
+def test_activities_are_read_boundedly(endless: object) -> None:
+    """An iterable of 10**18 items, or without end, is refused at once (it was read whole:
+    MemoryError, or a hang), found by test_bad_arguments' catalogue."""
+    with pytest.raises(ConfigError, match=r"^activities: must list at most 64 activities \(got "):
+        ProfileSpec(activities=endless)  # type: ignore[arg-type]
 
 
 def test_output_dir_is_absolute_created_and_checked(tmp_path: Path) -> None:

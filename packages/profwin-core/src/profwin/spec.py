@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import tempfile
@@ -39,12 +40,19 @@ RankSelection = Literal["all"] | tuple[int, ...]
 _PREFIX = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
+_MAX_ACTIVITY_ITEMS = 64
+"""The most items of ``activities`` read (repeats are allowed): an iterable without end, or of
+10**18 items, is refused rather than read until memory or patience runs out."""
+
+
 def _to_activities(value: Any) -> Any:
     if value is None or isinstance(value, str):
         return value  # a bare string is rejected by the validator
     if not isinstance(value, Iterable):
         return value  # rejected by the validator with the value shown
-    items = tuple(value)
+    items = tuple(itertools.islice(value, _MAX_ACTIVITY_ITEMS + 1))
+    if len(items) > _MAX_ACTIVITY_ITEMS:
+        raise ConfigError(f"must list at most {_MAX_ACTIVITY_ITEMS} activities (got {shown(value)})", path="activities")
     if not all(isinstance(item, str) for item in items):
         return items  # rejected by the validator, naming the item
     return tuple(sorted(set(items), key=lambda a: ACTIVITIES.index(a) if a in ACTIVITIES else len(ACTIVITIES)))
