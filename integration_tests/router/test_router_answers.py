@@ -31,11 +31,13 @@ from ..readiness import wait_ready
 HERE = Path(__file__).resolve().parent
 pytestmark = [pytest.mark.slow, pytest.mark.router]
 
-# requirement -> how to launch it (the venv's bin/python is prepended to python commands)
+# requirement -> how to launch it (the venv's bin/python is prepended to python commands). Each
+# gets its metrics port from free_port: vllm-router's default, 29000, lies in the range free_port
+# hands out, and a server another test was given there made it exit ("Address already in use").
 ROUTERS = {
     "sglang-router==0.3.2": ["-m", "sglang_router.launch_router", "--prometheus-port", "{metrics}"],
     "sglang-router==0.2.2": ["-m", "sglang_router.launch_router", "--prometheus-port", "{metrics}"],
-    "vllm-router==0.1.17": ["bin/vllm-router"],
+    "vllm-router==0.1.17": ["bin/vllm-router", "--prometheus-port", "{metrics}"],
 }
 
 
