@@ -400,10 +400,10 @@ class _Hooks:
         """The session timeline's recorder, writing beside the traces; ``None`` (and why, kept for
         the client) when the worker has no folder for them."""
         from profwin.plugin.engines import TimelineRecorder
+        from profwin_vllm.folders import folder_field
 
         config = getattr(self.worker, "profiler_config", None)
-        kind = getattr(config, "profiler", "torch")
-        folder = getattr(config, "proton_profiler_dir" if kind == "proton" else "torch_profiler_dir", None)
+        folder = getattr(config, folder_field(getattr(config, "profiler", "torch")), None)
         if not folder or "://" in str(folder):
             self.record(f"no session timeline: this worker's profiler writes no local folder ({folder!r})")
             return None
@@ -439,13 +439,13 @@ def _parameters(fn: Callable[..., Any]) -> Iterable[str]:
 
 def report(worker: Any) -> dict[str, Any]:
     """What one worker says of the plugin (``collective_rpc("profwin_report")``)."""
+    from profwin_vllm.folders import folder_field
+
     worker = getattr(worker, "worker", worker)
     hooks = getattr(worker, _MARK, None)
     config = getattr(worker, "profiler_config", None) or getattr(getattr(worker, "vllm_config", None), "profiler_config", None)
     bounds = [getattr(config, "delay_iterations", None), getattr(config, "max_iterations", None)]
-    folder = getattr(
-        config, "proton_profiler_dir" if getattr(config, "profiler", None) == "proton" else "torch_profiler_dir", None
-    )
+    folder = getattr(config, folder_field(getattr(config, "profiler", None)), None)
     return {
         "protocol": PROTOCOL,
         "token_windows": isinstance(hooks, _Hooks),

@@ -20,10 +20,16 @@ from pathlib import Path
 
 from profwin.plugin.engines import EngineVersion, LocalProcess
 
-__all__ = ["elsewhere", "launched_folder", "reported_folder", "serves_vllm"]
+__all__ = ["elsewhere", "folder_field", "launched_folder", "reported_folder", "serves_vllm"]
 
 _MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
 _ENV_REMOVED = EngineVersion.parse("0.16")  # VLLM_TORCH_PROFILER_DIR's last release was 0.15
+
+
+def folder_field(profiler: object) -> str:
+    """The field of vLLM's profiler config that names the trace folder of ``profiler``: proton's
+    own, else torch's (``cuda`` has none: nsys writes where its ``-o`` says)."""
+    return "proton_profiler_dir" if profiler == "proton" else "torch_profiler_dir"
 
 
 def serves_vllm(title: Sequence[str]) -> bool:
@@ -70,7 +76,7 @@ def launched_folder(server: LocalProcess, version: EngineVersion) -> str | None:
     if not config and version < _ENV_REMOVED and environ.get("VLLM_TORCH_PROFILER_DIR"):
         config = {"profiler": "torch", "torch_profiler_dir": environ["VLLM_TORCH_PROFILER_DIR"]}
     profiler = config.get("profiler", "torch")
-    folder = config.get("proton_profiler_dir" if profiler == "proton" else "torch_profiler_dir")
+    folder = config.get(folder_field(profiler))
     if profiler not in ("torch", "proton") or not isinstance(folder, str) or not folder or "://" in folder:
         return None
     if folder.startswith("~"):

@@ -30,7 +30,7 @@ from profwin.plugin.engines import (
 )
 from profwin.plugin.remote import Reply, ServerClient
 from profwin_vllm.engine_plugin import PROTOCOL, STATE_ROUTE, TIMELINE
-from profwin_vllm.folders import elsewhere, launched_folder, reported_folder, serves_vllm
+from profwin_vllm.folders import elsewhere, folder_field, launched_folder, reported_folder, serves_vllm
 from profwin_vllm.plan import fixed_at_launch, launched_window, plan_for, token_fallback
 from profwin_vllm.traces import proton_artifacts, session_artifacts, trimmed
 from profwin_vllm.versions import NEWEST_KNOWN, Mechanism, mechanism, resolve_version
@@ -310,7 +310,7 @@ class VllmEngine:
                 ) from None
         if config.profiler == "cuda":
             return plan  # nsys writes the report, wherever its -o says
-        directory = str(config.proton_profiler_dir if config.profiler == "proton" else config.torch_profiler_dir)
+        directory = str(getattr(config, folder_field(config.profiler)))
         if "://" in directory:
             raise PluginError(f"this engine writes traces to {directory}, which profwin cannot list; use a local directory")
         return plan.replace(output_dir=Path(directory))
