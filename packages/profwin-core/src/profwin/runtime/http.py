@@ -91,7 +91,7 @@ class Reply:
         if self.error:
             return f"{head} returned {self.status}, but {self.error}"
         detail = " ".join(self.detail.split())
-        hint = f" ({self.misaddressed})" if self.misaddressed else _API_KEY_HINT if self.status in (401, 403) else ""
+        hint = f" ({misaddressed})" if (misaddressed := self.misaddressed) else _API_KEY_HINT if self.status in (401, 403) else ""
         return f"{head} returned {self.status}" + (f": {detail}" if detail else "") + hint
 
     @property
