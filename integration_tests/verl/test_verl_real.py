@@ -27,6 +27,11 @@ def yaml_results(verl_python: Path, profwin_sites: dict[str, Path], tmp_path_fac
     return cwd, run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "yaml", cwd=cwd)
 
 
+@pytest.fixture(scope="module")
+def composed_results(verl_python: Path, profwin_sites: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Any:
+    return run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "composed", cwd=tmp_path_factory.mktemp("cwd"))
+
+
 def test_verl_tool_dataclasses_are_read_as_verl_reads_them(dataclass_results: Any) -> None:
     torch_tool = dataclass_results["torch_tool"]
     assert (torch_tool["window"], torch_tool["activities"], torch_tool["record"]) == ("3:9 tokens", ["cpu", "cuda"], [])
@@ -160,3 +165,39 @@ def test_without_a_window_profwin_builds_what_verl_builds(
     result = run_json(verl_python, profwin_sites["plugin"], "verl_checks.py", "no_window", str(tmp_path / "prof"))
     assert result["profwin"] == result["verl"]
     assert json.loads(result["verl"]["vllm"]["profiler_config"])["delay_iterations"] == 0
+
+
+def test_a_users_file_read_alone_means_what_verl_merges_it_into(composed_results: Any) -> None:
+    """Files with only what users change (verl_checks.USER_FILES, verl's docs examples among them),
+    read by profwin alone, against verl's own reading of them merged onto its trainer config: every
+    field the same, and verl's ProfilerConfig agrees (before profwin filled in what a block leaves
+    out as verl does, 13 of these 18 readings differed: another tool, folder or enable, or an error)."""
+    assert len(composed_results) == 18
+    for case, result in composed_results.items():
+        alone, composed, verl = result["profwin"], result["profwin_composed"], result["verl"]
+        assert "error" not in alone, (case, alone)
+        assert "error" not in composed, (case, composed)
+        assert {**alone, "reason": ""} == {**composed, "reason": ""}, case
+        if verl is None:  # global_profiler: verl builds no ProfilerConfig of a role from it
+            continue
+        window = verl["window"]
+        expected = {
+            "tool": verl["tool"] if verl["tool"] in ("torch", "npu", "torch_memory") else None,
+            "enabled": bool(verl["enable"] and verl["tool"]),
+            "all_ranks": verl["all_ranks"],
+            "ranks": verl["ranks"],
+            "save_path": verl["save_path"],
+            "relocate_results": verl["relocate_results"],
+            "discrete": verl["discrete"],
+        }
+        assert {key: alone[key] for key in expected} == expected, case
+        if alone["enabled"]:
+            tokens = window != [None, None]
+            assert alone["spec"]["window"] == (f"{window[0] or 0}:{window[1] or ''} tokens" if tokens else "0:"), case
+    rollout = composed_results["rollout_follows_actor:actor_rollout_ref.rollout.profiler"]["profwin"]
+    assert (rollout["enabled"], rollout["ranks"], rollout["discrete"], rollout["save_path"]) == (True, [0, 3], True, "/data/prof")
+    assert rollout["spec"]["window"] == "20:80 tokens"
+    unset = composed_results["docs_end_to_end:actor_rollout_ref.actor.profiler"]["profwin"]
+    assert unset["reason"] == (
+        "tool is null: the block sets no tool, and verl takes global_profiler.tool, which this document does not set either"
+    )

@@ -271,6 +271,131 @@ def check_no_window(save_path: str) -> dict[str, Any]:
     return result
 
 
+# Files users write, as verl's docs write them (docs/perf/torch_profiling.md: "rollout & ref follow
+# actor settings"): only what they change, over verl's trainer config. Each is read by profwin alone
+# and by verl after Hydra's merge onto _generated_ppo_trainer.yaml.
+USER_FILES: dict[str, Any] = {
+    "docs_end_to_end": {
+        "global_profiler": {"steps": [1, 2, 5], "save_path": "./outputs/profile"},
+        "actor_rollout_ref": {
+            "actor": {
+                "profiler": {
+                    "enable": True,
+                    "all_ranks": True,
+                    "tool_config": {"torch": {"discrete": False, "contents": ["cpu", "cuda"]}},
+                }
+            }
+        },
+    },
+    "docs_discrete": {
+        "global_profiler": {"tool": "torch", "steps": [1]},
+        "actor_rollout_ref": {
+            "actor": {
+                "profiler": {
+                    "enable": True,
+                    "all_ranks": False,
+                    "ranks": [0],
+                    "tool_config": {"torch": {"discrete": True, "contents": ["cpu", "cuda"]}},
+                }
+            },
+            "rollout": {
+                "profiler": {"enable": True, "all_ranks": False, "ranks": [0], "tool_config": {"torch": {"discrete": True}}}
+            },
+        },
+    },
+    "rollout_follows_actor": {
+        "global_profiler": {"tool": "torch", "steps": [2], "save_path": "/data/prof", "relocate_results": True},
+        "actor_rollout_ref": {
+            "actor": {
+                "profiler": {
+                    "enable": True,
+                    "ranks": [0, 3],
+                    "tool_config": {"torch": {"discrete": True, "contents": ["cpu", "cuda", "stack"]}},
+                }
+            },
+            "rollout": {"profiler": {"tool_config": {"torch": {"profile_token_start": 20, "profile_token_end": 80}}}},
+            "ref": {"profiler": {"enable": True}},
+        },
+        "critic": {"profiler": {"enable": True, "save_path": "critic_prof"}},
+    },
+    "rollout_own_settings": {
+        "global_profiler": {"steps": [3]},
+        "actor_rollout_ref": {
+            "actor": {"profiler": {"enable": True, "all_ranks": True}},
+            "rollout": {"profiler": {"tool": "torch", "enable": False, "ranks": [1], "save_path": "r"}},
+        },
+    },
+    "npu": {
+        "global_profiler": {"tool": "npu", "steps": [1]},
+        "actor_rollout_ref": {
+            "actor": {
+                "profiler": {
+                    "enable": True,
+                    "tool_config": {"npu": {"contents": ["npu", "cpu"], "level": "level1", "discrete": True}},
+                }
+            },
+            "rollout": {"profiler": {"tool_config": {"npu": {"profile_token_start": 4, "profile_token_end": 12}}}},
+        },
+    },
+    "torch_memory": {
+        "global_profiler": {
+            "tool": "torch_memory",
+            "steps": [1],
+            "global_tool_config": {"torch_memory": {"trace_alloc_max_entries": 5000}},
+        },
+        "actor_rollout_ref": {"actor": {"profiler": {"enable": True}}},
+    },
+}
+ROLE_PATHS = (ACTOR, "actor_rollout_ref.ref.profiler", ROLLOUT, "critic.profiler")
+
+
+def _at(data: Any, path: str) -> Any:
+    for key in path.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _verl_reads(composed: Any, path: str) -> dict[str, Any]:
+    """A role block of the composed config as verl reads it: its ProfilerConfig and its tool's block."""
+    block = OmegaConf.create(OmegaConf.to_container(OmegaConf.select(composed, path), resolve=True))
+    config = omega_conf_to_dataclass(block, ProfilerConfig)
+    tool_block = dict(block.tool_config.get(config.tool) or {}) if config.tool else {}
+    return {
+        "tool": config.tool,
+        "enable": config.enable,
+        "all_ranks": config.all_ranks,
+        "ranks": list(config.ranks),
+        "save_path": config.save_path,
+        "relocate_results": config.relocate_results,
+        "discrete": bool(tool_block.get("discrete", False)),
+        "contents": list(tool_block.get("contents") or []),
+        "window": [tool_block.get("profile_token_start"), tool_block.get("profile_token_end")],
+        "trace_alloc_max_entries": tool_block.get("trace_alloc_max_entries"),
+    }
+
+
+def check_composed() -> dict[str, Any]:
+    """Each user file read by profwin alone, and by verl merged onto its trainer config."""
+    tmp = Path(tempfile.mkdtemp(prefix="profwin-verl-composed-"))
+    generated = OmegaConf.load(CONFIG_DIR / "_generated_ppo_trainer.yaml")
+    results: dict[str, Any] = {}
+    for name, user in USER_FILES.items():
+        file = tmp / f"{name}.yaml"
+        OmegaConf.save(OmegaConf.create(user), file)
+        composed = OmegaConf.merge(generated, OmegaConf.load(file))  # Hydra: the trainer config, then the user's file
+        for path in (*ROLE_PATHS, "global_profiler"):
+            if _at(user, path) is None:
+                continue
+            results[f"{name}:{path}"] = {
+                "profwin": outcome(lambda file=file, path=path: profwin_verl.load_verl(file, at=path)),
+                "profwin_composed": outcome(lambda composed=composed, path=path: profwin_verl.load_verl(composed, at=path)),
+                "verl": _verl_reads(composed, path) if path != "global_profiler" else None,
+            }
+    return results
+
+
 if __name__ == "__main__":
     os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
     checks = {
@@ -280,5 +405,6 @@ if __name__ == "__main__":
         "vllm_args": check_vllm_args,
         "autopatch_unsupported": check_autopatch_unsupported,
         "no_window": check_no_window,
+        "composed": check_composed,
     }
     json.dump(checks[sys.argv[1]](*sys.argv[2:]), sys.stdout, default=str)

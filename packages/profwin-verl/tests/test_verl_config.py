@@ -313,3 +313,94 @@ def test_every_bad_field_is_reported_at_once() -> None:
         "tool_config.torch",
         "tool_config.torch.contents[0]",
     ]
+
+
+# A file with only what its user changes, as verl's docs write one ("rollout & ref follow actor
+# settings"): verl merges it onto its trainer config, whose role blocks default what the file leaves
+# out to global_profiler's and (the rollout's) to the actor's. integration_tests/verl holds these
+# readings against verl 0.9.1's own merge of its _generated_ppo_trainer.yaml.
+USER_FILE = {
+    "global_profiler": {"tool": "torch", "steps": [4], "save_path": "traces", "relocate_results": True},
+    "actor_rollout_ref": {
+        "actor": {
+            "profiler": {"enable": True, "all_ranks": True, "tool_config": {"torch": {"discrete": True, "contents": ["stack"]}}}
+        },
+        "rollout": {"profiler": {"tool_config": {"torch": {"profile_token_start": 5, "profile_token_end": 9}}}},
+        "ref": {"profiler": {"enable": True}},
+    },
+}
+ROLLOUT = "actor_rollout_ref.rollout.profiler"
+
+
+def test_a_role_block_takes_what_it_leaves_out_as_verl_fills_it_in() -> None:
+    rollout = load_verl(USER_FILE, at=ROLLOUT)
+    # enable, ranks, discrete and contents follow the actor's; tool, save_path from global_profiler.
+    assert (rollout.enabled, rollout.tool, rollout.all_ranks, rollout.discrete) == (True, "torch", True, True)
+    assert (rollout.save_path, rollout.relocate_results, rollout.steps) == ("traces", True, (4,))
+    assert rollout.spec is not None
+    assert (str(rollout.spec.window), rollout.spec.activities, rollout.spec.stack) == ("5:9 tokens", ("cpu",), True)
+    ref = load_verl(USER_FILE, at="actor_rollout_ref.ref.profiler")  # no tool_config: a role block by its place
+    assert (ref.enabled, ref.tool, ref.all_ranks, ref.discrete, ref.save_path) == (True, "torch", False, False, "traces")
+    # What a block sets stays its own.
+    own = {
+        **USER_FILE,
+        "actor_rollout_ref": {**USER_FILE["actor_rollout_ref"], "rollout": {"profiler": {"enable": False, "save_path": "r"}}},
+    }
+    mine = load_verl(own, at=ROLLOUT)
+    assert (mine.enabled, mine.save_path, mine.reason) == (False, "r", "enable is false")
+
+
+def test_what_a_block_leaves_out_is_named_when_verl_would_profile_nothing(tmp_path: Path) -> None:
+    no_tool = {"global_profiler": {"steps": [1]}, "actor_rollout_ref": USER_FILE["actor_rollout_ref"]}
+    assert load_verl(no_tool, at=ROLLOUT).reason == (
+        "tool is null: the block sets no tool, and verl takes global_profiler.tool, which this document does not set either"
+    )
+    assert load_verl(no_tool, at="global_profiler").reason == "tool is null: the block sets no tool, and verl's default is null"
+    actor_off = {"global_profiler": {"tool": "torch", "steps": [1]}, "actor_rollout_ref": {"rollout": {"profiler": {}}}}
+    assert load_verl(actor_off, at=ROLLOUT).reason == (
+        "enable is false: the block sets no enable, and verl takes actor_rollout_ref.actor.profiler.enable, "
+        "which this document does not set either"
+    )
+    with pytest.raises(ProfilingDisabled, match=r"verl takes global_profiler\.tool"):
+        load_spec(no_tool, at=ROLLOUT)
+
+
+def test_a_training_roles_npu_block_takes_verls_defaults() -> None:
+    document = {
+        "global_profiler": {"tool": "npu", "steps": [1]},
+        "actor_rollout_ref": {"actor": {"profiler": {"enable": True, "tool_config": {"npu": {"contents": ["npu"]}}}}},
+    }
+    spec = load_verl(document, at="actor_rollout_ref.actor.profiler").spec
+    assert spec is not None
+    assert dict(spec.options["npu"]) == {"level": "level0", "analysis": True}  # verl's actor.yaml
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            {"_target_": "verl.workers.config.RolloutConfig", "name": "vllm", "temperature": 1.0, "profiler": role()},
+            "is verl's RolloutConfig, not a profiler block: choose a block with at=, e.g. 'profiler'",
+        ),
+        (
+            {"_target_": "verl.workers.config.FSDPActorConfig", "strategy": "fsdp", "grad_clip": 1.0},
+            "is verl's FSDPActorConfig, which holds no profiler block (keys: ['_target_', 'grad_clip', 'strategy'])",
+        ),
+    ],
+)
+def test_verls_other_configs_are_told_apart_from_profiler_blocks(
+    document: dict[str, Any], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # verl's role configs name a verl class in _target_ too; they were read as tool blocks (one
+    # "unknown key" error per setting: 56 for verl's rollout.yaml).
+    with pytest.raises(ConfigError) as info:
+        load_verl(document)
+    assert info.value.reason.startswith(message)
+    file = tmp_path / "config.json"
+    file.write_text(json.dumps(document))
+    assert main(["validate", str(file)]) == 1
+    err = capsys.readouterr().err
+    assert message.replace("with at=", "with --at") in err
+    assert "unknown key" not in err
+    if "profiler" in document:
+        assert load_verl(document, at="profiler").enabled

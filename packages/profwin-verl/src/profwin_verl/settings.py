@@ -53,6 +53,7 @@ _WHOLE_TRAINER = (
     "is a whole verl trainer config: choose a block with at=, e.g. 'actor_rollout_ref.rollout.profiler', "
     "'actor_rollout_ref.actor.profiler' or 'global_profiler'"
 )
+_EXPECTED = "expected a role profiler block (tool_config), global_profiler (steps) or a tool block (contents)"
 _DEFAULT_SAVE_PATH = "outputs/profile"  # verl's global_profiler.save_path default
 _MISSING = "???"  # OmegaConf's MISSING: verl's ProfilerConfig() leaves tool/save_path/tool_config so
 
@@ -64,6 +65,23 @@ _GLOBAL_KEYS = (
     "tool", "steps", "profile_continuous_steps", "save_path", "relocate_results", "finish_hook_cmd",
     "finish_hook_all_ranks", "finish_hook_ranks", "global_tool_config", "_target_",
 )  # fmt: skip
+_PROFILER_CONFIG = "verl.utils.profiler.ProfilerConfig"  # the _target_ of role blocks and global_profiler
+_TOOL_TARGETS = "verl.utils.profiler.config."  # the _target_ of tool blocks (TorchProfilerToolConfig, ...)
+
+# What a role block of a trainer config leaves out, verl's config fills in from other blocks
+# (verl 0.9.1's role configs: ``tool: ${oc.select:global_profiler.tool,null}``, and the rollout's
+# ``enable: ${oc.select:actor_rollout_ref.actor.profiler.enable,false}``, ...), so the same file
+# means the same here.
+_ACTOR, _ROLLOUT = "actor_rollout_ref.actor.profiler", "actor_rollout_ref.rollout.profiler"
+_ROLE_BLOCKS = (_ACTOR, "actor_rollout_ref.ref.profiler", _ROLLOUT, "critic.profiler")
+_FROM_GLOBAL = {"tool": None, "save_path": _DEFAULT_SAVE_PATH, "relocate_results": False}
+_ROLE_DEFAULTS = {"enable": False, "all_ranks": False, "ranks": [], "relocate_results": False}
+_FOLLOWS_ACTOR = tuple(_ROLE_DEFAULTS)  # the rollout's, in this order
+_FOLLOWS_ACTOR_TOOL = {"torch": ("contents", "discrete"), "npu": ("contents", "level", "analysis", "discrete")}
+_MEMORY_SIZES = ("trace_alloc_max_entries", "stack_depth", "memory_snapshot_num_steps")  # from global_tool_config
+_TRAINING_NPU = {"level": "level0", "analysis": True}  # a training role's npu block (not NPUToolConfig's analysis=False)
+_TRAINING_TOOLS, _ROLLOUT_TOOLS = ("torch", "npu", "torch_memory"), ("torch", "npu")  # the tool blocks verl composes
+
 _TOOL_KEYS = {
     "torch": ("contents", "discrete", "profile_token_start", "profile_token_end", "schedule", "name", "_target_"),
     "npu": ("contents", "level", "analysis", "discrete", "profile_token_start", "profile_token_end", "name", "_target_"),
@@ -156,9 +174,15 @@ def _spec_summary(spec: ProfileSpec) -> dict[str, Any]:
     }
 
 
-def block_kind(data: Any) -> str | None:
-    """Which verl block ``data`` (plain data) is: ``trainer``, ``global``, ``role``, ``tool``, or
-    ``None`` for anything else (a profwin spec)."""
+def block_kind(data: Any, at: str | None = None) -> str | None:
+    """Which verl block ``data`` (plain data, found at ``at`` in its document) is: ``trainer``,
+    ``global``, ``role``, ``tool``, ``config`` (another of verl's configs), or ``None`` for anything
+    else (a profwin spec). At a trainer config's own paths the path says it, whatever the block
+    leaves out (``actor_rollout_ref.rollout.profiler: {enable: true}`` is a role block)."""
+    if at in _ROLE_BLOCKS:
+        return "role"
+    if at == "global_profiler":
+        return "global"
     if not isinstance(data, Mapping):
         return None
     if "global_profiler" in data or "actor_rollout_ref" in data:
@@ -168,8 +192,12 @@ def block_kind(data: Any) -> str | None:
     if "steps" in data or "profile_continuous_steps" in data:
         return "global"
     target = data.get("_target_")
-    if "contents" in data or "trace_alloc_max_entries" in data or (isinstance(target, str) and target.startswith("verl.")):
+    if target == _PROFILER_CONFIG:
+        return "role"
+    if "contents" in data or "trace_alloc_max_entries" in data or (isinstance(target, str) and target.startswith(_TOOL_TARGETS)):
         return "tool"
+    if isinstance(target, str) and target.startswith("verl."):
+        return "config"
     return None
 
 
@@ -185,22 +213,98 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
     """
     document, _ = read_document(source)
     data = select(document, at)
-    kind = block_kind(data)
+    kind = block_kind(data, at)
     path = at or ""
-    if kind == "trainer":
-        raise ConfigError(_WHOLE_TRAINER, path=path or "at")
+    _refuse_unless_block(kind, data, path)
     if kind is None:
-        raise ConfigError(
-            f"is not a verl profiler block (keys: {sorted(data) if isinstance(data, Mapping) else type(data).__name__}); "
-            "expected a role profiler block (tool_config), global_profiler (steps) or a tool block (contents)",
-            path=path,
-        )
+        raise ConfigError(f"is not a verl profiler block (keys: {_keys(data)}); {_EXPECTED}", path=path)
+    inherited: dict[str, str] = {}
+    if at in _ROLE_BLOCKS and isinstance(data, Mapping):
+        data, inherited = _composed(document, at, data)
+    elif at == "global_profiler" and isinstance(data, Mapping) and "tool" not in data:
+        data, inherited = {**data, "tool": None}, {"tool": "verl's default is null"}
     steps: tuple[int, ...] | None = None
     known_steps = kind == "role" and at is not None and isinstance(document, Mapping) and "global_profiler" in document
     if known_steps:
         global_block = select(document, "global_profiler")
         steps = _steps(global_block.get("steps") if isinstance(global_block, Mapping) else None, "global_profiler.steps")
-    return _read(data, kind=kind, path=path, tool=tool, enable_default=False, steps=steps, known_steps=known_steps)
+    return _read(
+        data, kind=kind, path=path, tool=tool, enable_default=False, steps=steps, known_steps=known_steps, inherited=inherited
+    )
+
+
+def _refuse_unless_block(kind: str | None, data: Any, path: str) -> None:
+    """A ConfigError for a document that holds verl's profiler blocks but is none (a trainer
+    config, a role's config), naming where they are; for verl's other configs, saying what it is."""
+    if kind == "trainer":
+        raise ConfigError(_WHOLE_TRAINER, path=path or "at")
+    if kind != "config":
+        return
+    name = data["_target_"].rpartition(".")[2]
+    held = [_join(path, key) for key in ("profiler", "global_profiler") if isinstance(data.get(key), Mapping)]
+    if held:
+        raise ConfigError(f"is verl's {name}, not a profiler block: choose a block with at=, e.g. {held[0]!r}", path=path or "at")
+    raise ConfigError(f"is verl's {name}, which holds no profiler block (keys: {_keys(data)}); {_EXPECTED}", path=path)
+
+
+def _keys(data: Any) -> Any:
+    return sorted(data) if isinstance(data, Mapping) else type(data).__name__
+
+
+def _composed(document: Any, at: str, block: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The role block at ``at`` of a trainer config with what it leaves out filled in as verl's
+    config fills it (its role configs default those keys to other blocks': ``tool:
+    ${oc.select:global_profiler.tool,null}``; the rollout's ``enable`` and tool contents follow
+    the actor's), and for each key filled in, where verl took it from (for :func:`_taken`)."""
+    filled = {**block}
+    inherited: dict[str, str] = {}
+
+    def take(key: str, source: Mapping[str, Any], source_path: str, default: Any, origin: str | None = None) -> None:
+        if key not in filled:
+            filled[key] = source.get(key, default)
+            either = "" if key in source else ", which this document does not set either"
+            inherited[key] = origin or f"verl takes {_join(source_path, key)}{either}"
+
+    tools: Any = filled.get("tool_config")
+    if tools is None or tools == _MISSING:
+        tools = {}
+    if isinstance(tools, Mapping):  # else _tool_block says what it must be
+        tools = {name: {**b} if isinstance(b, Mapping) else b for name, b in tools.items()}
+        for name in _ROLLOUT_TOOLS if at == _ROLLOUT else _TRAINING_TOOLS:
+            tools.setdefault(name, {})
+        if at != _ROLLOUT and isinstance(tools["npu"], dict):
+            tools["npu"] = {**_TRAINING_NPU, **tools["npu"]}
+        filled["tool_config"] = tools
+    if at == _ROLLOUT:
+        actor, actor_inherited = _composed(document, _ACTOR, _optional(document, _ACTOR))
+        for key in _FOLLOWS_ACTOR:
+            take(key, actor, _ACTOR, _ROLE_DEFAULTS[key], actor_inherited.get(key))
+        actor_tools = actor.get("tool_config")
+        for name, keys in _FOLLOWS_ACTOR_TOOL.items():
+            own = tools.get(name) if isinstance(tools, dict) else None
+            theirs = actor_tools.get(name) if isinstance(actor_tools, Mapping) else None
+            if isinstance(own, dict) and isinstance(theirs, Mapping):
+                own.update({key: theirs[key] for key in keys if key in theirs and key not in own})
+    global_block = _optional(document, "global_profiler")
+    for key, default in _FROM_GLOBAL.items():
+        take(key, global_block, "global_profiler", default)
+    memory = tools.get("torch_memory") if isinstance(tools, dict) else None
+    if isinstance(memory, dict):
+        shared = _optional(document, "global_profiler.global_tool_config.torch_memory")
+        memory.update({key: shared[key] for key in _MEMORY_SIZES if key in shared and key not in memory})
+    return filled, inherited
+
+
+def _optional(document: Any, path: str) -> Mapping[str, Any]:
+    """The block at ``path`` as plain data; an empty one where the document has none (verl's
+    composed config always has it, with its defaults)."""
+    try:
+        block = select(document, path)
+    except ConfigError as exc:
+        if exc.path != "at":
+            raise
+        return {}
+    return block if isinstance(block, Mapping) else {}
 
 
 @checked
@@ -216,8 +320,7 @@ def spec_from_verl(
     """
     data = select(read_document(block)[0], None)
     kind = block_kind(data)
-    if kind == "trainer":
-        raise ConfigError(_WHOLE_TRAINER, path=path or "at")
+    _refuse_unless_block(kind, data, path)
     result = _read(data, kind=kind or "tool", path=path, tool=tool, enable_default=True, steps=None, known_steps=False)
     return _spec_of(result, path, base_dir)
 
@@ -232,7 +335,7 @@ def verl_spec(document: Any, at: str | None) -> ProfileSpec:
 def spec_format(document: Any, data: Any, at: str | None) -> ProfileSpec | None:
     """The ``profwin.spec_formats`` entry point: :func:`verl_spec` for a verl block, ``None`` for
     anything else (read by :func:`profwin.load_spec` as a profwin spec)."""
-    return None if block_kind(data) is None else verl_spec(document, at)
+    return None if block_kind(data, at) is None else verl_spec(document, at)
 
 
 def _spec_of(result: VerlProfiling, path: str, base_dir: str | os.PathLike[str] | None) -> ProfileSpec:
@@ -244,7 +347,15 @@ def _spec_of(result: VerlProfiling, path: str, base_dir: str | os.PathLike[str] 
 
 
 def _read(
-    data: Any, *, kind: str, path: str, tool: str | None, enable_default: bool, steps: tuple[int, ...] | None, known_steps: bool
+    data: Any,
+    *,
+    kind: str,
+    path: str,
+    tool: str | None,
+    enable_default: bool,
+    steps: tuple[int, ...] | None,
+    known_steps: bool,
+    inherited: Mapping[str, str] | None = None,
 ) -> VerlProfiling:
     if kind == "role" and set(data) == {"profiler"}:
         data, path = data["profiler"], _join(path, "profiler")
@@ -264,20 +375,25 @@ def _read(
     chosen = tool or data.get("tool", "torch")  # absent: profiler.yaml's default
     reason = ""
     if chosen is None or chosen == _MISSING:
-        reason = "tool is null" if chosen is None else "tool is not set"
+        reason = ("tool is null" if chosen is None else "tool is not set") + _taken("tool", inherited)
     else:
         _check_tool(chosen, _join(path, "tool"))
     enable = data.get("enable", enable_default) if kind == "role" else True
     if not isinstance(enable, bool):
         raise ConfigError(f"must be true or false (got {enable!r})", path=_join(path, "enable"))
     if not reason and not enable:
-        reason = "enable is false"
+        reason = "enable is false" + _taken("enable", inherited)
     if not reason and known_steps and not steps:
         reason = "global_profiler.steps is null or empty: verl profiles no trainer step"
     if isinstance(chosen, str) and chosen in TOOL_PLUGINS:
         tool_block, tool_path = _tool_block(data, chosen, kind, path, required=not reason)
         return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps)
     return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps)
+
+
+def _taken(key: str, inherited: Mapping[str, str] | None) -> str:
+    """Where a block's ``key`` came from, when the block leaves it out (:func:`_composed`)."""
+    return f": the block sets no {key}, and {inherited[key]}" if inherited and key in inherited else ""
 
 
 def _check_tool(chosen: Any, path: str) -> None:
