@@ -404,3 +404,55 @@ def test_verls_other_configs_are_told_apart_from_profiler_blocks(
     assert "unknown key" not in err
     if "profiler" in document:
         assert load_verl(document, at="profiler").enabled
+
+
+@pytest.mark.parametrize(
+    ("change", "at", "path"),
+    [
+        ({"actor": {"profiler": {"enable": True, "ranks": "0,1"}}}, ROLLOUT, "actor_rollout_ref.actor.profiler.ranks"),
+        ({"actor": {"profiler": {"enable": "yes"}}}, ROLLOUT, "actor_rollout_ref.actor.profiler.enable"),
+        (
+            {"actor": {"profiler": {"enable": True, "tool_config": {"torch": {"contents": ["gpu"]}}}}},
+            ROLLOUT,
+            "actor_rollout_ref.actor.profiler.tool_config.torch.contents[0]",
+        ),
+        (
+            {"actor": {"profiler": {"enable": True, "tool_config": "torch"}}},
+            ROLLOUT,
+            "actor_rollout_ref.actor.profiler.tool_config",
+        ),
+        ({"actor": {"profiler": [True]}}, ROLLOUT, "actor_rollout_ref.actor.profiler"),
+        ({"global_profiler": {"tool": "torch", "steps": [1], "save_path": 3}}, ROLLOUT, "global_profiler.save_path"),
+        ({"global_profiler": {"tool": "tensorboard", "steps": [1]}}, "actor_rollout_ref.ref.profiler", "global_profiler.tool"),
+        (
+            {
+                "global_profiler": {
+                    "tool": "torch_memory",
+                    "steps": [1],
+                    "global_tool_config": {"torch_memory": {"stack_depth": 0}},
+                }
+            },
+            "actor_rollout_ref.actor.profiler",
+            "global_profiler.global_tool_config.torch_memory.stack_depth",
+        ),
+    ],
+)
+def test_a_bad_value_a_block_takes_from_another_is_named_where_it_is_written(change: dict[str, Any], at: str, path: str) -> None:
+    document: dict[str, Any] = {
+        "global_profiler": {"tool": "torch", "steps": [1]},
+        "actor_rollout_ref": {
+            "actor": {"profiler": {"enable": True}},
+            "rollout": {"profiler": {}},
+            "ref": {"profiler": {"enable": True}},
+        },
+    }
+    document["global_profiler"] = change.get("global_profiler", document["global_profiler"])
+    document["actor_rollout_ref"].update({k: v for k, v in change.items() if k != "global_profiler"})
+    with pytest.raises(ConfigError) as info:
+        load_verl(document, at=at)
+    assert [e.path for e in info.value.errors or [info.value]] == [path]
+    # A value the block sets itself is its own: the bad one it would have taken is not looked at.
+    if at == ROLLOUT and path.endswith(("ranks", "enable", "contents[0]")):
+        own = {"enable": True, "ranks": [0], "tool_config": {"torch": {"contents": ["cpu"], "discrete": True}}}
+        document["actor_rollout_ref"]["rollout"] = {"profiler": own}
+        assert load_verl(document, at=at).enabled

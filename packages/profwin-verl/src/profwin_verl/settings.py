@@ -218,11 +218,11 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
     _refuse_unless_block(kind, data, path)
     if kind is None:
         raise ConfigError(f"is not a verl profiler block (keys: {_keys(data)}); {_EXPECTED}", path=path)
-    inherited: dict[str, str] = {}
+    inherited: _Inherited = {}
     if at in _ROLE_BLOCKS and isinstance(data, Mapping):
         data, inherited = _composed(document, at, data)
     elif at == "global_profiler" and isinstance(data, Mapping) and "tool" not in data:
-        data, inherited = {**data, "tool": None}, {"tool": "verl's default is null"}
+        data, inherited = {**data, "tool": None}, {"tool": (None, False)}
     steps: tuple[int, ...] | None = None
     known_steps = kind == "role" and at is not None and isinstance(document, Mapping) and "global_profiler" in document
     if known_steps:
@@ -251,19 +251,25 @@ def _keys(data: Any) -> Any:
     return sorted(data) if isinstance(data, Mapping) else type(data).__name__
 
 
-def _composed(document: Any, at: str, block: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+_Inherited = dict[str, tuple[str | None, bool]]
+"""What :func:`_composed` filled in: a key (``ranks``, ``tool_config.torch.contents``) -> the path
+verl took it from (``None``: verl's own default) and whether the document sets it there."""
+
+
+def _composed(document: Any, at: str, block: Mapping[str, Any]) -> tuple[dict[str, Any], _Inherited]:
     """The role block at ``at`` of a trainer config with what it leaves out filled in as verl's
     config fills it (its role configs default those keys to other blocks': ``tool:
     ${oc.select:global_profiler.tool,null}``; the rollout's ``enable`` and tool contents follow
-    the actor's), and for each key filled in, where verl took it from (for :func:`_taken`)."""
+    the actor's), and what was filled in from where."""
     filled = {**block}
-    inherited: dict[str, str] = {}
+    inherited: _Inherited = {}
 
-    def take(key: str, source: Mapping[str, Any], source_path: str, default: Any, origin: str | None = None) -> None:
-        if key not in filled:
-            filled[key] = source.get(key, default)
-            either = "" if key in source else ", which this document does not set either"
-            inherited[key] = origin or f"verl takes {_join(source_path, key)}{either}"
+    def take(into: dict[str, Any], key: str, source: Mapping[str, Any], source_path: str, default: Any, rel: str) -> bool:
+        if key in into:
+            return False
+        into[key] = source.get(key, default)
+        inherited[rel] = (_join(source_path, key), key in source)
+        return True
 
     tools: Any = filled.get("tool_config")
     if tools is None or tools == _MISSING:
@@ -278,20 +284,25 @@ def _composed(document: Any, at: str, block: Mapping[str, Any]) -> tuple[dict[st
     if at == _ROLLOUT:
         actor, actor_inherited = _composed(document, _ACTOR, _optional(document, _ACTOR))
         for key in _FOLLOWS_ACTOR:
-            take(key, actor, _ACTOR, _ROLE_DEFAULTS[key], actor_inherited.get(key))
-        actor_tools = actor.get("tool_config")
+            if take(filled, key, actor, _ACTOR, _ROLE_DEFAULTS[key], key) and key in actor_inherited:
+                inherited[key] = actor_inherited[key]  # the actor's own came from global_profiler
+        actor_tools = _mapping(actor["tool_config"], _join(_ACTOR, "tool_config"))
         for name, keys in _FOLLOWS_ACTOR_TOOL.items():
-            own = tools.get(name) if isinstance(tools, dict) else None
-            theirs = actor_tools.get(name) if isinstance(actor_tools, Mapping) else None
-            if isinstance(own, dict) and isinstance(theirs, Mapping):
-                own.update({key: theirs[key] for key in keys if key in theirs and key not in own})
+            theirs = _mapping(actor_tools.get(name), _join(_ACTOR, f"tool_config.{name}"))
+            if isinstance(tools, dict) and isinstance(tools.get(name), dict):
+                for key in keys:
+                    if key in theirs:
+                        take(tools[name], key, theirs, _join(_ACTOR, f"tool_config.{name}"), None, f"tool_config.{name}.{key}")
     global_block = _optional(document, "global_profiler")
     for key, default in _FROM_GLOBAL.items():
-        take(key, global_block, "global_profiler", default)
+        take(filled, key, global_block, "global_profiler", default, key)
     memory = tools.get("torch_memory") if isinstance(tools, dict) else None
     if isinstance(memory, dict):
-        shared = _optional(document, "global_profiler.global_tool_config.torch_memory")
-        memory.update({key: shared[key] for key in _MEMORY_SIZES if key in shared and key not in memory})
+        where = "global_profiler.global_tool_config.torch_memory"
+        shared = _optional(document, where)
+        for key in _MEMORY_SIZES:
+            if key in shared:
+                take(memory, key, shared, where, None, f"tool_config.torch_memory.{key}")
     return filled, inherited
 
 
@@ -304,7 +315,16 @@ def _optional(document: Any, path: str) -> Mapping[str, Any]:
         if exc.path != "at":
             raise
         return {}
-    return block if isinstance(block, Mapping) else {}
+    return _mapping(block, path)
+
+
+def _mapping(block: Any, path: str) -> Mapping[str, Any]:
+    """``block``, a block another one takes values from: a mapping, or ``{}`` for null."""
+    if block is None or block == _MISSING:
+        return {}
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"must be a mapping (got {shown(block)})", path=path)
+    return block
 
 
 @checked
@@ -355,7 +375,7 @@ def _read(
     enable_default: bool,
     steps: tuple[int, ...] | None,
     known_steps: bool,
-    inherited: Mapping[str, str] | None = None,
+    inherited: _Inherited | None = None,
 ) -> VerlProfiling:
     if kind == "role" and set(data) == {"profiler"}:
         data, path = data["profiler"], _join(path, "profiler")
@@ -365,7 +385,9 @@ def _read(
         _check_tool(tool, "tool")  # the caller's own argument, checked as a block's ``tool`` is
     if kind == "tool":
         tool = tool or _tool_of_block(data)
-        return _build(tool, data, path, {}, path, enabled=True, reason="", steps=None)
+        return _build(tool, data, path, {}, path, enabled=True, reason="", steps=None, paths={})
+    # A value filled in from another block is checked where it is written.
+    paths = {rel: source for rel, (source, there) in (inherited or {}).items() if source and there}
     valid = _ROLE_KEYS if kind == "role" else _GLOBAL_KEYS
     errors = [unknown_key(key, valid, path=path) for key in data if key not in valid]
     if errors:
@@ -377,23 +399,28 @@ def _read(
     if chosen is None or chosen == _MISSING:
         reason = ("tool is null" if chosen is None else "tool is not set") + _taken("tool", inherited)
     else:
-        _check_tool(chosen, _join(path, "tool"))
+        _check_tool(chosen, paths.get("tool", _join(path, "tool")))
     enable = data.get("enable", enable_default) if kind == "role" else True
     if not isinstance(enable, bool):
-        raise ConfigError(f"must be true or false (got {enable!r})", path=_join(path, "enable"))
+        raise ConfigError(f"must be true or false (got {enable!r})", path=paths.get("enable", _join(path, "enable")))
     if not reason and not enable:
         reason = "enable is false" + _taken("enable", inherited)
     if not reason and known_steps and not steps:
         reason = "global_profiler.steps is null or empty: verl profiles no trainer step"
     if isinstance(chosen, str) and chosen in TOOL_PLUGINS:
         tool_block, tool_path = _tool_block(data, chosen, kind, path, required=not reason)
-        return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps)
-    return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps)
+        return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps, paths=paths)
+    return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps, paths=paths)
 
 
-def _taken(key: str, inherited: Mapping[str, str] | None) -> str:
+def _taken(key: str, inherited: _Inherited | None) -> str:
     """Where a block's ``key`` came from, when the block leaves it out (:func:`_composed`)."""
-    return f": the block sets no {key}, and {inherited[key]}" if inherited and key in inherited else ""
+    if not inherited or key not in inherited:
+        return ""
+    source, there = inherited[key]
+    if source is None:
+        return f": the block sets no {key}, and verl's default is null"
+    return f": the block sets no {key}, and verl takes {source}{'' if there else ', which this document does not set either'}"
 
 
 def _check_tool(chosen: Any, path: str) -> None:
@@ -442,19 +469,27 @@ def _build(
     enabled: bool,
     reason: str,
     steps: tuple[int, ...] | None,
+    paths: Mapping[str, str],
 ) -> VerlProfiling:
+    """``paths``: where a value filled in from another block is written (:func:`_composed`)."""
+
+    def where(key: str) -> str:
+        return paths.get(key, _join(role_path, key))
+
     # Every bad field is reported at once (profwin validate lists them all).
     errors: list[ConfigError] = []
-    all_ranks = _collect(errors, lambda: _bool(role.get("all_ranks", False), _join(role_path, "all_ranks")), False)
+    all_ranks = _collect(errors, lambda: _bool(role.get("all_ranks", False), where("all_ranks")), False)
     no_ranks: tuple[int, ...] = ()
-    ranks = _collect(errors, lambda: _ranks(role.get("ranks") or [], _join(role_path, "ranks")), no_ranks)
-    relocate = _collect(errors, lambda: _bool(role.get("relocate_results", False), _join(role_path, "relocate_results")), False)
-    save_path = _collect(errors, lambda: _save_path(role.get("save_path"), _join(role_path, "save_path")), _DEFAULT_SAVE_PATH)
+    ranks = _collect(errors, lambda: _ranks(role.get("ranks") or [], where("ranks")), no_ranks)
+    relocate = _collect(errors, lambda: _bool(role.get("relocate_results", False), where("relocate_results")), False)
+    save_path = _collect(errors, lambda: _save_path(role.get("save_path"), where("save_path")), _DEFAULT_SAVE_PATH)
     fields: dict[str, Any] = {}
     discrete = False
     if tool is not None:
+        prefix = f"tool_config.{tool}."
+        tool_paths = {rel[len(prefix) :]: source for rel, source in paths.items() if rel.startswith(prefix)}
         no_fields: tuple[dict[str, Any], bool] = ({}, False)
-        fields, discrete = _collect(errors, lambda: _tool_fields(tool, block, path), no_fields)
+        fields, discrete = _collect(errors, lambda: _tool_fields(tool, block, path, tool_paths), no_fields)
     if errors:
         raise ConfigError.combine(errors)
     spec = None
@@ -475,18 +510,22 @@ def _build(
     )
 
 
-def _tool_fields(tool: str, block: Any, path: str) -> tuple[dict[str, Any], bool]:
-    """ProfileSpec fields for one tool block, read as verl's profilers read it."""
+def _tool_fields(tool: str, block: Any, path: str, paths: Mapping[str, str]) -> tuple[dict[str, Any], bool]:
+    """ProfileSpec fields for one tool block, read as verl's profilers read it (``paths``: as for :func:`_build`)."""
+
+    def where(key: str) -> str:
+        return paths.get(key, _join(path, key))
+
     if not isinstance(block, Mapping):
         raise ConfigError(f"must be a mapping (got {block!r})", path=path)
     errors = [unknown_key(key, _TOOL_KEYS[tool], path=path) for key in block if key not in _TOOL_KEYS[tool]]
-    discrete = _collect(errors, lambda: _bool(block.get("discrete", False), _join(path, "discrete")), False)
+    discrete = _collect(errors, lambda: _bool(block.get("discrete", False), where("discrete")), False)
     if tool == "torch_memory":
         sizes = {}
         for key, default in (("trace_alloc_max_entries", 100_000), ("stack_depth", 32), ("memory_snapshot_num_steps", 1)):
             value = block.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                errors.append(ConfigError(f"must be a positive int (got {value!r})", path=_join(path, key)))
+                errors.append(ConfigError(f"must be a positive int (got {value!r})", path=where(key)))
             sizes[key] = value
         if errors:
             raise ConfigError.combine(errors)
@@ -496,11 +535,11 @@ def _tool_fields(tool: str, block: Any, path: str) -> tuple[dict[str, Any], bool
     contents = block.get("contents") or []
     allowed = _CONTENTS[tool]
     if not isinstance(contents, list):
-        errors.append(ConfigError(f"must be a list drawn from {list(allowed)} (got {contents!r})", path=_join(path, "contents")))
+        errors.append(ConfigError(f"must be a list drawn from {list(allowed)} (got {contents!r})", path=where("contents")))
         contents = []
     for i, item in enumerate(contents):
         if item not in allowed:
-            errors.append(ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{_join(path, 'contents')}[{i}]"))
+            errors.append(ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{where('contents')}[{i}]"))
     bounds = {key: block[key] for key in ("profile_token_start", "profile_token_end") if block.get(key) is not None}
     window = _collect(errors, lambda: Window.from_mapping(bounds, path=path), Window())
     if errors:
