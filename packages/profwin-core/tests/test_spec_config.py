@@ -153,6 +153,22 @@ def test_omegaconf_dictconfig() -> None:
     assert (spec.window, spec.flops) == (Window(2, 6), True)
 
 
+def test_an_interpolation_that_does_not_resolve_is_named_where_it_is_written(tmp_path: Path) -> None:
+    """The path is the value's own (OmegaConf's full key), and a file that lists Hydra ``defaults``
+    (a user's trainer config, composed at run time with files profwin does not read) says how to
+    get what the Hydra app composes; the hint is Hydra's ``--cfg job --resolve``, which prints the
+    composed config and exits (checked with hydra-core 1.3)."""
+    pytest.importorskip("omegaconf", reason="omegaconf is in the test dependency group")
+    text = "{defaults}spec:\n  window: '2:6'\n  output_dir: ${{trainer.default_local_dir}}/profile\n"
+    for defaults, hinted in (("defaults: [ppo_trainer, _self_]\n", True), ("", False)):
+        (tmp_path / "mine.yaml").write_text(text.format(defaults=defaults))
+        with pytest.raises(ConfigError) as info:
+            load_spec(tmp_path / "mine.yaml", at="spec")
+        assert info.value.path == "spec.output_dir"
+        assert info.value.reason.startswith("OmegaConf cannot read it: Interpolation key 'trainer.default_local_dir' not found")
+        assert ("--cfg job --resolve" in info.value.reason) is hinted
+
+
 SPEC_FORMAT = """
 from profwin.plugin.trainers import spec_from_mapping
 

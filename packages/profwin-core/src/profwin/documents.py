@@ -13,7 +13,7 @@ import dataclasses
 import difflib
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,22 @@ def select(document: Any, at: str | None) -> Any:
     """The subtree of ``document`` at the dotted path ``at`` (all of it when ``None``), as plain
     data, with its ``${...}`` interpolations (``${oc.select:...}`` included) resolved against the
     whole document through OmegaConf (``pip install omegaconf``)."""
+    try:
+        return _select(document, at)
+    except ConfigError as exc:
+        defaults = document.get("defaults") if isinstance(document, Mapping) else None
+        if "Interpolation key" not in exc.reason or isinstance(defaults, str) or not isinstance(defaults, Sequence):
+            raise
+        raise ConfigError(exc.reason + _HYDRA_HINT, path=exc.path) from None
+
+
+_HYDRA_HINT = (
+    "; the file's defaults list (Hydra) composes it with files profwin does not read: set the value in this file, "
+    "or read the config your Hydra app composes (run it with --cfg job --resolve, which prints it and exits)"
+)
+
+
+def _select(document: Any, at: str | None) -> Any:
     omegaconf = _omegaconf()
     if omegaconf is not None and not _is_omegaconf(document) and _interpolation(document):
         _check_expansion(document)
@@ -197,4 +213,5 @@ def _omegaconf_call(call: Callable[[], Any], path: str) -> Any:
         return call()
     except OmegaConfBaseException as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ConfigError(f"OmegaConf cannot read it: {reason}", path=path) from None
+        where = exc.full_key if isinstance(exc.full_key, str) and exc.full_key.startswith(path) else path
+        raise ConfigError(f"OmegaConf cannot read it: {reason}", path=where) from None
