@@ -6,6 +6,7 @@ dataclasses and its shipped YAML files, and ``profwin_verl.enable()`` on verl's 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import os
@@ -26,6 +27,7 @@ from verl.utils.profiler.config import (
     TorchMemoryToolConfig,
     TorchProfilerToolConfig,
 )
+from verl.utils.profiler.profile import build_rollout_dist_profiler
 
 import profwin
 import profwin_verl
@@ -337,6 +339,13 @@ USER_FILES: dict[str, Any] = {
             "rollout": {"profiler": {"tool_config": {"npu": {"profile_token_start": 4, "profile_token_end": 12}}}},
         },
     },
+    "rollout_not_discrete": {
+        "global_profiler": {"tool": "torch", "steps": [1]},
+        "actor_rollout_ref": {
+            "actor": {"profiler": {"enable": True, "tool_config": {"torch": {"contents": ["cpu"]}}}},
+            "rollout": {"profiler": {"tool_config": {"torch": {"profile_token_start": 2, "profile_token_end": 6}}}},
+        },
+    },
     "torch_memory": {
         "global_profiler": {
             "tool": "torch_memory",
@@ -373,7 +382,24 @@ def _verl_reads(composed: Any, path: str) -> dict[str, Any]:
         "contents": list(tool_block.get("contents") or []),
         "window": [tool_block.get("profile_token_start"), tool_block.get("profile_token_end")],
         "trace_alloc_max_entries": tool_block.get("trace_alloc_max_entries"),
+        "rollout_server_profiles": _rollout_server_profiles(config) if path == ROLLOUT else None,
     }
+
+
+def _rollout_server_profiles(config: ProfilerConfig) -> bool:
+    """Whether verl's rollout server starts its engine's profiler on replica 0 of 1, decided by
+    verl's own code as vllm_async_server.py decides it (its __init__ keeps torch and npu only;
+    _should_profile asks the DistProfiler)."""
+    if config.tool not in ("torch", "npu"):
+        return False
+    # verl instantiates the block through its _target_ (Hydra, not installed here): the same class.
+    tool_class = {"torch": TorchProfilerToolConfig, "npu": NPUToolConfig}[config.tool]
+    tool_config = omega_conf_to_dataclass((config.tool_config or {}).get(config.tool), tool_class)
+    # The decision reads enable, the ranks and the tool block's discrete; the profiler behind it is
+    # left out (tool=None: verl's no-op one), as the NPU's imports torch_npu, which never runs here.
+    unbuilt = dataclasses.replace(config, tool=None)
+    controller = build_rollout_dist_profiler(0, 1, config=unbuilt, tool_config=tool_config)
+    return bool(controller.check_enable() and controller.check_this_rank() and controller.is_discrete_mode())
 
 
 def check_composed() -> dict[str, Any]:
@@ -388,7 +414,9 @@ def check_composed() -> dict[str, Any]:
         for path in (*ROLE_PATHS, "global_profiler"):
             if _at(user, path) is None:
                 continue
+            replica0 = outcome(lambda file=file, path=path: profwin_verl.load_verl(file, at=path).profiles_replica(0, 1))
             results[f"{name}:{path}"] = {
+                "profwin_replica0": replica0 if path == ROLLOUT else None,
                 "profwin": outcome(lambda file=file, path=path: profwin_verl.load_verl(file, at=path)),
                 "profwin_composed": outcome(lambda composed=composed, path=path: profwin_verl.load_verl(composed, at=path)),
                 "verl": _verl_reads(composed, path) if path != "global_profiler" else None,

@@ -456,3 +456,26 @@ def test_a_bad_value_a_block_takes_from_another_is_named_where_it_is_written(cha
         own = {"enable": True, "ranks": [0], "tool_config": {"torch": {"contents": ["cpu"], "discrete": True}}}
         document["actor_rollout_ref"]["rollout"] = {"profiler": own}
         assert load_verl(document, at=at).enabled
+
+
+def test_the_rollout_block_profiles_only_what_verls_rollout_servers_start() -> None:
+    """verl 0.9.1's rollout servers start the engine's profiler in discrete mode only, and for torch
+    or npu only (integration_tests/verl checks this against verl's own decision)."""
+    document: dict[str, Any] = {
+        "global_profiler": {"tool": "torch", "steps": [1]},
+        "actor_rollout_ref": {"rollout": {"profiler": {"enable": True, "tool_config": {"torch": {"profile_token_start": 2}}}}},
+    }
+    rollout = load_verl(document, at=ROLLOUT)
+    assert (rollout.enabled, rollout.reason) == (
+        False,
+        "discrete is false: verl's rollout servers start the engine profiler only in discrete mode",
+    )
+    document["actor_rollout_ref"]["rollout"]["profiler"]["tool_config"]["torch"]["discrete"] = True
+    assert load_verl(document, at=ROLLOUT).enabled
+    document["global_profiler"]["tool"] = "torch_memory"
+    assert load_verl(document, at=ROLLOUT).reason == (
+        "tool is torch_memory: verl's rollout servers start the engine profiler only with torch or npu"
+    )
+    # A training role's block with the same settings profiles: the rule is the rollout servers'.
+    document["actor_rollout_ref"]["actor"] = document["actor_rollout_ref"].pop("rollout")
+    assert load_verl(document, at="actor_rollout_ref.actor.profiler").enabled

@@ -79,6 +79,7 @@ _ROLE_DEFAULTS = {"enable": False, "all_ranks": False, "ranks": [], "relocate_re
 _FOLLOWS_ACTOR = tuple(_ROLE_DEFAULTS)  # the rollout's, in this order
 _FOLLOWS_ACTOR_TOOL = {"torch": ("contents", "discrete"), "npu": ("contents", "level", "analysis", "discrete")}
 _MEMORY_SIZES = ("trace_alloc_max_entries", "stack_depth", "memory_snapshot_num_steps")  # from global_tool_config
+_ROLLOUT_ONLY = "verl's rollout servers start the engine profiler only"  # verl 0.9.1's *_async_server.py
 _TRAINING_NPU = {"level": "level0", "analysis": True}  # a training role's npu block (not NPUToolConfig's analysis=False)
 _TRAINING_TOOLS, _ROLLOUT_TOOLS = ("torch", "npu", "torch_memory"), ("torch", "npu")  # the tool blocks verl composes
 
@@ -229,7 +230,15 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
         global_block = select(document, "global_profiler")
         steps = _steps(global_block.get("steps") if isinstance(global_block, Mapping) else None, "global_profiler.steps")
     return _read(
-        data, kind=kind, path=path, tool=tool, enable_default=False, steps=steps, known_steps=known_steps, inherited=inherited
+        data,
+        kind=kind,
+        path=path,
+        tool=tool,
+        enable_default=False,
+        steps=steps,
+        known_steps=known_steps,
+        inherited=inherited,
+        rollout=at == _ROLLOUT,
     )
 
 
@@ -376,7 +385,9 @@ def _read(
     steps: tuple[int, ...] | None,
     known_steps: bool,
     inherited: _Inherited | None = None,
+    rollout: bool = False,
 ) -> VerlProfiling:
+    """``rollout``: the block is the rollout's, which verl's rollout servers read (:data:`_ROLLOUT_ONLY`)."""
     if kind == "role" and set(data) == {"profiler"}:
         data, path = data["profiler"], _join(path, "profiler")
     if not isinstance(data, Mapping):
@@ -407,8 +418,12 @@ def _read(
         reason = "enable is false" + _taken("enable", inherited)
     if not reason and known_steps and not steps:
         reason = "global_profiler.steps is null or empty: verl profiles no trainer step"
+    if not reason and rollout and chosen not in _ROLLOUT_TOOLS:
+        reason = f"tool is {chosen}: {_ROLLOUT_ONLY} with torch or npu"
     if isinstance(chosen, str) and chosen in TOOL_PLUGINS:
         tool_block, tool_path = _tool_block(data, chosen, kind, path, required=not reason)
+        if not reason and rollout and isinstance(tool_block, Mapping) and tool_block.get("discrete", False) is False:
+            reason = f"discrete is false{_taken(f'tool_config.{chosen}.discrete', inherited)}: {_ROLLOUT_ONLY} in discrete mode"
         return _build(chosen, tool_block, tool_path, data, path, enabled=not reason, reason=reason, steps=steps, paths=paths)
     return _build(None, {}, path, data, path, enabled=False, reason=reason, steps=steps, paths=paths)
 
