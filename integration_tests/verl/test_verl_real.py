@@ -208,7 +208,7 @@ def test_a_users_file_read_alone_means_what_verl_merges_it_into(composed_results
     not_discrete = composed_results["rollout_not_discrete:actor_rollout_ref.rollout.profiler"]
     assert (not_discrete["verl"]["rollout_server_profiles"], not_discrete["profwin"]["enabled"]) == (False, False)
     assert not_discrete["profwin"]["reason"].startswith(
-        "discrete is false: verl's rollout servers start the engine profiler only"
+        "discrete is false: verl's vLLM and SGLang rollout servers start the engine profiler only"
     )
     unset = composed_results["docs_end_to_end:actor_rollout_ref.actor.profiler"]["profwin"]
     assert unset["reason"] == (

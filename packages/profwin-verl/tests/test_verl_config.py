@@ -459,8 +459,9 @@ def test_a_bad_value_a_block_takes_from_another_is_named_where_it_is_written(cha
 
 
 def test_the_rollout_block_profiles_only_what_verls_rollout_servers_start() -> None:
-    """verl 0.9.1's rollout servers start the engine's profiler in discrete mode only, and for torch
-    or npu only (integration_tests/verl checks this against verl's own decision)."""
+    """verl 0.9.1's vLLM and SGLang rollout servers start the engine's profiler in discrete mode
+    only, and for torch or npu only (integration_tests/verl checks this against verl's own
+    decision); its TensorRT-LLM server checks no discrete mode."""
     document: dict[str, Any] = {
         "global_profiler": {"tool": "torch", "steps": [1]},
         "actor_rollout_ref": {"rollout": {"profiler": {"enable": True, "tool_config": {"torch": {"profile_token_start": 2}}}}},
@@ -468,14 +469,20 @@ def test_the_rollout_block_profiles_only_what_verls_rollout_servers_start() -> N
     rollout = load_verl(document, at=ROLLOUT)
     assert (rollout.enabled, rollout.reason) == (
         False,
-        "discrete is false: verl's rollout servers start the engine profiler only in discrete mode",
+        "discrete is false: verl's vLLM and SGLang rollout servers start the engine profiler only in discrete mode",
     )
     document["actor_rollout_ref"]["rollout"]["profiler"]["tool_config"]["torch"]["discrete"] = True
     assert load_verl(document, at=ROLLOUT).enabled
     document["global_profiler"]["tool"] = "torch_memory"
     assert load_verl(document, at=ROLLOUT).reason == (
-        "tool is torch_memory: verl's rollout servers start the engine profiler only with torch or npu"
+        "tool is torch_memory: verl's vLLM and SGLang rollout servers start the engine profiler only with torch or npu"
     )
+    document["actor_rollout_ref"]["rollout"]["name"] = "trtllm"
+    document["global_profiler"]["tool"] = "torch"
+    document["actor_rollout_ref"]["rollout"]["profiler"]["tool_config"]["torch"]["discrete"] = False
+    assert load_verl(document, at=ROLLOUT).enabled
+    document["actor_rollout_ref"]["rollout"].pop("name")
+    document["global_profiler"]["tool"] = "torch_memory"
     # A training role's block with the same settings profiles: the rule is the rollout servers'.
     document["actor_rollout_ref"]["actor"] = document["actor_rollout_ref"].pop("rollout")
     assert load_verl(document, at="actor_rollout_ref.actor.profiler").enabled

@@ -79,7 +79,8 @@ _ROLE_DEFAULTS = {"enable": False, "all_ranks": False, "ranks": [], "relocate_re
 _FOLLOWS_ACTOR = tuple(_ROLE_DEFAULTS)  # the rollout's, in this order
 _FOLLOWS_ACTOR_TOOL = {"torch": ("contents", "discrete"), "npu": ("contents", "level", "analysis", "discrete")}
 _MEMORY_SIZES = ("trace_alloc_max_entries", "stack_depth", "memory_snapshot_num_steps")  # from global_tool_config
-_ROLLOUT_ONLY = "verl's rollout servers start the engine profiler only"  # verl 0.9.1's *_async_server.py
+_ROLLOUT_ONLY = "verl's vLLM and SGLang rollout servers start the engine profiler only"  # verl 0.9.1's *_async_server.py
+_OTHER_ROLLOUTS = ("trtllm",)  # rollout.name of verl's servers without that rule (TensorRT-LLM's: no discrete check)
 _TRAINING_NPU = {"level": "level0", "analysis": True}  # a training role's npu block (not NPUToolConfig's analysis=False)
 _TRAINING_TOOLS, _ROLLOUT_TOOLS = ("torch", "npu", "torch_memory"), ("torch", "npu")  # the tool blocks verl composes
 
@@ -111,7 +112,8 @@ class VerlProfiling:
         spec: what a profiled step records (window, activities, ``save_path``); ``None`` when disabled.
         steps: the trainer steps profiled (``global_profiler.steps``), or ``None`` when the config
             read does not say (a role block read alone: the trainer's ``global_profiler`` decides).
-        discrete: the tool block's ``discrete``; verl's rollout engines profile only when it is true.
+        discrete: the tool block's ``discrete``; verl's vLLM and SGLang rollout servers profile only
+            when it is true (the rollout's block read at its place is disabled without it).
         all_ranks, ranks: verl's rank selection. Training roles: ranks are worker ranks. Rollout:
             ranks are global GPU ranks, mapped to replicas (:meth:`profiles_replica`).
         save_path: verl's ``save_path`` as written (relative to the working directory).
@@ -229,6 +231,7 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
     if known_steps:
         global_block = select(document, "global_profiler")
         steps = _steps(global_block.get("steps") if isinstance(global_block, Mapping) else None, "global_profiler.steps")
+    rollout = at == _ROLLOUT and _rollout_engine(document) not in _OTHER_ROLLOUTS
     return _read(
         data,
         kind=kind,
@@ -238,7 +241,7 @@ def load_verl(source: Any, *, at: str | None = None, tool: str | None = None) ->
         steps=steps,
         known_steps=known_steps,
         inherited=inherited,
-        rollout=at == _ROLLOUT,
+        rollout=rollout,
     )
 
 
@@ -318,13 +321,26 @@ def _composed(document: Any, at: str, block: Mapping[str, Any]) -> tuple[dict[st
 def _optional(document: Any, path: str) -> Mapping[str, Any]:
     """The block at ``path`` as plain data; an empty one where the document has none (verl's
     composed config always has it, with its defaults)."""
+    return _mapping(_lookup(document, path), path)
+
+
+def _rollout_engine(document: Any) -> Any:
+    """``actor_rollout_ref.rollout.name``; ``None`` where it is absent or unreadable (verl's own
+    trainer config leaves it ``???`` until the user sets it, and checking it is verl's business)."""
     try:
-        block = select(document, path)
+        return _lookup(document, "actor_rollout_ref.rollout.name")
+    except ConfigError:
+        return None
+
+
+def _lookup(document: Any, path: str) -> Any:
+    """The value at ``path`` as plain data, ``None`` where the document has none."""
+    try:
+        return select(document, path)
     except ConfigError as exc:
         if exc.path != "at":
             raise
-        return {}
-    return _mapping(block, path)
+        return None
 
 
 def _mapping(block: Any, path: str) -> Mapping[str, Any]:
@@ -387,7 +403,7 @@ def _read(
     inherited: _Inherited | None = None,
     rollout: bool = False,
 ) -> VerlProfiling:
-    """``rollout``: the block is the rollout's, which verl's rollout servers read (:data:`_ROLLOUT_ONLY`)."""
+    """``rollout``: the block is the rollout's, read by verl's vLLM or SGLang rollout server (:data:`_ROLLOUT_ONLY`)."""
     if kind == "role" and set(data) == {"profiler"}:
         data, path = data["profiler"], _join(path, "profiler")
     if not isinstance(data, Mapping):
