@@ -35,13 +35,15 @@ def join_path(path: str, key: str) -> str:
 def read_document(source: Any) -> tuple[Any, Path | None]:
     """A whole document and the folder relative paths in it start from (``None``: the working
     directory): a file path is read and parsed, an OmegaConf config is kept (its interpolations
-    resolve against its root), and anything else goes through :func:`plain`."""
+    resolve against its root), and anything else goes through :func:`plain`. A document with
+    interpolations comes back as one OmegaConf config (when OmegaConf is installed), so each
+    :func:`select` in it resolves only the subtree it returns."""
     if isinstance(source, (str, os.PathLike)):
         data, file = read_spec_file(source)
-        return data, file.parent
+        return _resolvable(data), file.parent
     if _is_omegaconf(source):
         return source, None
-    return plain(source), None
+    return _resolvable(plain(source)), None
 
 
 @checked
@@ -87,12 +89,18 @@ _HYDRA_HINT = (
 )
 
 
-def _select(document: Any, at: str | None) -> Any:
+def _resolvable(document: Any) -> Any:
+    """``document``, as an OmegaConf config when it holds interpolations that OmegaConf (when
+    installed) can resolve, bounded first by :func:`_check_expansion`."""
     omegaconf = _omegaconf()
     if omegaconf is not None and not _is_omegaconf(document) and _interpolation(document):
         _check_expansion(document)
-        document = _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
-    node, walked = document, ""
+        return _omegaconf_call(lambda: omegaconf.OmegaConf.create(document), "")
+    return document
+
+
+def _select(document: Any, at: str | None) -> Any:
+    node, walked = _resolvable(document), ""
     for key in at.split(".") if at else ():
         if not isinstance(node, Mapping):
             raise ConfigError(f"no key {key!r} under {walked} (it is a {type(node).__name__})", path="at")

@@ -179,7 +179,8 @@ class SpecFormat(Protocol):
     """A reader of another tool's config format, registered under :data:`SPEC_FORMATS_GROUP`.
 
     ``document`` is the whole document :func:`profwin.load_spec` read (a file's parsed content,
-    an OmegaConf config, or plain data), ``data`` the part at the dotted path ``at`` as plain
+    an OmegaConf config, or plain data; an OmegaConf config whenever it holds interpolations and
+    OmegaConf is installed), ``data`` the part at the dotted path ``at`` as plain
     dicts and lists. Return ``None`` when ``data`` is not this format (it is then read as a
     profwin spec), else the spec it means; raise :class:`profwin.ConfigError` (or
     :class:`profwin.ProfilingDisabled`) naming the key at fault. The module the entry point names
