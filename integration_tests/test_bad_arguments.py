@@ -148,16 +148,35 @@ def call_badly(label: str, call: Callable[..., Any], data: st.DataObject) -> Non
         if only_positional and not positional:
             continue
         value = data.draw(bad_values, label=parameter.name)
+        if callable(value) and "Callable" in str(parameter.annotation):
+            value = _given(value)
         if only_positional:
             args.append(value)
         else:
             kwargs[parameter.name] = value
-    allowed = (profwin.ProfwinError, *DOCUMENTED.get(label, ()))
+    allowed = (profwin.ProfwinError, RaisedByTheGivenCallable, *DOCUMENTED.get(label, ()))
     # Warnings are kept here: one may carry a bad value (a lone surrogate), which pytest-xdist
     # cannot send from its worker (an INTERNALERROR in a loaded run, profwin.plugin.warn("\ud800")).
     with contextlib.suppress(allowed), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         _close(call(*args, **kwargs))
+
+
+class RaisedByTheGivenCallable(Exception):
+    """What a callable the test gave for a ``Callable`` parameter raised when the callee called it:
+    its own error, not the callee's (``fan_out(float, [None])`` runs ``float(None)`` as asked)."""
+
+
+def _given(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, with whatever it raises marked as its own (:class:`RaisedByTheGivenCallable`)."""
+
+    def given(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except Exception as exc:
+            raise RaisedByTheGivenCallable(f"{function!r} raised {exc!r}") from exc
+
+    return given
 
 
 def _close(result: Any) -> None:
