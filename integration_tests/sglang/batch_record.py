@@ -15,6 +15,15 @@ count grew. ``prefilled`` is what the batch computed of the request's prompt, SG
 prefilled: every row but the running requests a mixed batch decodes (``batch.decoding_reqs``).
 Nothing of profwin's computes it. Without the variable the plugin does nothing.
 
+It also runs before ``Scheduler.process_input_requests``, where the scheduler takes the requests
+that came in (between two batches), and for each profile request among them appends to the same
+file::
+
+    <forward_iter> PROFILE <START_PROFILE|STOP_PROFILE>
+
+``forward_iter`` the number SGLang gives the next batch: a session started there has that batch
+for its step 0.
+
 With ``PROFWIN_BATCH_QUEUES`` set too, it also runs before ``Scheduler.run_batch`` (once per
 batch, before SGLang counts it) and appends to that file the scheduler's own queues there::
 
@@ -31,6 +40,7 @@ from typing import Any
 
 _TARGET = "sglang.srt.managers.scheduler.Scheduler.process_batch_result"
 _RUN = "sglang.srt.managers.scheduler.Scheduler.run_batch"
+_INPUT = "sglang.srt.managers.scheduler.Scheduler.process_input_requests"
 
 
 def _recorder(path: str) -> Any:
@@ -46,6 +56,16 @@ def _recorder(path: str) -> Any:
         return result
 
     return after
+
+
+def _profile_requests(path: str) -> Any:
+    def before(scheduler: Any, recv_reqs: Any, *args: Any, **kwargs: Any) -> None:
+        for req in recv_reqs or ():
+            if type(req).__name__ == "ProfileReq":
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write(f"{scheduler.forward_ct + 1} PROFILE {req.req_type.name}\n")
+
+    return before
 
 
 def _queues(path: str) -> Any:
@@ -65,6 +85,7 @@ def register() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     HookRegistry.register(_TARGET, _recorder(path), HookType.AFTER)
+    HookRegistry.register(_INPUT, _profile_requests(path), HookType.BEFORE)
     queues = os.environ.get("PROFWIN_BATCH_QUEUES")
     if queues:
         HookRegistry.register(_RUN, _queues(queues), HookType.BEFORE)

@@ -6,8 +6,9 @@ about the plugin), chunked prefill of 64 tokens and at most 4 running requests, 
 own, which decodes nothing; on, the running requests decode in the same batch); batches that
 stagger (long prompts chunked, more requests than may run, prompts of different lengths,
 ``n = 3`` samples, early finishes, admissions while the window is open, windows from token 0) are
-sent while a token window is open. batch_record.py, a test-harness plugin in the same server,
-writes SGLang's own account of every batch (its ``output_ids`` counts and ``extend_lens``); the
+sent while a token window is open, and a session is opened while requests decode. batch_record.py,
+a test-harness plugin in the same server, writes SGLang's own account of every batch (its
+``output_ids`` counts and ``extend_lens``) and of the batch each profile request came before; the
 expected steps come from that record alone (integration_tests/token_rule.py), and each trace must
 hold exactly those batches (SGLang's own ``step[...]`` spans, one per batch) with profwin's
 annotation of what each held, every field equal to the record's.
@@ -18,9 +19,11 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import time
 import urllib.request
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +102,7 @@ def _record(path: Path, after: int) -> list[Row]:
     rows = []
     for line in path.read_text().splitlines():
         ct, mode, *counts = line.split()
-        if int(ct) > after:
+        if int(ct) > after and mode != "PROFILE":
             made, prefilled = {}, {}
             for count in counts:
                 rid, _, value = count.rpartition("=")
@@ -132,10 +135,20 @@ def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
     return result
 
 
+def _session_starts(path: Path, after: int) -> list[int]:
+    """The batch numbers the session started after ``after`` has for its step 0: the batch after
+    the scheduler took each start request (batch_record.py's ``PROFILE START_PROFILE`` lines)."""
+    rows = [line.split() for line in path.read_text().splitlines()]
+    return [int(ct) for ct, mode, *what in rows if mode == "PROFILE" and what == ["START_PROFILE"] and int(ct) > after]
+
+
 def _check(result: dict[str, Any], window: str) -> None:
+    """``result["record"][first]`` is the session's step 0 (``first`` 0 unless given): the rows
+    before it ran before the session started, and their tokens count."""
     record = result["record"]
+    first = result.get("first", 0)
     produced = produced_by_step([counts for _, _, counts, _ in record])
-    steps = expected_steps(window, produced)
+    steps = expected_steps(window, produced[first:])
     s = result["session"]
     traces = [a for a in s.artifacts if a.kind == "trace"]
     (outcome,) = s.results
@@ -156,18 +169,18 @@ def _check(result: dict[str, Any], window: str) -> None:
     labels = [fields(st.tokens.span_name()) for st in summary.steps if st.tokens is not None]
     assert len(labels) == len(steps)
     sglang_spans = _sglang_spans(trace.path)
-    assert [(mode, bs) for mode, bs, _ in sglang_spans] == [(record[k][1], len(record[k][2])) for k in steps]
+    assert [(mode, bs) for mode, bs, _ in sglang_spans] == [(record[first + k][1], len(record[first + k][2])) for k in steps]
     for k, (step, annotation, (mode, _, toks)) in enumerate(zip(steps, labels, sglang_spans, strict=True)):
-        prefilled = record[step][3]
+        prefilled = record[first + step][3]
         assert annotation == {
             "window_step": str(k),
-            **held(window, produced[step]),
+            **held(window, produced[first + step]),
             "prefilling": str(len(prefilled)),
             "prefill_tokens": str(sum(prefilled.values())),
             "session_step": str(step),
-        }, (step, record[step])
+        }, (step, record[first + step])
         if mode == "EXTEND":  # SGLang's span counts the batch's extend tokens too
-            assert toks == sum(prefilled.values()), (step, record[step])
+            assert toks == sum(prefilled.values()), (step, record[first + step])
     result["recorded"] = steps
 
 
@@ -227,6 +240,56 @@ def _check_the_promise(result: dict[str, Any], window: str, produced: list[list[
     if result["mode"] == "stock-chunking":
         assert admitted, "no admission inside the window: the scenario does not test it"
     print(f"window {window}: recorded {recorded.start}:{recorded.stop}, prefill-only steps inside: {admitted}")
+
+
+def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_path: Path) -> None:
+    """docs/window.md: tokens count from each request's own first token, so a session started on a
+    server under traffic opens as soon as a running request produces a token in the window, and
+    requests admitted while it is open are held. Three requests decode when the session starts
+    (SGLang's record says at which batch the scheduler took the start: the session's step 0); two
+    more are sent once the first are at token 62, inside window ``60:80``."""
+    server = recorded_server
+    window = "60:80"
+    path = Path(str(server.workdir / "batches.txt"))
+    spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix="midflight")
+    result: dict[str, Any] = {}
+
+    def made_so_far(after: int) -> int:
+        return max((n for _, _, counts, _ in _record(path, after) for n in counts.values()), default=0)
+
+    def run() -> None:
+        idle = server.forward_ct()
+        with ThreadPoolExecutor(1) as pool, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            decoding = pool.submit(_generate, server, [(30, 200, 1)] * 3, 5)
+            while not decoding.done() and server.forward_ct() < idle + 8:
+                time.sleep(0.01)
+            with session(server.url, spec, api_key=server.api_key) as s:
+                while not decoding.done() and made_so_far(idle) < 62:
+                    time.sleep(0.01)
+                result["admitted"] = _generate(server, [(20, 20, 1)] * 2, seed=7)
+                result["generated"] = decoding.result()
+        result.update(session=s, warnings=[str(w.message) for w in caught], before=idle)
+
+    server.retry_on_kineto_crash(run)
+    record = _record(path, result["before"])
+    assert [ct for ct, *_ in record] == list(range(result["before"] + 1, result["before"] + 1 + len(record)))
+    (start,) = _session_starts(path, result["before"])
+    result.update(record=record, first=start - result["before"] - 1)
+    result["mode"] = "mixed-chunk" if "--enable-mixed-chunk" in server.extra_args else "stock-chunking"
+    assert (result["generated"], result["admitted"]) == ([200] * 3, [20] * 2)
+    _check(result, window)
+    # The scenario does what it says: the requests had tokens before the session started, the
+    # window opened some steps in, and the later requests were admitted while it was open.
+    produced = produced_by_step([counts for _, _, counts, _ in record])
+    first, recorded = result["first"], result["recorded"]
+    decoded_before = max(k for indices in produced[:first] for k in indices) + 1
+    assert 0 < decoded_before < 60, decoded_before
+    admitted = [step for step, indices in enumerate(produced[first:]) if 0 in indices]
+    assert 0 < recorded.start < admitted[0] < recorded.stop, (recorded, admitted)
+    print(
+        f"window {window}: session started at token {decoded_before}, recorded {recorded.start}:{recorded.stop}, admitted at {admitted}"
+    )
 
 
 def test_token_window_without_the_plugin_is_the_step_window(recorded_server: Server, tmp_path: Path) -> None:

@@ -34,30 +34,33 @@ def produced(record: list[dict[str, Any]]) -> list[list[int]]:
     return produced_by_step(totals(record))
 
 
-def check_token_trace(window: str, record: list[dict[str, Any]], names: list[str]) -> range | None:
+def check_token_trace(window: str, record: list[dict[str, Any]], names: list[str], first: int = 0) -> range | None:
     """Assert that a trace whose step annotations and ``profwin.tokens`` annotations are ``names``
     (in time order) holds exactly the steps the token rule gives for ``window`` (``"2:6"``) from
     ``record``: vLLM's own annotation of each, each enclosed by profwin's, which says what the step
-    held. Returns those steps (``None`` when no step produced a token in the window, and then the
-    trace must hold none)."""
+    held. ``record[first]`` is the session's step 0 (the steps before it ran before the session
+    started: their tokens count, as each request counts from its own first token). Returns those
+    session steps (``None`` when no step produced a token in the window, and then the trace must
+    hold none)."""
     made = produced(record)
-    steps = expected_steps(window, made)
+    steps = expected_steps(window, made[first:])
     if steps is None:
         assert names == [], names
         return None
     ours = [fields(n) for n in names if n.startswith("profwin.tokens")]
     vllms = [n for n in names if n.startswith("execute_")]
     # Exactly the expected steps, in order: vLLM's own annotation of each, each enclosed by ours.
-    assert vllms == [record[s]["annotation"] for s in steps], (window, list(steps), vllms)
+    assert vllms == [record[first + s]["annotation"] for s in steps], (window, list(steps), vllms)
     assert names == [n for pair in zip([n for n in names if n.startswith("profwin.tokens")], vllms, strict=True) for n in pair]
     for k, (s, annotation) in enumerate(zip(steps, ours, strict=True)):
-        context = CONTEXT.fullmatch(record[s]["annotation"])
-        assert context is not None, record[s]
+        row = record[first + s]
+        context = CONTEXT.fullmatch(row["annotation"])
+        assert context is not None, row
         assert annotation == {
             "window_step": str(k),
-            **held(window, made[s]),
+            **held(window, made[first + s]),
             "prefilling": context.group(1),
             "prefill_tokens": context.group(2),
             "session_step": str(s),
-        }, (s, record[s])
+        }, (s, row)
     return steps

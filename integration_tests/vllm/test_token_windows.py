@@ -40,6 +40,7 @@ SCENARIOS = {
     "admission-mid-window": "12:20",
 }
 LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
+MIDFLIGHT = {"decoding-at-start": "14:20", "inside-the-window-at-start": "5:14"}
 
 
 def _run(python: Path, model: Path, work: Path, mode: str) -> dict[str, Any]:
@@ -83,7 +84,7 @@ def check_scenario(scenario: dict[str, Any], window: str) -> None:
     assert scenario["plan"]["window"] == f"{window} tokens"
     assert scenario["warnings"] == []
     (trace,) = traces
-    steps = check_token_trace(window, record, scenario["trace"][Path(trace["path"]).name])
+    steps = check_token_trace(window, record, scenario["trace"][Path(trace["path"]).name], first=scenario.get("first", 0))
     assert steps is not None
     print(f"window {window} tokens: expected steps {steps.start}:{steps.stop} of {len(record)}, recorded {trace['steps']}")
     assert trace["steps"] == f"{steps.start}:{steps.stop}"
@@ -110,6 +111,31 @@ def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     assert len({s for s, indices in enumerate(zero) for k in indices if k == 0}) == 2  # token 0 in two steps
     mid = produced(per_session["scenarios"]["admission-mid-window"]["record"])
     assert any(0 in indices and any(12 <= k < 20 for k in indices) for indices in mid)  # admitted mid-window
+
+
+@pytest.mark.parametrize("name", sorted(MIDFLIGHT))
+def test_a_session_opened_while_requests_decode(per_session: dict[str, Any], name: str) -> None:
+    """docs/window.md: tokens count from each request's own first token, so a session that starts
+    while requests decode opens as soon as one of them produces a token in the window (at step 0
+    when they are inside it already), and requests admitted while it is open are held."""
+    scenario = per_session["scenarios"][name]
+    window = MIDFLIGHT[name]
+    check_scenario(scenario, window)
+    made = produced(scenario["record"])
+    first = scenario["first"]
+    start, end = (int(v) for v in window.split(":"))
+    # The scenario does what it says: its requests had tokens before the session started, ...
+    before = max(k for indices in made[:first] for k in indices)
+    opened = int(next(a for a in scenario["artifacts"] if a["kind"] == "trace")["steps"].split(":")[0])
+    if name == "inside-the-window-at-start":
+        assert start <= before + 1 < end, before
+        assert opened == 0
+    else:  # ... and the window opens some steps in, requests admitted while it is open
+        assert 0 < before + 1 < start, before
+        assert opened > 0
+        admitted = [s for s, indices in enumerate(made[first:]) if 0 in indices]
+        assert admitted, made[first:]
+        assert opened < admitted[0] < opened + 2 * (end - start), (opened, admitted)
 
 
 @pytest.mark.parametrize("name", LAUNCH_SCENARIOS)

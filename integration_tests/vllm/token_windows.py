@@ -9,7 +9,9 @@ each session without bounds.
 
 For each scenario (a batch that staggers: chunked prefill, more requests than ``max_num_seqs``,
 prompts of different lengths, ``n > 1``, requests that finish early) it opens a
-``profwin_vllm.session`` with a token window, generates the batch, and reports:
+``profwin_vllm.session`` with a token window, generates the batch, and reports what follows; for
+each of :data:`MIDFLIGHT` it opens the session while requests already decode (the engine stepped
+by hand), and reports the same and ``first``, the record's row of the session's step 0:
 
 * ``record``: the engine's own account of each step of the session, taken from vLLM's scheduler
   (``Scheduler.update_from_output``, step_record.py): the step annotation vLLM writes for it
@@ -56,6 +58,18 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
 
 LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
 
+# Sessions opened while requests decode (a live engine under traffic): the engine is stepped by
+# hand (``LLMEngine.add_request``/``step``), so the session starts between two known steps.
+# (name, engine, batch decoding when the session starts, steps run before it, (session step at
+# which more requests arrive, their batch), window)
+MIDFLIGHT: list[tuple[str, str, list[tuple[int, int, int]], int, tuple[int, list[tuple[int, int, int]]], str]] = [
+    # The requests are past token 9 when the session starts: the window opens at their token 14,
+    # a few steps in; two requests are admitted while it is open.
+    ("decoding-at-start", "A", [(30, 40, 1)] * 3, 12, (6, [(30, 20, 1)] * 2), "14:20 tokens"),
+    # The requests are already inside the window when the session starts: it opens at step 0.
+    ("inside-the-window-at-start", "A", [(30, 40, 1)] * 3, 12, (2, [(30, 20, 1)]), "5:14 tokens"),
+]
+
 
 def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
     began = time.monotonic()
@@ -99,9 +113,71 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
             "trace": {Path(a.path).name: trace_names(Path(a.path)) for a in session.artifacts if a.kind == "trace"},
             "warnings": [str(w.message) for w in caught],
         }
+    if mode != "launch":
+        for name, engine, batch, before, (at, later), window in MIDFLIGHT:
+            report["scenarios"][name] = _midflight(engines[engine], record, name, batch, before, at, later, window, trace_dir)
     report["version"] = str(profwin_vllm.resolve_version(None)[0])
     report["seconds"] = round(time.monotonic() - began, 1)
     result_path.write_text(json.dumps(report, indent=1))
+
+
+def _requests(batch: list[tuple[int, int, int]], tag: str) -> list[tuple[str, Any, Any]]:
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    return [
+        (
+            f"{tag}-{i}",
+            TokensPrompt(prompt_token_ids=[5 + (7 * i + j) % 1000 for j in range(length)]),
+            SamplingParams(max_tokens=max_tokens, n=n, ignore_eos=True, temperature=0.0 if n == 1 else 1.0),
+        )
+        for i, (length, max_tokens, n) in enumerate(batch)
+    ]
+
+
+def _midflight(
+    llm: Any,
+    record: StepRecord,
+    name: str,
+    batch: list[tuple[int, int, int]],
+    before: int,
+    at: int,
+    later: list[tuple[int, int, int]],
+    window: str,
+    trace_dir: Path,
+) -> dict[str, Any]:
+    """``batch`` decodes for ``before`` steps, then a session opens; ``later`` arrives at its step
+    ``at``. The record holds every step from the first; ``first`` is the session's step 0."""
+    import profwin_vllm
+
+    engine = llm.llm_engine
+    spec = ProfileSpec(window=Window.parse(window), output_dir=trace_dir, prefix=name)
+    record.steps = []
+    for request in _requests(batch, f"{name}-a"):
+        engine.add_request(*request)
+    for _ in range(before):
+        engine.step()
+    first = len(record.steps)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with profwin_vllm.session(llm, spec) as session:
+            step = 0
+            while engine.has_unfinished_requests():
+                if step == at:
+                    for request in _requests(later, f"{name}-b"):
+                        engine.add_request(*request)
+                engine.step()
+                step += 1
+    steps, record.steps = record.steps, None
+    return {
+        "window": window,
+        "first": first,
+        "plan": {k: session.results[0].details.get(k) for k in ("mechanism", "window", "records", "notes")},
+        "record": steps,
+        "artifacts": [a.to_dict() for a in session.artifacts],
+        "trace": {Path(a.path).name: trace_names(Path(a.path)) for a in session.artifacts if a.kind == "trace"},
+        "warnings": [str(w.message) for w in caught],
+    }
 
 
 if __name__ == "__main__":
