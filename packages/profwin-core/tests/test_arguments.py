@@ -122,7 +122,8 @@ def test_a_wrong_type_is_a_type_error_of_profwins_family_and_a_broken_rule_a_con
             r"^rank: must be None or an int in \[0, 2147483647\] \(got True\)$",
         ),  # own=
         (lambda: profwin.backend(None), ArgumentTypeError, r"^name: must be str \(got None\)$"),  # type: ignore[arg-type]
-        (lambda: spec_from_mapping({1: "x"}), ArgumentTypeError, r"^data key 1: must be str \(got 1\)$"),  # type: ignore[dict-item]
+        # A spec document's key that is not a string is the document's error, named as an unknown key.
+        (lambda: spec_from_mapping({1: "x"}), ConfigError, r"^unknown key 1 \(valid keys: window, "),
         (
             lambda: profwin.plugin.files.read_input("x", limit="9", what="file"),
             ArgumentTypeError,

@@ -122,6 +122,36 @@ def test_mapping_form_reports_every_error_with_its_path() -> None:
     assert "window end must be > window start" in text
 
 
+# YAML keys that are not strings (`1:`, `null:`, `true:`, `2.5:`) at every level of a spec file.
+NON_STRING_KEYS = [
+    ("window: '2:5'\n1: x\n", "", "unknown key 1 (valid keys: window,"),
+    ("window: '2:5'\nnull: x\n", "", "unknown key None"),
+    ("window: {1: 3}\n", "window", "unknown key 1 (valid keys: start, end,"),
+    # mixed key types in one mapping: sorted for the message without comparing an int to a str
+    ("window: {start: 2, profile_token_end: 5, 1: 3}\n", "window", "not both (got keys [1, 'profile_token_end', 'start'])"),
+    ("window: '2:5'\noptions: {true: {start: trim}}\n", "options", "plugin names are strings, such as 'vllm' (got True)"),
+    ("window: '2:5'\noptions: {vllm: {2.5: trim}}\n", "options.vllm", "option names are strings (got 2.5)"),
+]
+
+
+@pytest.mark.parametrize(("text", "path", "message"), NON_STRING_KEYS)
+def test_a_key_that_is_not_a_string_is_an_error_at_its_path(tmp_path: Path, text: str, path: str, message: str) -> None:
+    """Read from a file, as a user's spec arrives: one ConfigError naming where the key is, as an
+    unknown key is named (it was `data key 1: must be str`, the reader's own argument, or an
+    internal error sorting the keys); ``profwin validate`` lists it and exits 1."""
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_spec(spec_file)
+    assert not isinstance(info.value, TypeError)  # a document's error, not a wrong argument
+    (error,) = info.value.errors or [info.value]
+    assert error.path == path
+    assert message in error.reason
+    from profwin.cli import main
+
+    assert main(["validate", str(spec_file)]) == 1
+
+
 def test_window_given_twice_is_an_error() -> None:
     with pytest.raises(ConfigError, match="give the window once"):
         spec_from_mapping({"window": "1:2", "profile_token_start": 1})

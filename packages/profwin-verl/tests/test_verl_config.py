@@ -301,6 +301,26 @@ def test_a_disabled_block_needs_no_tool_block() -> None:
     assert info.value.path == "tool_config"
 
 
+@pytest.mark.parametrize(
+    ("document", "path", "message"),
+    [
+        (role(tool_config={"nsys": {}, 1: {}}), "tool_config", "has no block for tool 'torch' (found [1, 'nsys'])"),
+        (
+            {"_target_": "verl.workers.config.FSDPActorConfig", 1: "x", "strategy": "fsdp"},
+            "",
+            "is verl's FSDPActorConfig, which holds no profiler block (keys: [1, '_target_', 'strategy'])",
+        ),
+    ],
+)
+def test_keys_of_mixed_types_are_listed_not_compared(document: dict[Any, Any], path: str, message: str) -> None:
+    """A YAML key such as ``1:`` beside string keys: listing the keys for the message sorted an int
+    against a str, and ``profwin validate`` said "internal error, please report it"."""
+    with pytest.raises(ConfigError) as info:
+        load_verl(document)
+    assert info.value.path == path
+    assert info.value.reason.startswith(message)
+
+
 def test_every_bad_field_is_reported_at_once() -> None:
     bad = role(
         ranks=[-1], save_path=3, tool_config={"torch": {"contents": ["gpu"], "profile_token_start": 5, "profile_token_end": 5}}

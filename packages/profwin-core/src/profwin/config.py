@@ -69,7 +69,7 @@ def _string_list(value: Any, path: str, allowed: tuple[str, ...]) -> list[str]:
 
 
 @checked
-def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
+def spec_from_mapping(data: Mapping[Any, Any], *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> ProfileSpec:
     """Build a spec from the dict form, e.g. ``{"window": "20:80", "record": ["shapes"]}``.
 
     Keys: ``window`` (``"20:80"`` or ``{start, end}``) or verl's ``profile_token_start`` /

@@ -155,7 +155,7 @@ class Window:
         used = [style for style in _KEY_STYLES if any(key in data for key in style)]
         if len(used) > 1:
             raise ConfigError(
-                f"use either start/end or profile_token_start/profile_token_end, not both (got keys {shown(sorted(data))})",
+                f"use either start/end or profile_token_start/profile_token_end, not both (got keys {shown(sorted(data, key=str))})",
                 path=path,
             )
         names = used[0] if used else _KEY_STYLES[0]

@@ -260,7 +260,7 @@ def _refuse_unless_block(kind: str | None, data: Any, path: str) -> None:
 
 
 def _keys(data: Any) -> Any:
-    return sorted(data) if isinstance(data, Mapping) else type(data).__name__
+    return sorted(data, key=str) if isinstance(data, Mapping) else type(data).__name__
 
 
 _Inherited = dict[str, tuple[str | None, bool]]
@@ -486,7 +486,7 @@ def _tool_block(data: Mapping[str, Any], tool: str, kind: str, path: str, *, req
     if not isinstance(configs, Mapping):
         raise ConfigError(f"must be a mapping of tool blocks (got {configs!r})", path=where)
     if required and tool not in configs and "tool" in data:
-        raise ConfigError(f"has no block for tool {tool!r} (found {sorted(configs)})", path=where)
+        raise ConfigError(f"has no block for tool {tool!r} (found {sorted(configs, key=str)})", path=where)
     return configs.get(tool) or {}, _join(where, tool)
 
 
