@@ -192,10 +192,16 @@ class JsonStream:
         return data
 
     def _text(self, data: bytes) -> str:
+        """``data``, the last bytes read so far, as text (a character they cut is held for the next)."""
+        held = len(self._decoder.getstate()[0])  # the cut character's first bytes, before data
         try:
             return self._decoder.decode(data, final=self._eof)
-        except UnicodeDecodeError as exc:
-            raise self.error(self.path, f"not UTF-8 text near byte {exc.start}; expected {self.expected}") from None
+        except UnicodeDecodeError as exc:  # exc.start counts from the held bytes
+            at = self._read_bytes - len(data) - held + exc.start
+            where = "of the decompressed text " if self.compressed else ""
+            raise self.error(
+                self.path, f"not UTF-8 text at offset {at:,} {where}({exc.reason}); expected {self.expected}"
+            ) from None
 
     def _fill(self) -> bool:
         """Append one chunk to the buffer, dropping what was consumed; False at end of file."""
