@@ -88,6 +88,18 @@ def test_the_demo_says_why_nothing_was_recorded(tmp_path: Path) -> None:
     assert "window 5:15 was never reached: the session ran 4 step(s) (the last was step 3)" in result["reason"]
 
 
+def test_the_demo_says_when_the_run_ends_inside_the_window(tmp_path: Path) -> None:
+    done = profwin_cli("demo", "--steps", "5", "--window", "3:9", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "window:          3:9 (the run ends inside it: steps 3:5 recorded; --steps 9 runs it whole)"
+    assert lines[2].startswith("steps recorded:  2 (expected 2; markers 3..4)")
+    done = profwin_cli("demo", "--steps", "9", "--window", "3:9", "--quiet", cwd=tmp_path)
+    assert done.stdout.splitlines()[1] == "window:          3:9"
+    done = profwin_cli("demo", "--steps", "5", "--window", "3:", "--quiet", cwd=tmp_path)  # open: it ends with the run
+    assert done.stdout.splitlines()[1] == "window:          3:"
+
+
 def test_the_session_keeps_the_reason(tmp_path: Path) -> None:
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")

@@ -365,8 +365,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(f"profwin: nothing was recorded: {w.reason}{hint}", file=sys.stderr)
         return 1
     assert expected is not None  # a window clipped to nothing records nothing, said above
+    cut = ""
+    if spec.window.end is not None and expected != spec.window:  # an open window always ends with the run
+        cut = f" (the run ends inside it: steps {expected} recorded; --steps {spec.window.end} runs it whole)"
     print(f"steps run:       {w.steps_run}")
-    print(f"window:          {spec.window}")
+    print(f"window:          {spec.window}{cut}")
     print(
         f"steps recorded:  {len(w.recorded_steps)} (expected {expected.length}; "
         f"markers {w.recorded_steps[0] if w.recorded_steps else '-'}..{w.recorded_steps[-1] if w.recorded_steps else '-'})"
