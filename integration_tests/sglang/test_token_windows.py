@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 import urllib.request
 import warnings
 from collections.abc import Iterator
@@ -93,6 +92,19 @@ def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> l
     with urllib.request.urlopen(request, timeout=300) as reply:
         results: list[dict[str, Any]] = json.loads(reply.read())
     return sorted(r["meta_info"]["completion_tokens"] for r in results)
+
+
+def _streamed(server: Server, words: int, tokens: int, seed: int) -> Iterator[int]:
+    """One streaming /generate of a prompt of ``words`` words: the request's tokens so far, each
+    time the server sends them (through its last)."""
+    text = " ".join(f"w{(seed * 31 + j) % 1000}" for j in range(words))
+    params = {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0}
+    body = json.dumps({"text": text, "sampling_params": params, "stream": True}).encode()
+    request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        for line in reply:
+            if line.startswith(b"data:") and line[5:].strip() != b"[DONE]":
+                yield int(json.loads(line[5:])["meta_info"]["completion_tokens"])
 
 
 Row = tuple[int, str, dict[str, int], dict[str, int]]  # (forward_iter, mode, tokens so far, prompt tokens prefilled)
@@ -254,21 +266,18 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
     spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix="midflight")
     result: dict[str, Any] = {}
 
-    def made_so_far(after: int) -> int:
-        return max((n for _, _, counts, _ in _record(path, after) for n in counts.values()), default=0)
-
     def run() -> None:
         idle = server.forward_ct()
         with ThreadPoolExecutor(1) as pool, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            decoding = pool.submit(_generate, server, [(30, 200, 1)] * 3, 5)
-            while not decoding.done() and server.forward_ct() < idle + 8:
-                time.sleep(0.01)
+            decoding = pool.submit(_generate, server, [(30, 200, 1)] * 2, 5)
+            # The third request streams: its tokens so far, as the server sends them, pace the test.
+            clock = _streamed(server, 30, 200, seed=6)
+            next(made for made in clock if made >= 8)
             with session(server.url, spec, api_key=server.api_key) as s:
-                while not decoding.done() and made_so_far(idle) < 62:
-                    time.sleep(0.01)
+                next(made for made in clock if made >= 62)
                 result["admitted"] = _generate(server, [(20, 20, 1)] * 2, seed=7)
-                result["generated"] = decoding.result()
+                result["generated"] = sorted([*decoding.result(), max(clock, default=62)])
         result.update(session=s, warnings=[str(w.message) for w in caught], before=idle)
 
     server.retry_on_kineto_crash(run)
