@@ -72,7 +72,7 @@ def backend(name: str) -> None:
     pass
 
 
-def spec_from_mapping(data: Mapping[str, Any], *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> None:
+def spec_from_mapping(data: Mapping[Any, Any], *, path: str = "", base_dir: str | os.PathLike[str] | None = None) -> None:
     pass
 
 
