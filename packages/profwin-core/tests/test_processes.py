@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from profwin.runtime.processes import serving_processes
+from profwin.runtime.processes import LocalProcess, serving_processes
 
 # A real listener that also starts a child, as a server's launcher starts its workers.
 _SERVER = """
@@ -42,8 +42,13 @@ def server() -> Iterator[tuple[subprocess.Popen[str], int, int]]:
 def test_the_listener_and_its_children_with_their_environment(server: tuple[subprocess.Popen[str], int, int]) -> None:
     proc, port, child = server
     deadline = time.monotonic() + 30
+
+    def child_exec_done(found: list[LocalProcess] | None) -> bool:
+        # The child is bash until its exec: found, with bash's title, before it has the worker's.
+        return found is not None and any(p.pid == child and p.title[:1] == ("worker-title",) for p in found)
+
     found = serving_processes(f"http://127.0.0.1:{port}")
-    while (found is None or len(found) < 2) and time.monotonic() < deadline:  # the child may still be exec'ing
+    while not child_exec_done(found) and time.monotonic() < deadline:
         time.sleep(0.1)
         found = serving_processes(f"http://127.0.0.1:{port}")
     assert found is not None
