@@ -58,7 +58,7 @@ def test_engine_version_has_one_form_in_every_command(toy_site: Path, capsys: py
     assert "toyserve 0.9 records whole sessions only" in err
     code, _, err = run(capsys, "args", "toy", "--window", "3:7", "--engine-version", "vllm=0.32.0")
     assert code == 2
-    assert "--engine-version vllm=0.32.0 names engine 'vllm', but this command is for 'toy'" in err
+    assert "--engine-version 'vllm=0.32.0' names engine 'vllm', but this command is for 'toy'" in err
     for form in ("toy=0.9", "0.9"):
         code, out, _ = run(capsys, "window", "3:7", "--json", "--engine-version", form)
         assert code == 0

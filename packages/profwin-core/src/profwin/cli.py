@@ -25,7 +25,7 @@ from profwin.cli_runner import (
 from profwin.discovery import backend as load_backend
 from profwin.discovery import commands, validate_options
 from profwin.discovery import plugins as list_plugins
-from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning
+from profwin.errors import ConfigError, PluginError, ProfilingDisabled, ProfwinError, UnreadableInput, WindowWarning, shown
 from profwin.installed import version as dist_version
 from profwin.protocols import BACKENDS_GROUP, Command
 from profwin.render import FORMS, plan_comments, render_plan
@@ -83,7 +83,7 @@ def _engine_version_arg(text: str) -> tuple[str | None, str]:
     """``--engine-version``, the same form in every command: ``ENGINE=VERSION`` or ``VERSION``."""
     name, sep, ver = text.rpartition("=")
     if not ver or (sep and not name):
-        raise argparse.ArgumentTypeError(f"must look like {_ENGINE_VERSION_HELP} (got {text!r})")
+        raise argparse.ArgumentTypeError(f"must look like {_ENGINE_VERSION_HELP} (got {shown(text)})")
     return (name if sep else None), ver
 
 
@@ -92,7 +92,9 @@ def _version_for(engine: str, given: Sequence[tuple[str | None, str]]) -> str | 
     found = None
     for name, ver in given:
         if name is not None and name != engine:
-            raise ConfigError(f"--engine-version {name}={ver} names engine {name!r}, but this command is for {engine!r}")
+            raise ConfigError(
+                f"--engine-version {shown(f'{name}={ver}')} names engine {shown(name)}, but this command is for {engine!r}"
+            )
         found = ver
     return found
 

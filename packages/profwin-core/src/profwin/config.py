@@ -61,10 +61,10 @@ def _window_from(data: Mapping[str, Any], path: str) -> Window:
 
 def _string_list(value: Any, path: str, allowed: tuple[str, ...]) -> list[str]:
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"must be a list drawn from {list(allowed)} (got {value!r})", path=path)
+        raise ConfigError(f"must be a list drawn from {list(allowed)} (got {shown(value)})", path=path)
     for i, item in enumerate(value):
         if item not in allowed:
-            raise ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{path}[{i}]")
+            raise ConfigError(f"must be one of {list(allowed)} (got {shown(item)})", path=f"{path}[{i}]")
     return list(value)
 
 

@@ -341,7 +341,7 @@ def validate_options(spec: ProfileSpec) -> tuple[list[ConfigError], list[str]]:
             installed = ", ".join(sorted(infos)) or "none"
             close = difflib.get_close_matches(name, list(infos), n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            errors.append(ConfigError(f"no plugin {name!r}; installed: {installed}{hint}", path=f"options.{name}"))
+            errors.append(ConfigError(f"no plugin {shown(name)}; installed: {installed}{hint}", path=f"options.{name}"))
             continue
         try:
             instance = _instantiate(info, info.group)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from profwin.arguments import checked
-from profwin.errors import ConfigError
+from profwin.errors import ConfigError, shown
 from profwin.inputs import read_spec_file
 
 __all__ = ["MAX_EXPANDED_CHARS", "join_path", "plain", "read_document", "select"]
@@ -103,12 +103,12 @@ def _select(document: Any, at: str | None) -> Any:
     node, walked = _resolvable(document), ""
     for key in at.split(".") if at else ():
         if not isinstance(node, Mapping):
-            raise ConfigError(f"no key {key!r} under {walked} (it is a {type(node).__name__})", path="at")
+            raise ConfigError(f"no key {shown(key)} under {walked} (it is a {type(node).__name__})", path="at")
         keys = [str(k) for k in node]
         if key not in keys:
             close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}?" if close else f"keys: {', '.join(keys[:12])}{', ...' if len(keys) > 12 else ''}"
-            raise ConfigError(f"no key {key!r} under {walked or 'the document root'} ({hint})", path="at")
+            raise ConfigError(f"no key {shown(key)} under {walked or 'the document root'} ({hint})", path="at")
         walked = join_path(walked, key)
         node = _child(node, key, walked)
     data = plain(node, path=walked)

@@ -11,6 +11,16 @@ SHOWN_CHARS = 80
 """The most characters of a user's value an error message quotes (see :func:`shown`)."""
 
 
+def _located(path: str, message: str) -> str:
+    """``path: message``, a path built from a user's keys cut as :func:`shown` cuts a value (its
+    start and its end, where the field is, kept)."""
+    if not path:
+        return message
+    if len(path) > 2 * SHOWN_CHARS:
+        path = f"{path[: SHOWN_CHARS // 2]}…{path[-SHOWN_CHARS // 2 :]} ({len(path):,}-character path)"
+    return f"{path}: {message}"
+
+
 class ProfwinError(Exception):
     """Base of every error profwin raises on purpose; its message is meant for the user as it is.
 
@@ -32,7 +42,7 @@ class ConfigError(ProfwinError, ValueError):
         self.path = path
         self.reason = message
         self.errors: list[ConfigError] = []
-        super().__init__(f"{path}: {message}" if path else message)
+        super().__init__(_located(path, message))
 
     @classmethod
     def combine(cls, errors: list[ConfigError]) -> ConfigError:
@@ -65,7 +75,7 @@ class ArgumentTypeError(ProfwinError, TypeError):
     def __init__(self, message: str, *, path: str = "") -> None:
         self.path = path
         self.reason = message
-        super().__init__(f"{path}: {message}" if path else message)
+        super().__init__(_located(path, message))
 
 
 def shown(value: object, *, limit: int = SHOWN_CHARS) -> str:

@@ -76,7 +76,7 @@ def _request(plan: profwin.engine.EnginePlan, form: str) -> Mapping[str, Any]:
     if plan.request is None:
         raise ConfigError(
             f"{plan.engine} {plan.version} takes no per-session request ({plan.mechanism}: the window is fixed at "
-            f"launch); use the 'serve' or 'python' form (got {form!r})",
+            f"launch); use the 'serve' or 'python' form (got {shown(form)})",
             path="form",
         )
     return plan.request

@@ -124,7 +124,9 @@ def _check_options(_: object, __: object, value: object) -> None:
         if not isinstance(name, str):
             raise ConfigError(f"plugin names are strings, such as 'vllm' (got {shown(name)})", path="options")
         if not isinstance(opts, Mapping):
-            raise ConfigError(f"must be a mapping of options for plugin {name!r} (got {shown(opts)})", path=f"options.{name}")
+            raise ConfigError(
+                f"must be a mapping of options for plugin {shown(name)} (got {shown(opts)})", path=f"options.{name}"
+            )
         for key in opts:
             if not isinstance(key, str):
                 raise ConfigError(f"option names are strings (got {shown(key)})", path=f"options.{name}")

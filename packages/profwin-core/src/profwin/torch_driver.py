@@ -21,7 +21,7 @@ from typing import Any
 from profwin.activities import resolve_activities as resolve_activities_for
 from profwin.arguments import checked
 from profwin.atomic import atomic_path
-from profwin.errors import ConfigError, PluginError, unknown_key
+from profwin.errors import ConfigError, PluginError, shown, unknown_key
 from profwin.parts import Part, part_name
 from profwin.protocols import Artifact, PluginSpec
 from profwin.provenance import PROVENANCE_FORMAT, PROVENANCE_KEY, new_session_id, profwin_version
@@ -121,7 +121,7 @@ def _check_options(options: Mapping[str, Any]) -> str:
             raise unknown_key(key, _OPTIONS, path="options.torch")
     fmt = options.get("format", "json.gz")
     if fmt not in _FORMATS:
-        raise ConfigError(f"must be one of {list(_FORMATS)} (got {fmt!r})", path="options.torch.format")
+        raise ConfigError(f"must be one of {list(_FORMATS)} (got {shown(fmt)})", path="options.torch.format")
     return str(fmt)
 
 

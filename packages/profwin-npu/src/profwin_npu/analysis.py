@@ -6,7 +6,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from profwin.plugin import ConfigError, PluginError, checked
+from profwin.plugin import ConfigError, PluginError, checked, shown
 from profwin.plugin.files import expand_user
 from profwin_npu.driver import ASCEND_SUFFIX, import_torch_npu
 from profwin_npu.options import EXPORT_TYPES
@@ -38,9 +38,9 @@ def analyse(
     types = [export_type] if isinstance(export_type, str) else None if export_type is None else list(export_type)
     for item in types or ():
         if item not in EXPORT_TYPES:
-            raise ConfigError(f"must be one of {list(EXPORT_TYPES)} (got {item!r})", path="export_type")
+            raise ConfigError(f"must be one of {list(EXPORT_TYPES)} (got {shown(item)})", path="export_type")
     if processes is not None and (isinstance(processes, bool) or not isinstance(processes, int) or processes < 1):
-        raise ConfigError(f"must be a positive int (got {processes!r})", path="processes")
+        raise ConfigError(f"must be a positive int (got {shown(processes)})", path="processes")
     import_torch_npu()
     from torch_npu.profiler.profiler import analyse as torch_npu_analyse
 

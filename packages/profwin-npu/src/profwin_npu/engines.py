@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from profwin.plugin import ConfigError, ProfileSpec, checked, warn
+from profwin.plugin import ConfigError, ProfileSpec, checked, shown, warn
 from profwin.plugin.engines import EngineVersion
 from profwin_npu.options import npu_options
 
@@ -113,15 +113,15 @@ def engine_flavour(engine: str, version: str | None, spec: ProfileSpec, *, warn:
     """
     name = _ALIASES.get(engine.lower()) if isinstance(engine, str) else None
     if name is None:
-        raise ConfigError(f"must be one of {list(ENGINES)} (got {engine!r})", path="engine")
+        raise ConfigError(f"must be one of {list(ENGINES)} (got {shown(engine)})", path="engine")
     options = npu_options(spec)
     label = f"{name} {version}" if version else f"{name} (version not given)"
     ignored: dict[str, str] = {}
     for key in sorted(options.explicit):
         wanted, fixed = getattr(options, key), _FIXED[name].get(key)
         if wanted != fixed:
-            shown = f"fixed at {fixed!r}" if fixed is not None else "not supported"
-            ignored[f"options.npu.{key}"] = f"{label} ignores options.npu.{key}={_show(wanted)} ({shown})"
+            told = f"fixed at {fixed!r}" if fixed is not None else "not supported"
+            ignored[f"options.npu.{key}"] = f"{label} ignores options.npu.{key}={_show(wanted)} ({told})"
     honours_window = True
     activities: list[str] | None = None
     with_stack: bool | None = None
@@ -171,7 +171,7 @@ def _sglang_activities(spec: ProfileSpec) -> list[str]:
     for i, activity in enumerate(spec.activities):
         if activity not in _SGLANG_ACTIVITY:
             raise ConfigError(
-                f"SGLang on NPU records only 'cpu' and 'npu' (sent as CPU and GPU); got {activity!r}",
+                f"SGLang on NPU records only 'cpu' and 'npu' (sent as CPU and GPU); got {shown(activity)}",
                 path=f"activities[{i}]",
             )
     return [_SGLANG_ACTIVITY[a] for a in spec.activities]

@@ -14,7 +14,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, ProfileSpec, checked, unknown_key
+from profwin.plugin import ConfigError, ProfileSpec, checked, shown, unknown_key
 
 __all__ = [
     "AIC_METRICS",
@@ -102,7 +102,7 @@ class NpuOptions:
     def from_mapping(cls, data: Mapping[str, Any], *, path: str = _PATH) -> NpuOptions:
         """Check ``data`` (the ``options.npu`` mapping) and fill in the defaults."""
         if not isinstance(data, Mapping):
-            raise ConfigError(f"must be a mapping of Ascend options (got {data!r})", path=path)
+            raise ConfigError(f"must be a mapping of Ascend options (got {shown(data)})", path=path)
         for key in data:
             if key not in OPTION_KEYS:
                 raise unknown_key(key, OPTION_KEYS, path=path)
@@ -145,7 +145,7 @@ def _level(value: object, path: str) -> str:
     # torch_npu spells the levels Level0/Level_none; accept both spellings, keep verl's.
     if isinstance(value, str) and value.lower() in LEVELS:
         return value.lower()
-    raise ConfigError(f"must be one of {list(LEVELS)} (got {value!r})", path=path)
+    raise ConfigError(f"must be one of {list(LEVELS)} (got {shown(value)})", path=path)
 
 
 def _metric(value: object, level: str, path: str) -> str | None:
@@ -153,7 +153,7 @@ def _metric(value: object, level: str, path: str) -> str | None:
         return None
     name = _METRIC_BY_KEY.get(value.replace("_", "").lower()) if isinstance(value, str) else None
     if name is None:
-        raise ConfigError(f"must be one of {list(AIC_METRICS)} (got {value!r})", path=path)
+        raise ConfigError(f"must be one of {list(AIC_METRICS)} (got {shown(value)})", path=path)
     if name != "AiCoreNone" and level in _LIGHT_LEVELS:
         # torch_npu would reset it to AiCoreNone with a printed warning and collect nothing.
         raise ConfigError(f"{name!r} needs level1 or level2 (level is {level!r})", path=path)
@@ -164,7 +164,7 @@ def _mstx(data: Mapping[str, Any], level: str, path: str) -> bool:
     given = {key: data[key] for key in ("mstx", "msprof_tx") if key in data}
     for key, value in given.items():
         if not isinstance(value, bool):
-            raise ConfigError(f"must be true or false (got {value!r})", path=f"{path}.{key}")
+            raise ConfigError(f"must be true or false (got {shown(value)})", path=f"{path}.{key}")
     if len(set(given.values())) > 1:
         raise ConfigError(f"msprof_tx is the old name of mstx; they disagree (got {given})", path=f"{path}.msprof_tx")
     if level == "level_none":
@@ -177,27 +177,27 @@ def _mstx(data: Mapping[str, Any], level: str, path: str) -> bool:
 def _bool(data: Mapping[str, Any], key: str, default: bool, path: str) -> bool:
     value = data.get(key, default)
     if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {value!r})", path=f"{path}.{key}")
+        raise ConfigError(f"must be true or false (got {shown(value)})", path=f"{path}.{key}")
     return value
 
 
 def _export_type(value: object, path: str) -> tuple[str, ...]:
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, (list, tuple)) or not items:
-        raise ConfigError(f"must be 'text', 'db' or a list of them (got {value!r})", path=path)
+        raise ConfigError(f"must be 'text', 'db' or a list of them (got {shown(value)})", path=path)
     chosen = []
     for i, item in enumerate(items):
         if not isinstance(item, str) or item.lower() not in EXPORT_TYPES:
             where = path if isinstance(value, str) else f"{path}[{i}]"
-            raise ConfigError(f"must be one of {list(EXPORT_TYPES)} (got {item!r})", path=where)
+            raise ConfigError(f"must be one of {list(EXPORT_TYPES)} (got {shown(item)})", path=where)
         chosen.append(item.lower())
     return tuple(t for t in EXPORT_TYPES if t in chosen)
 
 
 def _domains(value: object, path: str) -> tuple[str, ...]:
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"must be a list of mstx domain names (got {value!r})", path=path)
+        raise ConfigError(f"must be a list of mstx domain names (got {shown(value)})", path=path)
     for i, item in enumerate(value):
         if not isinstance(item, str) or not item:
-            raise ConfigError(f"must be a non-empty domain name (got {item!r})", path=f"{path}[{i}]")
+            raise ConfigError(f"must be a non-empty domain name (got {shown(item)})", path=f"{path}[{i}]")
     return tuple(dict.fromkeys(value))

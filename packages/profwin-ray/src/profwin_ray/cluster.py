@@ -406,7 +406,7 @@ def collect(
     """
     check_chunk_bytes(chunk_bytes)
     if not isinstance(pattern, str) or not pattern.strip():
-        raise ConfigError(f"must be a path or glob on the nodes (got {pattern!r})", path="pattern")
+        raise ConfigError(f"must be a path or glob on the nodes (got {shown(pattern)})", path="pattern")
     began = time.monotonic()
     target = Path(dest)
     try:

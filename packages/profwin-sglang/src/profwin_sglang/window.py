@@ -36,7 +36,7 @@ from typing import Literal
 
 from attrs import evolve, frozen
 
-from profwin.plugin import ConfigError, Window, checked
+from profwin.plugin import ConfigError, Window, checked, shown
 from profwin.plugin.engines import encode_tokens
 from profwin_sglang.options import START_MODES
 from profwin_sglang.server_plugin import RELATIVE_BASE
@@ -96,7 +96,7 @@ def plan_window(
     server runs (``v2``: ``SGLANG_PROFILE_V2=1``, which takes nothing but the plugin's windows;
     ``None``: not known, planned as SGLang's default, v1)."""
     if start not in START_MODES:
-        raise ConfigError(f"must be one of {list(START_MODES)} (got {start!r})", path="options.sglang.start")
+        raise ConfigError(f"must be one of {list(START_MODES)} (got {shown(start)})", path="options.sglang.start")
     fallback = ""
     if window.in_tokens:
         if token_plugin and start != "trim" and not by_stage:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, JsonForm, Window, checked
+from profwin.plugin import ConfigError, JsonForm, Window, checked, shown
 from profwin_traces.ranks import summarize_ranks, trace_files
 from profwin_traces.summarize import Summary, short_name, summarize
 from profwin_traces.tokens import StepTokens
@@ -124,7 +124,7 @@ def diff(
     """Compare the window's steps of ``a`` and ``b`` (each a trace or a folder of per-rank
     traces). ``b_window`` defaults to ``window``; ``top`` operators are listed."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
-        raise ConfigError(f"must be a non-negative int (got {top!r})", path="top")
+        raise ConfigError(f"must be a non-negative int (got {shown(top)})", path="top")
     a_steps, a_ops, a_tokens = _side(a, window, first_step)
     b_steps, b_ops, b_tokens = _side(b, window if b_window is None else b_window, first_step)
     a_mean, b_mean = statistics.fmean(a_steps.values()), statistics.fmean(b_steps.values())

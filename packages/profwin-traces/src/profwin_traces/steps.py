@@ -21,7 +21,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, StepMarker, Window, step_markers
+from profwin.plugin import ConfigError, StepMarker, Window, shown, step_markers
 from profwin_traces.reader import TraceError
 from profwin_traces.tokens import TOKENS_MARKER, TOKENS_PREFIX
 
@@ -167,7 +167,7 @@ def as_window(window: object) -> Window | None:
     if isinstance(window, str):
         window = Window.parse(window)
     if window is not None and not isinstance(window, Window):
-        raise ConfigError(f"window must be a profwin.Window, text like '20:80' or None (got {window!r})", path="window")
+        raise ConfigError(f"window must be a profwin.Window, text like '20:80' or None (got {shown(window)})", path="window")
     if window is not None and window.in_tokens:
         raise ConfigError(
             f"the trace tools pick steps, by the numbers the trace gives them (got {window}): a token window's trace "

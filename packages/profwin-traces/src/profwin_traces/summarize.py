@@ -11,7 +11,7 @@ from typing import Any
 
 from attrs import frozen
 
-from profwin.plugin import ConfigError, JsonForm, StepMarker, Window, checked
+from profwin.plugin import ConfigError, JsonForm, StepMarker, Window, checked, shown
 from profwin.plugin.files import PROVENANCE_KEY
 from profwin_traces.columnar import bytes_per_step, numpy_or_none, op_totals
 from profwin_traces.device import DeviceStat, device_stats
@@ -183,7 +183,7 @@ def _first_step(index: TraceIndex, explicit: int | None) -> int:
     the file (its provenance: a trim, a session, a collected engine trace), else 0."""
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit < 0:
-            raise ConfigError(f"must be a non-negative int (got {explicit!r})", path="first_step")
+            raise ConfigError(f"must be a non-negative int (got {shown(explicit)})", path="first_step")
         return explicit
     first = first_step_of(provenance(index.path, index.header))
     return 0 if first is None else first
@@ -217,7 +217,7 @@ def summarize(
     """
     window = as_window(window)
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
-        raise ConfigError(f"must be a non-negative int (got {top!r})", path="top")
+        raise ConfigError(f"must be a non-negative int (got {shown(top)})", path="top")
     index = scan(path, progress=progress, markers=markers)
     try:
         require_events(index)

@@ -429,7 +429,7 @@ def _read(
         _check_tool(chosen, paths.get("tool", _join(path, "tool")))
     enable = data.get("enable", enable_default) if kind == "role" else True
     if not isinstance(enable, bool):
-        raise ConfigError(f"must be true or false (got {enable!r})", path=paths.get("enable", _join(path, "enable")))
+        raise ConfigError(f"must be true or false (got {shown(enable)})", path=paths.get("enable", _join(path, "enable")))
     if not reason and not enable:
         reason = "enable is false" + _taken("enable", inherited)
     if not reason and known_steps and not steps:
@@ -478,13 +478,13 @@ def _tool_block(data: Mapping[str, Any], tool: str, kind: str, path: str, *, req
         # Role-less tools read global_tool_config; torch and npu take verl's defaults there.
         configs, where = data.get("global_tool_config") or {}, _join(path, "global_tool_config")
         if not isinstance(configs, Mapping):
-            raise ConfigError(f"must be a mapping of tool blocks (got {configs!r})", path=where)
+            raise ConfigError(f"must be a mapping of tool blocks (got {shown(configs)})", path=where)
         return configs.get(tool) or {}, _join(where, tool)
     configs, where = data.get("tool_config"), _join(path, "tool_config")
     if configs is None or configs == _MISSING:
         configs = {}
     if not isinstance(configs, Mapping):
-        raise ConfigError(f"must be a mapping of tool blocks (got {configs!r})", path=where)
+        raise ConfigError(f"must be a mapping of tool blocks (got {shown(configs)})", path=where)
     if required and tool not in configs and "tool" in data:
         raise ConfigError(f"has no block for tool {tool!r} (found {sorted(configs, key=str)})", path=where)
     return configs.get(tool) or {}, _join(where, tool)
@@ -548,7 +548,7 @@ def _tool_fields(tool: str, block: Any, path: str, paths: Mapping[str, str]) -> 
         return paths.get(key, _join(path, key))
 
     if not isinstance(block, Mapping):
-        raise ConfigError(f"must be a mapping (got {block!r})", path=path)
+        raise ConfigError(f"must be a mapping (got {shown(block)})", path=path)
     errors = [unknown_key(key, _TOOL_KEYS[tool], path=path) for key in block if key not in _TOOL_KEYS[tool]]
     discrete = _collect(errors, lambda: _bool(block.get("discrete", False), where("discrete")), False)
     if tool == "torch_memory":
@@ -556,7 +556,7 @@ def _tool_fields(tool: str, block: Any, path: str, paths: Mapping[str, str]) -> 
         for key, default in (("trace_alloc_max_entries", 100_000), ("stack_depth", 32), ("memory_snapshot_num_steps", 1)):
             value = block.get(key, default)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                errors.append(ConfigError(f"must be a positive int (got {value!r})", path=where(key)))
+                errors.append(ConfigError(f"must be a positive int (got {shown(value)})", path=where(key)))
             sizes[key] = value
         if errors:
             raise ConfigError.combine(errors)
@@ -566,11 +566,11 @@ def _tool_fields(tool: str, block: Any, path: str, paths: Mapping[str, str]) -> 
     contents = block.get("contents") or []
     allowed = _CONTENTS[tool]
     if not isinstance(contents, list):
-        errors.append(ConfigError(f"must be a list drawn from {list(allowed)} (got {contents!r})", path=where("contents")))
+        errors.append(ConfigError(f"must be a list drawn from {list(allowed)} (got {shown(contents)})", path=where("contents")))
         contents = []
     for i, item in enumerate(contents):
         if item not in allowed:
-            errors.append(ConfigError(f"must be one of {list(allowed)} (got {item!r})", path=f"{where('contents')}[{i}]"))
+            errors.append(ConfigError(f"must be one of {list(allowed)} (got {shown(item)})", path=f"{where('contents')}[{i}]"))
     bounds = {key: block[key] for key in ("profile_token_start", "profile_token_end") if block.get(key) is not None}
     window = _collect(errors, lambda: Window.from_mapping(bounds, path=path), Window())
     if errors:
@@ -602,7 +602,7 @@ def _save_path(value: Any, path: str) -> str:
     if value is None or value == _MISSING:
         return _DEFAULT_SAVE_PATH
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"must be a non-empty path (got {value!r})", path=path)
+        raise ConfigError(f"must be a non-empty path (got {shown(value)})", path=path)
     return value
 
 
@@ -611,23 +611,23 @@ def _steps(value: Any, path: str) -> tuple[int, ...] | None:
     if value is None or value == []:
         return ()
     if not isinstance(value, list):
-        raise ConfigError(f"must be a list of trainer steps or null (got {value!r})", path=path)
+        raise ConfigError(f"must be a list of trainer steps or null (got {shown(value)})", path=path)
     Rollouts(value, path=path)
     return tuple(value)
 
 
 def _ranks(value: Any, path: str) -> tuple[int, ...]:
     if not isinstance(value, (list, tuple)):
-        raise ConfigError(f"must be a list of ranks (got {value!r})", path=path)
+        raise ConfigError(f"must be a list of ranks (got {shown(value)})", path=path)
     for i, rank in enumerate(value):
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            raise ConfigError(f"must be a non-negative int (got {rank!r})", path=f"{path}[{i}]")
+            raise ConfigError(f"must be a non-negative int (got {shown(rank)})", path=f"{path}[{i}]")
     return tuple(value)
 
 
 def _bool(value: Any, path: str) -> bool:
     if not isinstance(value, bool):
-        raise ConfigError(f"must be true or false (got {value!r})", path=path)
+        raise ConfigError(f"must be true or false (got {shown(value)})", path=path)
     return value
 
 

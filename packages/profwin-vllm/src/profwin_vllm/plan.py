@@ -265,7 +265,7 @@ def _check_kind(spec: ProfileSpec, options: VllmOptions, version: EngineVersion)
             )
     if options.frontend:
         raise ConfigError(
-            f"the AsyncLLM frontend profiler runs only with profiler 'torch' (got {kind!r})", path="options.vllm.frontend"
+            f"the AsyncLLM frontend profiler runs only with profiler 'torch' (got {shown(kind)})", path="options.vllm.frontend"
         )
     return kind
 

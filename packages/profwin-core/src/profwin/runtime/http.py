@@ -196,7 +196,9 @@ def _encode(body: Mapping[str, Any]) -> bytes:
         found = _non_finite(body, "body", ())
         if found is None:
             raise ConfigError(f"cannot be sent as JSON: {exc}", path="body") from None
-        raise ConfigError(f"must be a finite number; JSON has no NaN or infinity (got {found[1]!r})", path=found[0]) from None
+        raise ConfigError(
+            f"must be a finite number; JSON has no NaN or infinity (got {shown(found[1])})", path=found[0]
+        ) from None
     except TypeError as exc:
         raise ConfigError(f"cannot be sent as JSON: {exc}", path="body") from None
 
