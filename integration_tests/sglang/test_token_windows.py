@@ -81,12 +81,18 @@ def recorded_server(
         )
 
 
-def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> list[int]:
-    """One /generate of the whole batch (one list request); the tokens each output got."""
+def _prompts(batch: list[tuple[int, int, int]], seed: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """``batch``'s texts and sampling parameters, the same for the same seed every run."""
     texts = [" ".join(f"w{(seed * 31 + i * 7 + j) % 1000}" for j in range(words)) for i, (words, _, _) in enumerate(batch)]
     params = [
         {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0 if n == 1 else 1.0, "n": n} for _, tokens, n in batch
     ]
+    return texts, params
+
+
+def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> list[int]:
+    """One /generate of the whole batch (one list request); the tokens each output got."""
+    texts, params = _prompts(batch, seed)
     body = json.dumps({"text": texts, "sampling_params": params}).encode()
     request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as reply:
@@ -97,8 +103,7 @@ def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> l
 def _streamed(server: Server, words: int, tokens: int, seed: int) -> Iterator[int]:
     """One streaming /generate of a prompt of ``words`` words: the request's tokens so far, each
     time the server sends them (through its last)."""
-    text = " ".join(f"w{(seed * 31 + j) % 1000}" for j in range(words))
-    params = {"max_new_tokens": tokens, "ignore_eos": True, "temperature": 0}
+    (text,), (params,) = _prompts([(words, tokens, 1)], seed)
     body = json.dumps({"text": text, "sampling_params": params, "stream": True}).encode()
     request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as reply:

@@ -73,9 +73,6 @@ MIDFLIGHT: list[tuple[str, str, list[tuple[int, int, int]], int, tuple[int, list
 
 def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
     began = time.monotonic()
-    from vllm import SamplingParams
-    from vllm.inputs import TokensPrompt
-
     import profwin_vllm
 
     record = StepRecord()
@@ -94,10 +91,8 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
                 config = profwin_vllm.VllmBackend().plan(ProfileSpec(output_dir=trace_dir, prefix="launch")).launch
                 engines[engine] = tiny_llm(model, config["profiler_config"], **ENGINES[engine])
             llm = engines[engine]
-        prompts, params = [], []
-        for i, (length, max_tokens, n) in enumerate(batch):
-            prompts.append(TokensPrompt(prompt_token_ids=[5 + (7 * i + j) % 1000 for j in range(length)]))
-            params.append(SamplingParams(max_tokens=max_tokens, n=n, ignore_eos=True, temperature=0.0 if n == 1 else 1.0))
+        requests = _requests(batch, name)
+        prompts, params = [prompt for _, prompt, _ in requests], [p for _, _, p in requests]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with profwin_vllm.session(llm, spec) as session:
@@ -122,6 +117,8 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
 
 
 def _requests(batch: list[tuple[int, int, int]], tag: str) -> list[tuple[str, Any, Any]]:
+    """``batch``'s requests: (request id, prompt, sampling parameters), the same prompts for the
+    same scenario every run."""
     from vllm import SamplingParams
     from vllm.inputs import TokensPrompt
 
