@@ -53,6 +53,7 @@ SCENARIOS: dict[str, tuple[str, list[tuple[int, int, int]]]] = {
     "admission-mid-window": ("12:20", [(70 + 13 * i, 16 + (i % 3) * 4, 1) for i in range(7)]),
 }
 MODES = {"stock-chunking": (), "mixed-chunk": ("--enable-mixed-chunk",)}
+BATCH_SLEEP_S = 0.05  # per batch while a session is opened under traffic (SGLang's /slow_down)
 
 
 @pytest.fixture(scope="module", params=sorted(MODES))
@@ -264,10 +265,12 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
     server under traffic opens as soon as a running request produces a token in the window, and
     requests admitted while it is open are held. Three requests decode when the session starts
     (SGLang's record says at which batch the scheduler took the start: the session's step 0); two
-    more are sent once the first are at token 102, inside window ``100:180``. The window is wide
-    and starts late so that the scenario holds on a loaded machine, where a request took 20
-    batches from its send to its admission and a session's start as many: the session starts
-    before token 100, the window opens some steps in, and the two are admitted inside it."""
+    more are sent once the first are at token 102, inside window ``100:180``. The scenario needs
+    the batches to be slow beside HTTP: the tiny model decodes a batch in milliseconds, and on a
+    loaded machine a request took 20 batches (and, under two busy loops, over 78) from its send to
+    its admission, and a session's start over 170. So the test slows the scheduler with SGLang's
+    own ``/slow_down`` (a sleep before each batch, "only for testing", undone after): the session
+    starts before token 100, the window opens some steps in, and the two are admitted inside it."""
     server = recorded_server
     window = "100:180"
     path = Path(str(server.workdir / "batches.txt"))
@@ -275,6 +278,7 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
     result: dict[str, Any] = {}
 
     def run() -> None:
+        assert server.post("/slow_down", {"forward_sleep_time": BATCH_SLEEP_S})[0] == 200
         idle = server.forward_ct()
         with ThreadPoolExecutor(1) as pool, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -288,7 +292,10 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
                 result["generated"] = sorted([*decoding.result(), max(clock, default=102)])
         result.update(session=s, warnings=[str(w.message) for w in caught], before=idle)
 
-    server.retry_on_kineto_crash(run)
+    try:
+        server.retry_on_kineto_crash(run)
+    finally:
+        assert server.post("/slow_down", {"forward_sleep_time": 0})[0] == 200  # 0: SGLang's "no sleep"
     record = _record(path, result["before"])
     assert [ct for ct, *_ in record] == list(range(result["before"] + 1, result["before"] + 1 + len(record)))
     (start,) = _session_starts(path, result["before"])
