@@ -82,12 +82,13 @@ class Session:
     (:mod:`profwin.runtime.timeline_record`; an artifact of kind ``timeline``, with the trace's session id):
     then each :meth:`step` also reads the clock.
 
-    A rank that the spec does not select only counts steps.
+    A rank that the spec does not select only counts steps. The rank is read when the session
+    starts (``rank=``, else :func:`current_rank`).
     """
 
     __slots__ = (
-        "_driver", "_edge", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_state", "_timeline",
-        "_wake", "artifacts", "nothing_recorded", "rank", "spec", "steps",
+        "_driver", "_edge", "_first", "_part", "_part_end", "_part_start", "_plan", "_plugin", "_rank", "_state",
+        "_timeline", "_wake", "artifacts", "nothing_recorded", "rank", "spec", "steps",
     )  # fmt: skip
 
     def __init__(
@@ -102,7 +103,10 @@ class Session:
         elif isinstance(spec, Window):
             spec = ProfileSpec(window=spec)
         self.spec: ProfileSpec = spec
+        self._rank = rank
         self.rank: int = current_rank(rank)
+        """This process's rank (:func:`current_rank`), read again when the session starts: a session
+        made before ``torch.distributed.init_process_group`` records as the rank the group gives it."""
         self.steps: int = 0
         """Index of the step in progress: the number of :meth:`step` calls so far."""
         self.artifacts: list[Artifact] = []
@@ -136,6 +140,7 @@ class Session:
         if self._state != "new":
             raise RuntimeError(f"a profwin.Session can be started once (this one is {self._state})")
         self._state = "running"
+        self.rank = current_rank(self._rank)
         if not self.active:
             self._wake = _NEVER
             return self
