@@ -314,6 +314,72 @@ def test_several_ranks_and_their_imbalance(tmp_path: Path) -> None:
     assert report.imbalance["tokens"]["max_rank"] == "sim rank 1"
 
 
+def test_of_several_sessions_the_newest_is_read_without_sessions_that_ran_before_it(tmp_path: Path) -> None:
+    """Sessions on engines share one id across the engines: the newest is read alone, a rank it
+    did not reach is not filled in from an earlier session (it did not run at the same time)."""
+    simulate(tmp_path, lengths=[20] * 4, slots=4, rank=0, session="s1")
+    simulate(tmp_path, lengths=[20] * 4, slots=4, rank=1, session="s1")
+    simulate(tmp_path, lengths=[30] * 4, slots=4, rank=0, session="s2")
+    timelines, notes = read_timelines([tmp_path])
+    assert [(t.session, t.header["rank"]) for t in timelines] == [("s2", 0)]
+    assert notes == ["2 sessions found; reading the newest, s2 (choose one with --session)"]
+    timelines, notes = read_timelines([tmp_path], session="s1")
+    assert [(t.session, t.header["rank"]) for t in timelines] == [("s1", 0), ("s1", 1)]
+    assert notes == []
+
+
+SPAWNED_JOB = """
+import sys, torch, torch.distributed as dist, torch.multiprocessing as mp, profwin
+
+def worker(rank, out, job):
+    dist.init_process_group("gloo", init_method=f"file://{out}/store{job}", rank=rank, world_size=2)
+    spec = profwin.ProfileSpec(window=profwin.Window(2, 5), output_dir=out, ranks="all", timeline=True)
+    tensor = torch.ones(64)
+    with profwin.Session(spec) as session:
+        for _ in range(8):
+            dist.all_reduce(tensor)
+            session.step()
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(sys.argv[1], sys.argv[2]), nprocs=2)
+"""
+
+
+@pytest.mark.torch
+def test_the_ranks_of_one_job_are_read_together(tmp_path: Path) -> None:
+    """Two runs of a two-rank job (torch.multiprocessing.spawn, gloo): each rank's in-process
+    session has an id of its own; ``profwin timeline`` reads both ranks of the second run, which
+    ran at the same time, and reports their imbalance, leaving the first run out."""
+    pytest.importorskip("torch")
+    script = tmp_path / "job.py"
+    script.write_text(SPAWNED_JOB)
+    out = tmp_path / "out"
+    out.mkdir()
+    for job in ("1", "2"):
+        subprocess.run([sys.executable, str(script), str(out), job], check=True, capture_output=True, timeout=300)
+    headers = [json.loads(p.read_text()) for p in out.glob("*.timeline.json")]
+    assert sorted(h["rank"] for h in headers) == [0, 0, 1, 1]
+    by_start = sorted(headers, key=lambda h: h["started_unix_ns"])
+    second = {h["session"]: h["rank"] for h in by_start[2:]}
+    assert sorted(second.values()) == [0, 1]  # each run's ranks start before the next run's
+    done = subprocess.run(
+        [sys.executable, "-m", "profwin", "timeline", str(out), "--json"], capture_output=True, text=True, check=True
+    )
+    report = json.loads(done.stdout)
+    assert [(r["session"], r["rank"]) for r in report["ranks"]] == sorted(second.items(), key=lambda item: item[1])
+    assert {report["imbalance"]["time_s"]["max_rank"], report["imbalance"]["time_s"]["min_rank"]} == {
+        "profwin rank 0",
+        "profwin rank 1",
+    }
+    newest = by_start[-1]["session"]
+    other = next(session for session in second if session != newest)
+    assert report["notes"] == [
+        f"4 sessions found; reading the newest, {newest}, and those of other ranks that ran at the same time ({other}) "
+        "(choose one with --session)"
+    ]
+
+
 def test_the_command_in_text_json_and_a_plot(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     simulate(tmp_path, lengths=long_tail(32, seed=1), slots=8, window=(20, 40))

@@ -181,7 +181,8 @@ def timeline_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | None = None) -> tuple[list[Timeline], list[str]]:
     """The timelines in ``paths`` (files or folders), each rank's or engine's parts joined, and
     notes. Of several sessions, ``session`` (an id or its prefix) chooses one; the default is
-    the newest, said in a note."""
+    the newest, with the sessions of other ranks or engines that ran at the same time (the ranks
+    of one job each start a session of their own in process), said in a note."""
     streams: dict[tuple[Any, ...], list[tuple[dict[str, Any], Path]]] = {}
     for path in timeline_files(paths):
         data = _load(path)
@@ -193,13 +194,19 @@ def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | No
         chosen = [t for t in timelines if (t.session or "").startswith(session)]
         if not chosen:
             found = sorted({t.session or "(no session id)" for t in timelines})
-            raise ConfigError(f"no timeline of session {session!r} (found {found})", path="session")
+            raise ConfigError(f"no timeline of session {shown(session)} (found {found})", path="session")
         timelines = chosen
     elif all(t.session for t in timelines) and len({t.session for t in timelines}) > 1:
-        newest = max(timelines, key=lambda t: t.header.get("started_unix_ns") or 0)
+        newest = max(timelines, key=_started)
         count = len({t.session for t in timelines})
-        notes.append(f"{count} sessions found; reading the newest, {newest.session} (choose one with --session)")
-        timelines = [t for t in timelines if t.session == newest.session]
+        chosen = [t for t in timelines if t.session == newest.session]
+        beside = _alongside(chosen, [t for t in timelines if t.session != newest.session])
+        with_them = ""
+        if beside:
+            ids = ", ".join(sorted({str(t.session) for t in beside}))
+            with_them = f", and those of other ranks that ran at the same time ({ids})"
+        notes.append(f"{count} sessions found; reading the newest, {newest.session}{with_them} (choose one with --session)")
+        timelines = chosen + beside
     else:  # files without a session id (no provenance beside them): each rank's or engine's newest
         latest: dict[tuple[Any, Any], Timeline] = {}
         for t in timelines:
@@ -213,6 +220,36 @@ def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | No
         timelines = list(latest.values())
     timelines.sort(key=lambda t: (str(t.header.get("prefix")), t.header.get("rank") or 0))
     return timelines, notes
+
+
+def _started(timeline: Timeline) -> int:
+    return timeline.header.get("started_unix_ns") or 0
+
+
+def _span(timeline: Timeline) -> tuple[int, int]:
+    """When the session ran on this rank, in ns since the epoch: its start to its last step's end."""
+    start = _started(timeline)
+    if not timeline.steps:
+        return start, start
+    last = timeline.steps[-1]
+    return start, start + 1000 * ((last[_STEP["start_us"]] or 0) + (last[_STEP["dur_us"]] or 0))
+
+
+def _alongside(chosen: list[Timeline], others: list[Timeline]) -> list[Timeline]:
+    """Of ``others``, for each rank or engine that ``chosen`` lacks, its newest session that ran
+    while ``chosen``'s did."""
+    spans = [_span(t) for t in chosen]
+    first, last = min(s for s, _ in spans), max(e for _, e in spans)
+    have = {(t.header.get("prefix"), t.header.get("rank")) for t in chosen}
+    found: dict[tuple[Any, Any], Timeline] = {}
+    for t in others:
+        who = (t.header.get("prefix"), t.header.get("rank"))
+        start, end = _span(t)
+        if who in have or start > last or end < first:
+            continue
+        if who not in found or start > _started(found[who]):
+            found[who] = t
+    return list(found.values())
 
 
 def _joined(parts: list[tuple[dict[str, Any], Path]]) -> Timeline:
