@@ -184,43 +184,45 @@ SPAWN_SCRIPT = textwrap.dedent(
     """
     import sys, torch, torch.distributed as dist, torch.multiprocessing as mp, profwin
 
-    def worker(rank, out, early):
-        spec = profwin.ProfileSpec(window=profwin.Window(1, 3), output_dir=out, ranks=[1])
-        if early:  # made before the process group: its rank is read when it starts
-            session = profwin.Session(spec)
+    def worker(rank, out):
+        def spec(window):
+            return profwin.ProfileSpec(window=profwin.Window.parse(window), output_dir=out, ranks=[1])
+
+        early = profwin.Session(spec("1:3"))  # made before the process group: its rank is read when it starts
         dist.init_process_group("gloo", init_method=f"file://{out}/store", rank=rank, world_size=2)
-        if not early:
-            session = profwin.Session(spec)
+        late = profwin.Session(spec("2:4"))
         tensor = torch.ones(4)
-        with session:
-            for _ in range(4):
-                dist.all_reduce(tensor)
-                session.step()
+        ranks = []
+        for session in (early, late):
+            with session:
+                for _ in range(4):
+                    dist.all_reduce(tensor)
+                    session.step()
+            ranks.append(f"{session.rank}:{len(session.artifacts)}")
         dist.destroy_process_group()
         with open(f"{out}/rank{rank}.txt", "w") as answer:
-            answer.write(f"{session.rank} {len(session.artifacts)}")
+            answer.write(" ".join(ranks))
 
     if __name__ == "__main__":
-        mp.spawn(worker, args=(sys.argv[1], sys.argv[2] == "early"), nprocs=2)
+        mp.spawn(worker, args=(sys.argv[1],), nprocs=2)
     """
 )
 
 
-@pytest.mark.parametrize("made", ["early", "late"])
-def test_the_rank_is_the_process_groups_without_rank_variables(tmp_path: Path, made: str) -> None:
+def test_the_rank_is_the_process_groups_without_rank_variables(tmp_path: Path) -> None:
     """torch.multiprocessing.spawn gives each process its rank only through init_process_group
     (no RANK or LOCAL_RANK): a session made before the group records as the group's rank too."""
     script = tmp_path / "spawned.py"
     script.write_text(SPAWN_SCRIPT)
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "LOCAL_RANK")}
-    done = subprocess.run(
-        [sys.executable, str(script), str(tmp_path), made], env=env, capture_output=True, text=True, timeout=300
-    )
+    done = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["0 0", "1 1"]
-    (trace,) = tmp_path.glob("*.pt.trace.json.gz")
-    assert trace.name.startswith("profwin_rank1_w1-3.")
-    assert count_step_markers(trace) == [1, 2]
+    assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["0:0 0:0", "1:1 1:1"]
+    early, late = sorted(tmp_path.glob("*.pt.trace.json.gz"))
+    assert early.name.startswith("profwin_rank1_w1-3.")
+    assert count_step_markers(early) == [1, 2]
+    assert late.name.startswith("profwin_rank1_w2-4.")
+    assert count_step_markers(late) == [2, 3]
 
 
 def test_rank_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -331,8 +331,8 @@ def test_of_several_sessions_the_newest_is_read_without_sessions_that_ran_before
 SPAWNED_JOB = """
 import sys, torch, torch.distributed as dist, torch.multiprocessing as mp, profwin
 
-def worker(rank, out, job):
-    dist.init_process_group("gloo", init_method=f"file://{out}/store{job}", rank=rank, world_size=2)
+def worker(rank, out):
+    dist.init_process_group("gloo", init_method=f"file://{out}/store", rank=rank, world_size=2)
     spec = profwin.ProfileSpec(window=profwin.Window(2, 5), output_dir=out, ranks="all", timeline=True)
     tensor = torch.ones(64)
     with profwin.Session(spec) as session:
@@ -342,38 +342,39 @@ def worker(rank, out, job):
     dist.destroy_process_group()
 
 if __name__ == "__main__":
-    mp.spawn(worker, args=(sys.argv[1], sys.argv[2]), nprocs=2)
+    mp.spawn(worker, args=(sys.argv[1],), nprocs=2)
 """
 
 
 @pytest.mark.torch
 def test_the_ranks_of_one_job_are_read_together(tmp_path: Path) -> None:
-    """Two runs of a two-rank job (torch.multiprocessing.spawn, gloo): each rank's in-process
-    session has an id of its own; ``profwin timeline`` reads both ranks of the second run, which
-    ran at the same time, and reports their imbalance, leaving the first run out."""
+    """A two-rank job (torch.multiprocessing.spawn, gloo) after an earlier one: each rank's
+    in-process session has an id of its own; ``profwin timeline`` reads both ranks of the job,
+    which ran at the same time, and reports their imbalance, leaving the earlier job out."""
     pytest.importorskip("torch")
-    script = tmp_path / "job.py"
-    script.write_text(SPAWNED_JOB)
     out = tmp_path / "out"
     out.mkdir()
-    for job in ("1", "2"):
-        subprocess.run([sys.executable, str(script), str(out), job], check=True, capture_output=True, timeout=300)
+    for rank in (0, 1):  # the earlier job: one session per rank, as the real one writes them
+        simulate(out, lengths=[20] * 4, slots=4, rank=rank, prefix="profwin", session=f"earlier-{rank}")
+    script = tmp_path / "job.py"
+    script.write_text(SPAWNED_JOB)
+    subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True, timeout=300)
     headers = [json.loads(p.read_text()) for p in out.glob("*.timeline.json")]
-    assert sorted(h["rank"] for h in headers) == [0, 0, 1, 1]
-    by_start = sorted(headers, key=lambda h: h["started_unix_ns"])
-    second = {h["session"]: h["rank"] for h in by_start[2:]}
-    assert sorted(second.values()) == [0, 1]  # each run's ranks start before the next run's
+    job = {h["session"]: h for h in headers if not h["session"].startswith("earlier-")}
+    assert sorted(h["rank"] for h in job.values()) == [0, 1]
     done = subprocess.run(
         [sys.executable, "-m", "profwin", "timeline", str(out), "--json"], capture_output=True, text=True, check=True
     )
     report = json.loads(done.stdout)
-    assert [(r["session"], r["rank"]) for r in report["ranks"]] == sorted(second.items(), key=lambda item: item[1])
+    assert [(r["session"], r["rank"]) for r in report["ranks"]] == sorted(
+        ((session, h["rank"]) for session, h in job.items()), key=lambda item: item[1]
+    )
     assert {report["imbalance"]["time_s"]["max_rank"], report["imbalance"]["time_s"]["min_rank"]} == {
         "profwin rank 0",
         "profwin rank 1",
     }
-    newest = by_start[-1]["session"]
-    other = next(session for session in second if session != newest)
+    newest = max(job.values(), key=lambda h: h["started_unix_ns"])["session"]
+    other = next(session for session in job if session != newest)
     assert report["notes"] == [
         f"4 sessions found; reading the newest, {newest}, and those of other ranks that ran at the same time ({other}) "
         "(choose one with --session)"
