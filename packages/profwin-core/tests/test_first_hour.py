@@ -73,16 +73,28 @@ def test_the_demo_records_the_spec_files_window(tmp_path: Path) -> None:
     assert (result["steps_recorded"], result["recorded"], result["reason"]) == (10, [5, 14], None)
 
 
+def test_the_demo_records_in_a_shell_that_exports_a_rank(tmp_path: Path) -> None:
+    """A pod of a Kubeflow PyTorchJob, or a shell inside a torchrun or Slurm job, exports RANK:
+    the demo (one process) records there, its trace named by that rank."""
+    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--quiet", "--json", cwd=tmp_path, env={"RANK": "3"})
+    assert done.returncode == 0, done.stderr
+    (result,) = json.loads(done.stdout)
+    assert (result["steps_recorded"], result["recorded"], result["reason"]) == (10, [5, 14], None)
+    (trace,) = (tmp_path / "profwin-traces").glob("*.pt.trace.json.gz")
+    assert trace.name.startswith("profwin_rank3_w5-15.")
+
+
 def test_the_demo_says_why_nothing_was_recorded(tmp_path: Path) -> None:
-    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--quiet", cwd=tmp_path, env={"RANK": "1"})
+    (tmp_path / "s.yaml").write_text("ranks: [1]\n")  # a spec file's ranks hold: this process is rank 0
+    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--spec", "s.yaml", "--quiet", cwd=tmp_path)
     assert (done.returncode, done.stdout) == (1, "")
     (line,) = done.stderr.splitlines()
-    assert line.startswith("profwin: nothing was recorded: rank 1 is not selected: the spec records rank(s) 0 only")
-    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--quiet", "--json", cwd=tmp_path, env={"RANK": "1"})
+    assert line.startswith("profwin: nothing was recorded: rank 0 is not selected: the spec records rank(s) 1 only")
+    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--spec", "s.yaml", "--quiet", "--json", cwd=tmp_path)
     (result,) = json.loads(done.stdout)
     assert done.returncode == 1
     assert result["steps_recorded"] == 0
-    assert result["reason"].startswith("rank 1 is not selected")
+    assert result["reason"].startswith("rank 0 is not selected")
     done = profwin_cli("demo", "--steps", "4", "--window", "5:15", "--quiet", "--json", cwd=tmp_path)
     (result,) = json.loads(done.stdout)
     assert "window 5:15 was never reached: the session ran 4 step(s) (the last was step 3)" in result["reason"]

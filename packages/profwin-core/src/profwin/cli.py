@@ -44,7 +44,8 @@ _print_json = print_json
 def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
     """The spec a command runs with, by one rule for every command: a value given on the command
     line (``--window``, ``--out``, ``--prefix``) overrides the spec file (``--spec``, ``--at``); the
-    command's own default (the demo's ``--window 20:80``) applies only when neither gives one."""
+    command's own defaults (the demo's ``--window 20:80``, and ``ranks: all``: the demo is one
+    process, which records whatever ``RANK`` its shell exports) apply only when neither gives one."""
     if getattr(args, "spec", None):
         spec = _load_spec_file(args.spec, getattr(args, "at", None))
     else:
@@ -54,6 +55,8 @@ def _spec_from_args(args: argparse.Namespace) -> ProfileSpec:
         default = getattr(args, "window_default", None)
         if default is not None and getattr(args, "window", None) is None:
             spec = spec.replace(window=default)
+        if getattr(args, "ranks_default", None) is not None:
+            spec = spec.replace(ranks=args.ranks_default)
     changes: dict[str, Any] = {}
     if getattr(args, "window", None) is not None:
         changes["window"] = args.window
@@ -496,7 +499,7 @@ def build_parser(added: Mapping[str, Command | PluginError] | None = None) -> ar
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     _add_spec_options(p, window_default="20:80")
-    p.set_defaults(func=_cmd_demo)
+    p.set_defaults(func=_cmd_demo, ranks_default="all")
 
     for name, command in sorted((commands() if added is None else added).items()):
         if isinstance(command, Command) and name not in sub.choices:  # core's own commands keep their names
