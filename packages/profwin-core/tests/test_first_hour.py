@@ -7,6 +7,7 @@ Real runs: the ``profwin`` command in a subprocess (the demo on real torch) or t
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -75,13 +76,18 @@ def test_the_demo_records_the_spec_files_window(tmp_path: Path) -> None:
 
 def test_the_demo_records_in_a_shell_that_exports_a_rank(tmp_path: Path) -> None:
     """A pod of a Kubeflow PyTorchJob, or a shell inside a torchrun or Slurm job, exports RANK:
-    the demo (one process) records there, its trace named by that rank."""
-    done = profwin_cli("demo", "--steps", "30", "--window", "5:15", "--quiet", "--json", cwd=tmp_path, env={"RANK": "3"})
+    the demo (one process) records there, its trace named by that rank, and its whole-run trace
+    says the same rank."""
+    done = profwin_cli(
+        "demo", "--steps", "30", "--window", "5:15", "--compare-full", "--quiet", "--json", cwd=tmp_path, env={"RANK": "3"}
+    )
     assert done.returncode == 0, done.stderr
-    (result,) = json.loads(done.stdout)
-    assert (result["steps_recorded"], result["recorded"], result["reason"]) == (10, [5, 14], None)
-    (trace,) = (tmp_path / "profwin-traces").glob("*.pt.trace.json.gz")
+    windowed, full = json.loads(done.stdout)
+    assert (windowed["steps_recorded"], windowed["recorded"], windowed["reason"]) == (10, [5, 14], None)
+    (trace,) = (tmp_path / "profwin-traces").glob("profwin_rank*.pt.trace.json.gz")
     assert trace.name.startswith("profwin_rank3_w5-15.")
+    with gzip.open(full["artifacts"][0]["path"], "rt") as text:
+        assert json.load(text)["profwin"]["rank"] == 3
 
 
 def test_the_demo_says_why_nothing_was_recorded(tmp_path: Path) -> None:

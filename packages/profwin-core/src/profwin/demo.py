@@ -22,7 +22,7 @@ from attrs import frozen
 from profwin.json_form import JsonForm, to_json
 from profwin.protocols import Artifact
 from profwin.provenance import PROVENANCE_FORMAT, PROVENANCE_KEY, new_session_id, profwin_version
-from profwin.session import Session
+from profwin.session import Session, current_rank
 from profwin.spec import ProfileSpec
 from profwin.torch_driver import STEP_MARKER, import_torch, inductor_left_alone
 from profwin.window import Window
@@ -223,8 +223,8 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
     users do without profwin), exported the same way, for comparison.
 
     Each step is marked ``ProfilerStep#k`` as torch.profiler marks the steps of a scheduled run,
-    and the trace carries its provenance, so ``profwin summarize``, ``diff`` and ``trim`` read
-    it by step like the windowed one."""
+    and the trace carries its provenance (this process's rank, as the windowed trace's), so
+    ``profwin summarize``, ``diff`` and ``trim`` read it by step like the windowed one."""
     torch = import_torch()  # a clear error when torch is missing
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -244,7 +244,7 @@ def run_full_trace(spec: ProfileSpec, *, steps: int, progress: bool = True, mode
 
         model.generate(steps, on_step=on_step, around_step=lambda i: record_function(f"{STEP_MARKER}{i}"))
         origin = {"window": f"0:{steps}", "steps": f"0:{steps}", "first_step": 0, "engine": "torch",
-                  "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": 0,
+                  "engine_version": str(torch.__version__), "producer": "torch.profiler (whole run)", "rank": current_rank(),
                   "session": new_session_id(), "version": profwin_version()}  # fmt: skip
         prof.add_metadata_json(PROVENANCE_KEY, json.dumps(PROVENANCE_FORMAT.stamp(origin)))
     finally:
