@@ -421,6 +421,33 @@ def test_the_commands_errors_are_one_line(tmp_path: Path, capsys: pytest.Capture
     assert "--plot must name an image file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("rank", [1], "rank is not an integer or null (got [1])"),
+        ("rank", True, "rank is not an integer or null (got True)"),
+        ("prefix", {"a": 1}, "prefix is not a string or null (got {'a': 1})"),
+        ("started_unix_ns", "x", "started_unix_ns is not an integer or null (got 'x')"),
+        ("part", 1.5, "part is not an integer or null (got 1.5)"),
+        ("session", 7, "session is not a string or null (got 7)"),
+    ],
+)
+def test_a_header_field_of_another_type_is_the_files_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, value: Any, said: str
+) -> None:
+    """Each field the reader relies on is checked where the file is read: a list there was an
+    internal error (an unhashable key), a string among integers one too (a comparison)."""
+    simulate(tmp_path, lengths=[10] * 2, slots=2, session="s1")
+    simulate(tmp_path, lengths=[10] * 2, slots=2, rank=1, session="s2")
+    path = next(tmp_path.glob("sim_rank0_*.timeline.json"))
+    data = _rows(path)
+    data[field] = value
+    path.write_text(json.dumps(data))
+    assert main(["timeline", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"profwin: error: {path}: a timeline whose {said}\n"
+
+
 # -- one view: profwin merge --timeline ------------------------------------------------------------
 
 

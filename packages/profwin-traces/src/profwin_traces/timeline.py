@@ -75,6 +75,11 @@ TAIL_SHARE = 0.25
 """The tail begins after the last step whose batch is above this share of the peak."""
 FINISHED = (50, 90, 100)
 
+_HEADER = {
+    "engine": str, "engine_version": str, "rank": int, "prefix": str, "session": str, "started_unix_ns": int,
+    "window": str, "window_steps": str, "part": int,
+}  # fmt: skip
+"""The header fields the recorder writes, each of this type or null: what the reader relies on."""
 _STEP = {name: i for i, name in enumerate(STEP_FIELDS)}
 _REQUEST = {name: i for i, name in enumerate(REQUEST_FIELDS)}
 
@@ -146,6 +151,11 @@ def _load(path: Path) -> dict[str, Any]:
     fields, request_fields = data.get("step_fields"), data.get("request_fields")
     if fields != list(STEP_FIELDS) or request_fields != list(REQUEST_FIELDS):
         raise TraceError(path, f"timeline version {version} with other fields than it defines ({shown(fields)})")
+    for name, kind in _HEADER.items():
+        value = data.get(name)
+        if value is not None and type(value) is not kind:
+            what = "an integer" if kind is int else "a string"
+            raise TraceError(path, f"a timeline whose {name} is not {what} or null (got {shown(value)})")
     rows, requests = data.get("step_rows"), data.get("request_rows")
     if not isinstance(rows, list) or not isinstance(requests, list):
         raise TraceError(path, "a timeline without step_rows and request_rows lists")
@@ -223,7 +233,8 @@ def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | No
 
 
 def _started(timeline: Timeline) -> int:
-    return timeline.header.get("started_unix_ns") or 0
+    started: int = timeline.header.get("started_unix_ns") or 0
+    return started
 
 
 def _span(timeline: Timeline) -> tuple[int, int]:
