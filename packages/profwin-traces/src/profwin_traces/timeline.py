@@ -220,8 +220,8 @@ def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | No
     else:  # files without a session id (no provenance beside them): each rank's or engine's newest
         latest: dict[tuple[Any, Any], Timeline] = {}
         for t in timelines:
-            who = (t.header.get("prefix"), t.header.get("rank"))
-            if who not in latest or (t.header.get("started_unix_ns") or 0) > (latest[who].header.get("started_unix_ns") or 0):
+            who = _who(t)
+            if who not in latest or _started(t) > _started(latest[who]):
                 latest[who] = t
         if len(latest) < len(timelines):
             notes.append(
@@ -230,6 +230,11 @@ def read_timelines(paths: Iterable[str | os.PathLike[str]], *, session: str | No
         timelines = list(latest.values())
     timelines.sort(key=lambda t: (str(t.header.get("prefix")), t.header.get("rank") or 0))
     return timelines, notes
+
+
+def _who(timeline: Timeline) -> tuple[Any, Any]:
+    """The rank or engine a timeline is of: its prefix and rank."""
+    return timeline.header.get("prefix"), timeline.header.get("rank")
 
 
 def _started(timeline: Timeline) -> int:
@@ -251,10 +256,10 @@ def _alongside(chosen: list[Timeline], others: list[Timeline]) -> list[Timeline]
     while ``chosen``'s did."""
     spans = [_span(t) for t in chosen]
     first, last = min(s for s, _ in spans), max(e for _, e in spans)
-    have = {(t.header.get("prefix"), t.header.get("rank")) for t in chosen}
+    have = {_who(t) for t in chosen}
     found: dict[tuple[Any, Any], Timeline] = {}
     for t in others:
-        who = (t.header.get("prefix"), t.header.get("rank"))
+        who = _who(t)
         start, end = _span(t)
         if who in have or start > last or end < first:
             continue
