@@ -9,7 +9,8 @@ the model runner's sampled tokens) and, while a record is open, appends for each
 * ``annotation``: the step annotation vLLM writes for it
   (``vllm.v1.utils.compute_iteration_details``, the same words as in its trace);
 * ``sampled``: for every request the step scheduled, how many tokens the model runner sampled
-  for it.
+  for it;
+* ``preempted``: the requests vLLM's scheduler preempted while it made the step.
 
 Nothing of profwin's computes it, and it changes nothing: the original method runs as before.
 The tests derive the steps a token window records from it (record_check.py).
@@ -67,6 +68,7 @@ class StepRecord:
                             f"generation_{details.num_generation_requests}({details.num_generation_tokens})"
                         ),
                         "sampled": {r: n for r, n in sampled.items() if r in scheduler_output.num_scheduled_tokens},
+                        "preempted": sorted(getattr(scheduler_output, "preempted_req_ids", None) or ()),
                     }
                 )
             return original(self, scheduler_output, model_runner_output)

@@ -25,7 +25,7 @@ import pytest
 from ..conftest import dist_info_site
 from ..token_rule import expected_steps
 from .conftest import HERE, engine_env
-from .record_check import check_token_trace, produced
+from .record_check import check_token_trace, produced, totals
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -38,6 +38,7 @@ SCENARIOS = {
     "admission": "2:8",
     "from-token-0": "0:3",
     "admission-mid-window": "12:20",
+    "preemption": "10:30",
 }
 LAUNCH_SCENARIOS = ("chunked-prefill", "admission")
 MIDFLIGHT = {"decoding-at-start": "14:20", "inside-the-window-at-start": "5:14"}
@@ -111,6 +112,34 @@ def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     assert len({s for s, indices in enumerate(zero) for k in indices if k == 0}) == 2  # token 0 in two steps
     mid = produced(per_session["scenarios"]["admission-mid-window"]["record"])
     assert any(0 in indices and any(12 <= k < 20 for k in indices) for indices in mid)  # admitted mid-window
+    preempting = per_session["scenarios"]["preemption"]["record"]
+    counted = totals(preempting)
+    resumed = []  # (request, the token index it produced first after its preemption)
+    for step, row in enumerate(preempting):
+        for request in row["preempted"]:
+            after = next(s for s in range(step + 1, len(preempting)) if preempting[s]["sampled"].get(request))
+            resumed.append((request, counted[after][request] - 1))
+    assert resumed, "no request was preempted"
+    assert any(10 <= index < 30 for _, index in resumed), resumed  # inside the scenario's window
+
+
+def test_model_runner_v2_steps(per_session: dict[str, Any]) -> None:
+    """Model Runner V2 (vLLM's runner on CUDA from 0.32 where Triton is, its only runner from
+    0.34) sends a preempted request whole when it resumes and keeps prompt lengths in its own
+    table: on vLLM's own scheduler set for it, profwin reads each step's tokens as the scheduler
+    counts them and records the window's steps (runner_v2.py says what is simulated: the forward
+    pass, which cannot run here). Before, profwin counted a resumed request from token 0 and
+    read no prompt length for the requests V2 holds, so it saw no decode step at all."""
+    v2 = per_session["runner_v2"]
+    assert v2["errors"] == []
+    # What the replay is for happened: preemptions, resumed requests sent whole, and prefill
+    # chunks of requests the runner holds (their prompt length read from its table).
+    assert min(v2["preempted"], v2["resumed_whole"], v2["chunks_held"]) > 0, v2
+    made = produced(v2["record"])
+    assert v2["profwin_read"] == [sorted(indices) for indices in made]
+    steps = expected_steps("10:30", made)
+    assert steps is not None
+    assert v2["recorded"] == [steps.start, steps.stop], (v2["recorded"], steps)
 
 
 @pytest.mark.parametrize("name", sorted(MIDFLIGHT))

@@ -33,13 +33,22 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from runner_v2 import replay
 from step_record import StepRecord, trace_names
 from tiny_llm import tiny_llm  # sets vLLM's environment before vLLM is imported
 
 from profwin import ProfileSpec, Window
 
+PREEMPTED = [(30 + 5 * i, 40, 1) for i in range(6)]
+"""Six requests that outgrow engine C's KV cache (``preemption``, and :mod:`runner_v2`)."""
 # (name, engine, [(prompt length, max tokens, n), ...], window)
-ENGINES = {"A": {"max_num_batched_tokens": 64, "max_num_seqs": 8}, "B": {"max_num_batched_tokens": 64, "max_num_seqs": 4}}
+ENGINES = {
+    "A": {"max_num_batched_tokens": 64, "max_num_seqs": 8},
+    "B": {"max_num_batched_tokens": 64, "max_num_seqs": 4},
+    # A KV cache of 8 blocks of 32 tokens (the CPU attention's block) for 6 requests that grow to
+    # 70..95 tokens: vLLM preempts some and recomputes them later (prompt and outputs so far).
+    "C": {"max_num_batched_tokens": 64, "max_num_seqs": 8, "num_gpu_blocks_override": 8, "block_size": 32},
+}
 SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     ("chunked-prefill", "A", [(47, 24, 1)] * 8, "4:12 tokens"),
     ("lengths-and-early-finish", "A", [(5 + 7 * i, (3, 20, 6, 14, 9, 24, 4, 11)[i], 1) for i in range(8)], "3:9 tokens"),
@@ -53,6 +62,9 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     # 7 requests of 40..94 prompt tokens, at most 4 running: 3 are admitted (and prefilled) while
     # the first ones decode tokens 12..19, as SGLang's "admission-mid-window".
     ("admission-mid-window", "B", [(40 + 9 * i, 16 + (i % 3) * 4, 1) for i in range(7)], "12:20 tokens"),
+    # Requests preempted while they decode produce their next token at the end of their
+    # recomputation: counted from their outputs so far (docs/backends/vllm.md).
+    ("preemption", "C", PREEMPTED, "10:30 tokens"),
 ]
 
 
@@ -111,6 +123,8 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
     if mode != "launch":
         for name, engine, batch, before, (at, later), window in MIDFLIGHT:
             report["scenarios"][name] = _midflight(engines[engine], record, name, batch, before, at, later, window, trace_dir)
+        # Last: it leaves engine C's scheduler set for Model Runner V2.
+        report["runner_v2"] = replay(engines["C"], _requests(PREEMPTED, "runner-v2"), "10:30 tokens")
     report["version"] = str(profwin_vllm.resolve_version(None)[0])
     report["seconds"] = round(time.monotonic() - began, 1)
     result_path.write_text(json.dumps(report, indent=1))

@@ -32,7 +32,7 @@ def test_no_vllm_here_means_the_newest_is_assumed() -> None:
         pytest.skip(f"{name} is installed in this environment")
     assert resolve_version(None)[1] == "assumed"
     plan = VllmBackend().plan(ProfileSpec(window=Window(20, 80)))
-    assert (plan.version, plan.version_source) == ("0.33.0", "assumed")
+    assert (plan.version, plan.version_source) == ("0.34.0", "assumed")
     assert plan.request == {"profile_prefix": "profwin", "delay_iterations": 21, "max_iterations": 60}
 
 

