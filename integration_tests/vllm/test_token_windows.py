@@ -123,18 +123,22 @@ def test_the_batches_stagger(per_session: dict[str, Any]) -> None:
     assert any(10 <= index < 30 for _, index in resumed), resumed  # inside the scenario's window
 
 
-def test_model_runner_v2_steps(per_session: dict[str, Any]) -> None:
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_model_runner_v2_steps(per_session: dict[str, Any], mode: str) -> None:
     """Model Runner V2 (vLLM's runner on CUDA from 0.32 where Triton is, its only runner from
-    0.34) sends a preempted request whole when it resumes and keeps prompt lengths in its own
-    table: on vLLM's own scheduler set for it, profwin reads each step's tokens as the scheduler
-    counts them and records the window's steps (runner_v2.py says what is simulated: the forward
-    pass, which cannot run here). Before, profwin counted a resumed request from token 0 and
-    read no prompt length for the requests V2 holds, so it saw no decode step at all."""
-    v2 = per_session["runner_v2"]
+    0.34, scheduled asynchronously by default there) sends a preempted request whole when it
+    resumes and keeps prompt lengths in its own table: on a scheduler of vLLM's own set for it,
+    profwin reads each step's tokens as the runner samples them and records the window's steps
+    (runner_v2.py says what is simulated: the forward pass, which cannot run here). Before,
+    profwin counted a resumed request from token 0 and read no prompt length for the requests V2
+    holds, so it saw no decode step at all."""
+    v2 = per_session["runner_v2"][mode]
     assert v2["errors"] == []
-    # What the replay is for happened: preemptions, resumed requests sent whole, and prefill
-    # chunks of requests the runner holds (their prompt length read from its table).
+    # What the replay is for happened: preemptions, resumed requests sent whole, prefill chunks of
+    # requests the runner holds (their prompt length read from its table), and, asynchronously,
+    # steps scheduled before the one before them returned.
     assert min(v2["preempted"], v2["resumed_whole"], v2["chunks_held"]) > 0, v2
+    assert (v2["ahead"] > 0) == (mode == "async"), v2["ahead"]
     made = produced(v2["record"])
     assert v2["profwin_read"] == [sorted(indices) for indices in made]
     steps = expected_steps("10:30", made)

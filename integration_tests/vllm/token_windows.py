@@ -123,8 +123,11 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
     if mode != "launch":
         for name, engine, batch, before, (at, later), window in MIDFLIGHT:
             report["scenarios"][name] = _midflight(engines[engine], record, name, batch, before, at, later, window, trace_dir)
-        # Last: it leaves engine C's scheduler set for Model Runner V2.
-        report["runner_v2"] = replay(engines["C"], _requests(PREEMPTED, "runner-v2"), "10:30 tokens")
+        # Model Runner V2's steps, on schedulers made from engine C's config (runner_v2.py).
+        report["runner_v2"] = {
+            mode: replay(engines["C"], _requests(PREEMPTED, f"runner-v2-{mode}"), "10:30 tokens", asynchronous=mode == "async")
+            for mode in ("sync", "async")
+        }
     report["version"] = str(profwin_vllm.resolve_version(None)[0])
     report["seconds"] = round(time.monotonic() - began, 1)
     result_path.write_text(json.dumps(report, indent=1))
