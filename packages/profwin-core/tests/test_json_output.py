@@ -39,6 +39,11 @@ class Noisy:
 
     def plan(self, spec, *, version=None):
         os.write(1, b"and from plan\\n")
+        # A library's own thread printing (Ray's driver prints a node it marked dead so).
+        import threading
+        chatter = threading.Thread(target=print, args=("garbage printed by another thread",))
+        chatter.start()
+        chatter.join()
         w = spec.window
         return EnginePlan(engine="noisy", version="1.0", version_source="assumed", mechanism="per-session",
                           window=w, records=w, output_dir=spec.output_dir)
@@ -108,6 +113,15 @@ def test_a_plugin_writing_to_fd_1_cannot_corrupt_json(site: dict[str, str]) -> N
         assert done.returncode == 0, done.stderr
         one_document(done)
         assert "garbage" in done.stderr  # not lost: moved to stderr
+    assert "garbage printed by another thread" in done.stderr
+
+
+def test_another_threads_print_stays_off_stdout_for_people_too(site: dict[str, str]) -> None:
+    """Data on stdout, logs on stderr: a library thread's print is not the command's output."""
+    done = run(site, "args", "noisy")
+    assert done.returncode == 0, done.stderr
+    assert "another thread" not in done.stdout
+    assert "garbage printed by another thread" in done.stderr
 
 
 def test_a_backend_calling_sys_exit_is_a_json_error_and_a_non_zero_exit(site: dict[str, str]) -> None:

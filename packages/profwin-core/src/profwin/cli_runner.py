@@ -162,16 +162,22 @@ class _Stdout(io.TextIOBase):
     """The command's ``sys.stdout``: remembers whether anything was printed and, for people,
     escapes control characters (see :func:`clean_text`). The first failed write is
     :class:`_StdoutFailed` (or ``BrokenPipeError``), whatever raised it below; what is written
-    after it is dropped (the failure is reported once)."""
+    after it is dropped (the failure is reported once). Only the command's own thread writes
+    here: what another thread prints goes to stderr."""
 
     def __init__(self, stream: TextIO, *, escape: bool) -> None:
         self._stream = stream
         self._escape = escape
+        self._owner = threading.get_ident()
         self.written = False
         self.failure: OSError | None = None
         """The first failed write (kept: argparse and others swallow an ``OSError`` from print)."""
 
     def write(self, text: str) -> int:
+        if threading.get_ident() != self._owner:
+            # A library's own thread is not the command's output: Ray's driver prints a node it
+            # marked dead from a thread of its own, on sys.stdout, in the middle of a collection.
+            return sys.stderr.write(text) if sys.stderr is not None else len(text)
         self.written = self.written or bool(text)
         self._guarded(lambda: self._stream.write(clean_text(text) if self._escape else text))
         return len(text)
