@@ -100,16 +100,11 @@ class Ranks(JsonForm):
     notes: tuple[str, ...]
 
 
-def peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The provenance of ``trace`` and its top-level keys before the events, without reading
-    the events (profwin writes its ``"profwin"`` key there, Kineto its ``distributedInfo``).
-    Both ``{}`` when the file cannot be read as a trace."""
-    origin, header, _ = _peek(trace)
-    return origin, header
-
-
 def _peek(trace: str | Path) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """:func:`peek`, and what was wrong when the trace's header or its sidecar cannot be read."""
+    """The provenance of ``trace``, its top-level keys before the events (profwin writes its
+    ``"profwin"`` key there, Kineto its ``distributedInfo``), without reading the events, and
+    what was wrong when the trace's header or its sidecar cannot be read (the header ``{}``
+    when the file cannot be read as a trace)."""
     found, problem = sidecar_info(trace)
     try:
         with read_trace(trace, fast=False) as reader:

@@ -366,10 +366,6 @@ def _periods(starts: Sequence[int], durations: Sequence[int | None]) -> list[int
     return out
 
 
-def _window_text(first: int, last: int) -> str:
-    return f"{first}:{last + 1}"
-
-
 def analyze(timeline: Timeline, *, length: int = 32) -> RankTimeline:
     """One rank's phases, tail, finishing times, window place and suggested window (see the
     module). ``length``: the suggested window's steps."""
