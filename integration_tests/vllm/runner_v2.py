@@ -119,26 +119,30 @@ def replay(llm: Any, requests: list[tuple[str, Any, Any]], window: str, *, async
             llm.llm_engine.add_request(*request)
     finally:
         core.scheduler = engines
-    queue: collections.deque[tuple[Any, Any]] = collections.deque()
-    depth = 2 if asynchronous else 1
-    while scheduler.has_requests() or queue:
-        if len(seen) > 10_000:
-            raise RuntimeError("the scheduler does not finish the batch")
-        if scheduler.has_requests() and len(queue) < depth:
-            scheduler_output = scheduler.schedule()
-            counts["ahead"] += bool(queue) and scheduler_output.total_num_scheduled_tokens > 0
-            produced, _, _ = engine_plugin.produced_tokens(
-                scheduler_output, lambda req_id: engine_plugin.prompt_length(runner, req_id)
-            )
-            seen.append(sorted(produced))
-            at[0] = len(seen) - 1
-            # profwin's hook while the window is armed, then the runner
-            queue.appendleft((scheduler_output, worker.execute_model(scheduler_output)))
-            if len(queue) < depth and (scheduler_output.total_num_scheduled_tokens > 0 or scheduler.has_requests()):
-                continue
-        scheduler_output, output = queue.pop()
-        record.append({"sampled": {r: len(t) for r, t in zip(output.req_ids, output.sampled_token_ids, strict=True)}})
-        scheduler.update_from_output(scheduler_output, output)
+    try:
+        queue: collections.deque[tuple[Any, Any]] = collections.deque()
+        depth = 2 if asynchronous else 1
+        while scheduler.has_requests() or queue:
+            if len(seen) > 10_000:
+                raise RuntimeError("the scheduler does not finish the batch")
+            if scheduler.has_requests() and len(queue) < depth:
+                scheduler_output = scheduler.schedule()
+                counts["ahead"] += bool(queue) and scheduler_output.total_num_scheduled_tokens > 0
+                produced, _, _ = engine_plugin.produced_tokens(
+                    scheduler_output, lambda req_id: engine_plugin.prompt_length(runner, req_id)
+                )
+                seen.append(sorted(produced))
+                at[0] = len(seen) - 1
+                # profwin's hook while the window is armed, then the runner
+                queue.appendleft((scheduler_output, worker.execute_model(scheduler_output)))
+                if len(queue) < depth and (scheduler_output.total_num_scheduled_tokens > 0 or scheduler.has_requests()):
+                    continue
+            scheduler_output, output = queue.pop()
+            record.append({"sampled": {r: len(t) for r, t in zip(output.req_ids, output.sampled_token_ids, strict=True)}})
+            scheduler.update_from_output(scheduler_output, output)
+    finally:
+        # The engine's front end holds the requests too, unfinished: it would wait for them.
+        llm.llm_engine.abort_request([request_id for request_id, _, _ in requests])
     at[0] = len(seen)
     hook.stop()
     opened = [step for start, step in calls if start]

@@ -63,8 +63,9 @@ SCENARIOS: list[tuple[str, str, list[tuple[int, int, int]], str]] = [
     # the first ones decode tokens 12..19, as SGLang's "admission-mid-window".
     ("admission-mid-window", "B", [(40 + 9 * i, 16 + (i % 3) * 4, 1) for i in range(7)], "12:20 tokens"),
     # Requests preempted while they decode produce their next token at the end of their
-    # recomputation: counted from their outputs so far (docs/backends/vllm.md).
-    ("preemption", "C", PREEMPTED, "10:30 tokens"),
+    # recomputation: counted from their outputs so far (docs/backends/vllm.md). Tokens 30..39:
+    # two requests are preempted and recomputed while the window is open.
+    ("preemption", "C", PREEMPTED, "30:40 tokens"),
 ]
 
 

@@ -90,9 +90,9 @@ def produced_tokens(
     scheduler_output: Any, prompt_length: Callable[[str], int | None], pairs: list[tuple[str, int]] | None = None
 ) -> tuple[list[int], int, int]:
     """What one step computes, from vLLM's ``SchedulerOutput``: the response-token index of every
-    token it produces, how many requests have prompt (or recomputed) tokens in it, and how many
-    such tokens it processes. ``pairs``, when given, receives ``(request id, index)`` for each of
-    those tokens (the session timeline's per-request record).
+    token it produces, how many requests have prompt tokens in it, and how many tokens those
+    requests process. ``pairs``, when given, receives ``(request id, index)`` for each of those
+    tokens (the session timeline's per-request record).
 
     A request with ``k`` tokens produced before the step (``num_output_tokens``) produces token
     ``k`` in a step that brings its computed tokens up to its prompt plus those ``k``: the last
@@ -100,34 +100,37 @@ def produced_tokens(
     length when the step does not carry it (requests scheduled before: :func:`prompt_length`).
     A request the step sends whole (``scheduled_new_reqs``) has produced the tokens it carries
     past its prompt (:func:`_sent_whole`).
+
+    Requests with prompt tokens are counted as vLLM's own step annotation counts them
+    (``execute_context_…``, ``compute_iteration_details``), so that the two annotations of a step
+    agree: a request sent whole, or one that has produced nothing yet. A preempted request that
+    the V1 runner recomputes among the running ones is not one of them there, as in vLLM's.
     """
-    known: dict[str, tuple[int, int, int | None]] = {}  # req_id -> (computed, produced so far, prompt)
+    known: dict[str, tuple[int, int, int | None, bool]] = {}  # req_id -> (computed, produced so far, prompt, sent whole)
     for new in scheduler_output.scheduled_new_reqs:
         prompt, outputs = _sent_whole(new)
-        known[new.req_id] = (new.num_computed_tokens, outputs, prompt)
+        known[new.req_id] = (new.num_computed_tokens, outputs, prompt, True)
     cached = scheduler_output.scheduled_cached_reqs
     for req_id, computed, outputs in zip(cached.req_ids, cached.num_computed_tokens, cached.num_output_tokens, strict=False):
-        known[req_id] = (computed, outputs, None)
+        known[req_id] = (computed, outputs, None, False)
     produced: list[int] = []
     prefilling = prefill_tokens = 0
     for req_id, scheduled in scheduler_output.num_scheduled_tokens.items():
-        computed, outputs, prompt = known.get(req_id, (None, 0, None))
-        if computed is None:
+        entry = known.get(req_id)
+        if entry is None:
             continue
+        computed, outputs, prompt, whole = entry
+        if whole or outputs == 0:
+            prefilling += 1
+            prefill_tokens += scheduled
         if prompt is None:
             prompt = prompt_length(req_id)
             if prompt is None:
                 continue
-        done = computed + scheduled
-        if done >= prompt + outputs:
+        if computed + scheduled >= prompt + outputs:
             produced.append(outputs)
             if pairs is not None:
                 pairs.append((req_id, outputs))
-        # A decode step computes the one token produced last; anything else is prompt work
-        # (a prefill chunk, or a preempted request recomputing its prompt and outputs).
-        if not (outputs > 0 and computed == prompt + outputs - 1):
-            prefilling += 1
-            prefill_tokens += scheduled
     return produced, prefilling, prefill_tokens
 
 
