@@ -136,8 +136,9 @@ def produced_tokens(
 
 def highest_token(scheduler_output: Any) -> int:
     """The highest response-token index a step can produce (-1: none), in the time of one
-    ``max()``: a running request produces the token its outputs so far number, a new one token 0.
-    Until a window nears, this alone tells that no token of the step is in it."""
+    ``max()`` and a look at the requests it sends whole: a request produces the token its outputs
+    so far number (a new one token 0). Until a window nears, this alone tells that no token of the
+    step is in it."""
     outputs = scheduler_output.scheduled_cached_reqs.num_output_tokens
     highest = max(outputs) if outputs else -1
     for new in scheduler_output.scheduled_new_reqs:
