@@ -53,13 +53,13 @@ def replay(llm: Any, requests: list[tuple[str, Any, Any]], window: str, *, async
     from profwin_vllm import engine_plugin
 
     core = llm.llm_engine.engine_core.engine_core
-    engines = core.scheduler
+    engine_scheduler = core.scheduler
     scheduler = (AsyncScheduler if asynchronous else Scheduler)(
-        vllm_config=engines.vllm_config,
-        kv_cache_config=engines.kv_cache_config,
+        vllm_config=engine_scheduler.vllm_config,
+        kv_cache_config=engine_scheduler.kv_cache_config,
         structured_output_manager=core.structured_output_manager,
-        block_size=engines.block_size,
-        hash_block_size=engines.hash_block_size,
+        block_size=engine_scheduler.block_size,
+        hash_block_size=engine_scheduler.hash_block_size,
     )
     scheduler.use_v2_model_runner = True  # what vLLM sets where the V2 runner runs
     config = scheduler.vllm_config
@@ -118,7 +118,7 @@ def replay(llm: Any, requests: list[tuple[str, Any, Any]], window: str, *, async
         for request in requests:
             llm.llm_engine.add_request(*request)
     finally:
-        core.scheduler = engines
+        core.scheduler = engine_scheduler
     try:
         queue: collections.deque[tuple[Any, Any]] = collections.deque()
         depth = 2 if asynchronous else 1

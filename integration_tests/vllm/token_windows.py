@@ -126,8 +126,8 @@ def main(model: str, trace_dir: Path, result_path: Path, mode: str) -> None:
             report["scenarios"][name] = _midflight(engines[engine], record, name, batch, before, at, later, window, trace_dir)
         # Model Runner V2's steps, on schedulers made from engine C's config (runner_v2.py).
         report["runner_v2"] = {
-            mode: replay(engines["C"], _requests(PREEMPTED, f"runner-v2-{mode}"), "10:30 tokens", asynchronous=mode == "async")
-            for mode in ("sync", "async")
+            how: replay(engines["C"], _requests(PREEMPTED, f"runner-v2-{how}"), "10:30 tokens", asynchronous=how == "async")
+            for how in ("sync", "async")
         }
     report["version"] = str(profwin_vllm.resolve_version(None)[0])
     report["seconds"] = round(time.monotonic() - began, 1)
