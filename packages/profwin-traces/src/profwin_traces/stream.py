@@ -150,6 +150,11 @@ class JsonStream:
         self._file.close()
 
     @property
+    def bytes_done(self) -> int:
+        """Bytes of the file on disk read so far."""
+        return self._counter.done
+
+    @property
     def at(self) -> int:
         """The cursor, in characters of the decoded file."""
         return self._offset + self._pos
