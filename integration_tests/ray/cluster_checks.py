@@ -307,6 +307,26 @@ def main() -> None:
             size: _run([*ray_cli, "--ray", cluster.address, "--chunk-bytes", size]) for size in ("0", str(2**62))
         }
         report["no_cluster"] = _run([*ray_cli, "--ray", f"127.0.0.1:{free_port()}"])
+
+        # 6e. a process that was not a Ray driver is not one after collect and summarize (Ray's
+        # driver thread prints on stdout when it likes: after a command's JSON document too);
+        # this one, a driver before, still is
+        probe = (
+            "import sys, ray, profwin_ray\n"
+            "profwin_ray.collect('$PROFWIN_NODE_DIR/links/**', sys.argv[2], address=sys.argv[1])\n"
+            "after_collect = ray.is_initialized()\n"
+            "profwin_ray.summarize(['$PROFWIN_NODE_DIR/sessions'], address=sys.argv[1])\n"
+            "print('CONNECTED', after_collect, ray.is_initialized())\n"
+        )
+        done = subprocess.run(
+            [sys.executable, "-c", probe, cluster.address, str(WORK / "probe")], capture_output=True, text=True, timeout=300
+        )
+        report["left_connected"] = {
+            "code": done.returncode,
+            "printed": [line for line in done.stdout.splitlines() if line.startswith("CONNECTED")],
+            "stderr": done.stderr[-2000:],
+            "driver_still": ray.is_initialized(),
+        }
         report["labels"] = label
         report["audit"] = seen_opens
 

@@ -168,6 +168,16 @@ def test_ctrl_c_keeps_whole_files_and_says_so(report: dict[str, Any]) -> None:
     assert all(stopped["identical"].values())
 
 
+def test_collect_and_summarize_leave_the_process_connected_as_they_found_it(report: dict[str, Any]) -> None:
+    """A process that was not a Ray driver is not one after ``collect`` or ``summarize`` (the
+    ``profwin`` command's case: Ray's driver thread printed a node it marked dead on stdout after
+    ``collect --json``'s document); a driver calling them stays connected."""
+    left = report["left_connected"]
+    assert left["code"] == 0, left["stderr"]
+    assert left["printed"] == ["CONNECTED False False"], left["stderr"]
+    assert left["driver_still"]
+
+
 def test_a_file_that_grows_mid_copy_fails_that_file_only_in_one_line(report: dict[str, Any]) -> None:
     grown = report["grown"]
     n1 = _by_node(grown)[report["labels"]["n1"]]

@@ -23,6 +23,7 @@ within :data:`CONNECT_S` instead of Ray's endless retries.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 import threading
@@ -30,7 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 from attrs import define, field, frozen
 
@@ -58,6 +59,8 @@ CONNECT_S = 10.0
 _IN_FLIGHT = 2  # chunk tasks per file at once: one being written, one being read
 _STALL_S = 60.0  # no chunk for this long from a node that Ray still calls alive: give up on it
 _DRAIN_S = 2.0  # after a failure, how long the chunks still in flight may take to be collected
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 # -- results ---------------------------------------------------------------------------------
@@ -156,6 +159,26 @@ def connect(address: str | None) -> Any:
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise ConfigError(f"cannot connect to the Ray cluster at {address or 'auto'!r}: {exc}", path="ray") from None
     return ray
+
+
+def _leaves_ray_as_found(fn: Callable[_P, _T]) -> Callable[_P, _T]:
+    """``fn``, disconnecting from Ray after it when it connected (a process that was not a Ray
+    driver before is not one after). A driver left connected keeps a thread of Ray's that prints
+    on ``sys.stdout`` when it likes (a node it marked dead), also after ``profwin collect --json``
+    printed its document, before the process exits."""
+
+    @functools.wraps(fn)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        ray = sys.modules.get("ray")
+        was_connected = ray is not None and ray.is_initialized()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            ray = sys.modules.get("ray")
+            if not was_connected and ray is not None and ray.is_initialized():
+                ray.shutdown()  # stops and joins that thread
+
+    return call
 
 
 def _check_reachable(address: str) -> None:
@@ -388,6 +411,7 @@ class _Copy:
         return result
 
 
+@_leaves_ray_as_found
 def collect(
     pattern: str,
     dest: str | Path,
@@ -452,6 +476,7 @@ class Travelled:
     node_cpu_s: dict[str, float] = field(factory=dict)
 
 
+@_leaves_ray_as_found
 def summarize(
     paths: Sequence[str],
     *,
