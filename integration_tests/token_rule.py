@@ -28,11 +28,12 @@ def produced_by_step(counts: Iterable[Mapping[str, int]]) -> list[list[int]]:
     return steps
 
 
-def expected_steps(window: str, produced: list[list[int]]) -> range | None:
+def expected_steps(window: str, produced: list[list[int]], decodes: list[bool] | None = None) -> range | None:
     """Open at the first step with a token in [start, end); stay while every step has one or
-    decodes nothing (each of its tokens is a token 0, or it has none: a prefill-only step); at
-    most 2 * (end - start) steps with a token of the window and at most as many prefill-only
-    steps; ``None`` when no step has one."""
+    decodes nothing (a prefill-only step: ``decodes[s]`` false where the engine's record says
+    which steps decode, else each of its tokens is a token 0, or it has none); at most
+    2 * (end - start) steps with a token of the window and at most as many prefill-only steps;
+    ``None`` when no step has one."""
     start, end = parse(window)
 
     def inside(indices: list[int]) -> bool:
@@ -43,12 +44,14 @@ def expected_steps(window: str, produced: list[list[int]]) -> range | None:
         return None
     cap = None if end is None else 2 * (end - start)
     with_tokens, held, last = 1, 0, opened
-    for indices in produced[opened + 1 :]:
+    for step in range(opened + 1, len(produced)):
+        indices = produced[step]
+        quiet = all(k == 0 for k in indices) if decodes is None else not decodes[step]
         if inside(indices):
             if cap is not None and with_tokens >= cap:
                 break
             with_tokens += 1
-        elif all(k == 0 for k in indices) and (cap is None or held < cap):
+        elif quiet and (cap is None or held < cap):
             held += 1
         else:
             break

@@ -53,6 +53,10 @@ SCENARIOS: dict[str, tuple[str, list[tuple[int, int, int]]]] = {
     "admission-mid-window": ("12:20", [(70 + 13 * i, 16 + (i % 3) * 4, 1) for i in range(7)]),
 }
 MODES = {"stock-chunking": (), "mixed-chunk": ("--enable-mixed-chunk",)}
+# Windows on a server that retracts a running request every RETRACT_EVERY batches: 8 requests
+# running at once, each retracted about every 8 × RETRACT_EVERY batches and recomputed.
+RETRACTION = {"retracted-mid-window": ("20:40", [(30, 80, 1)] * 8), "retracted-from-token-0": ("0:10", [(30, 60, 1)] * 8)}
+RETRACT_EVERY = 7
 BATCH_SLEEP_S = 0.05  # per batch while a session is opened under traffic (SGLang's /slow_down)
 
 
@@ -62,6 +66,29 @@ def recorded_server(
 ) -> Iterator[Server]:
     """A server with profwin's plugin and SGLang's batch record (PROFWIN_BATCH_RECORD), in one
     of :data:`MODES`."""
+    mode = ("--max-running-requests", "4", *MODES[request.param])
+    yield from _recorded(request.param, mode, {}, tiny_model, plugin_site, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def retracting_server(tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A recorded server that retracts a running request every :data:`RETRACT_EVERY` batches, by
+    SGLang's own switch for testing retraction (``SGLANG_TEST_RETRACT``: the path a full KV pool
+    takes, ``retract_decode``, forced; a pool small enough to retract by itself in a short test
+    first makes SGLang admit fewer requests, measured: no retraction in 3 batches of 8 requests
+    with 300 tokens of pool)."""
+    retract = {"SGLANG_TEST_RETRACT": "1", "SGLANG_TEST_RETRACT_INTERVAL": str(RETRACT_EVERY)}
+    yield from _recorded("retraction", ("--max-running-requests", "8"), retract, tiny_model, plugin_site, tmp_path_factory)
+
+
+def _recorded(
+    name: str,
+    extra_args: tuple[str, ...],
+    environment: dict[str, str],
+    tiny_model: Path,
+    plugin_site: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Server]:
     site = tmp_path_factory.mktemp("token-site")
     shutil.copytree(plugin_site, site, dirs_exist_ok=True)
     info = site / "profwin_batch_record-0.dist-info"
@@ -69,16 +96,18 @@ def recorded_server(
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: profwin-batch-record\nVersion: 0\n")
     (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nprofwin_batch_record = batch_record:register\n")
     shutil.copy(HERE / "batch_record.py", site / "batch_record.py")
-    work = tmp_path_factory.mktemp(f"token-server-{request.param}")
+    work = tmp_path_factory.mktemp(f"token-server-{name}")
     record = work / "batches.txt"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("PROFWIN_BATCH_RECORD", str(record))
+        for key, value in environment.items():
+            env.setenv(key, value)
         yield from _serve(
             tiny_model,
             work,
             plugin_site=site,
             api_key=ADMIN_KEY,
-            extra_args=("--chunked-prefill-size", "64", "--max-running-requests", "4", *MODES[request.param]),
+            extra_args=("--chunked-prefill-size", "64", *extra_args),
         )
 
 
@@ -133,7 +162,7 @@ def _record(path: Path, after: int) -> list[Row]:
 
 
 def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
-    window, batch = SCENARIOS[name]
+    window, batch = SCENARIOS[name] if name in SCENARIOS else RETRACTION[name]
     spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix=name)
     result: dict[str, Any] = {}
 
@@ -153,6 +182,29 @@ def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
     return result
 
 
+def _computed(record: list[Row]) -> list[list[int]]:
+    """Each batch's token indices as SGLang computed them, from its record alone: the tokens each
+    request kept (its count grew), and the one it computed and then dropped. SGLang's overlap
+    scheduler (on here, as on CUDA) schedules a batch before the last one's tokens are processed,
+    so a request retracted (or stopped on a stop token) meanwhile is in that batch, and SGLang
+    drops its token there (docs/window.md, "Tokens an engine computes and discards"): in the
+    record, a request that decodes in the batch (every row of a DECODE batch, a row a MIXED batch
+    does not prefill) and whose count did not grow. Its index is its count."""
+    made: dict[str, int] = {}
+    steps = []
+    for _, _, counts, prefilled in record:
+        indices = []
+        for rid, total in counts.items():
+            before = made.get(rid, 0)
+            if total > before:
+                indices.extend(range(before, total))
+            elif rid not in prefilled:
+                indices.append(total)
+            made[rid] = max(before, total)
+        steps.append(indices)
+    return steps
+
+
 def _session_starts(path: Path, after: int) -> list[int]:
     """The batch numbers the session started after ``after`` has for its step 0: the batch after
     the scheduler took each start request (batch_record.py's ``PROFILE START_PROFILE`` lines)."""
@@ -165,8 +217,11 @@ def _check(result: dict[str, Any], window: str) -> None:
     before it ran before the session started, and their tokens count."""
     record = result["record"]
     first = result.get("first", 0)
-    produced = produced_by_step([counts for _, _, counts, _ in record])
-    steps = expected_steps(window, produced[first:])
+    produced = _computed(record)
+    # A batch decodes when a request that does not prefill in it is in it (SGLang's record: a
+    # row without an extend length; a request recomputed after a retraction prefills).
+    decodes = [any(rid not in prefilled for rid in counts) for _, _, counts, prefilled in record]
+    steps = expected_steps(window, produced[first:], decodes[first:])
     s = result["session"]
     traces = [a for a in s.artifacts if a.kind == "trace"]
     (outcome,) = s.results
@@ -232,6 +287,28 @@ def test_token_window(recorded_server: Server, tmp_path: Path, name: str) -> Non
         assert shared, record[:6]
     if name == "admission-mid-window":
         _check_the_promise(result, window, produced)
+
+
+@pytest.mark.parametrize("name", sorted(RETRACTION))
+def test_token_window_with_retractions(retracting_server: Server, tmp_path: Path, name: str) -> None:
+    """Requests retracted and recomputed while the window is open: the steps recorded and each
+    step's annotation are what SGLang computed, its record says (:func:`_computed`), a token it
+    dropped included; and there were retractions inside the window (a request's dropped token,
+    and its recomputation: a prefill of a request that had tokens already)."""
+    result = _run(retracting_server, name, tmp_path)
+    window = RETRACTION[name][0]
+    _check(result, window)
+    record, recorded = result["record"], result["recorded"]
+    kept = produced_by_step([counts for _, _, counts, _ in record])
+    dropped = [k for k in recorded if len(_computed(record)[k]) > len(kept[k])]
+    made: dict[str, int] = {}
+    resumed = []
+    for step, (_, _, counts, prefilled) in enumerate(record):
+        resumed += [step for rid in prefilled if made.get(rid, 0) > 0]
+        made.update({rid: max(made.get(rid, 0), n) for rid, n in counts.items()})
+    assert dropped, "no token dropped inside the window: the scenario does not test it"
+    assert [step for step in resumed if step in recorded], f"no recomputation inside the window {recorded}: {resumed}"
+    print(f"window {window}: recorded {recorded.start}:{recorded.stop}, dropped tokens at {dropped}, recomputed at {resumed}")
 
 
 def _check_the_promise(result: dict[str, Any], window: str, produced: list[list[int]]) -> None:

@@ -102,6 +102,24 @@ def test_prefill_only_steps_are_bounded_apart() -> None:
     assert not prefill_only([0, 1])
 
 
+def test_a_recomputation_the_engine_says_decodes_nothing_keeps_the_window_open() -> None:
+    """SGLang recomputes a retracted request in a prefill batch of its own: its token 18 comes from
+    a prefill there, while the requests that opened window 20:40 produce nothing. Told so
+    (``decodes=False``), the rule holds that step as it holds an admission; by its token alone
+    (past the request's first) the step decodes and closes the window."""
+    told = TokenRule(Window(20, 40, unit="tokens"))
+    assert [told.step([20, 20]), told.step([18], decodes=False), told.step([21, 21, 19], decodes=True)] == [
+        "open",
+        "record",
+        "record",
+    ]
+    assert (told.recorded, told.held) == (3, 1)
+    guessed = TokenRule(Window(20, 40, unit="tokens"))
+    assert [guessed.step([20, 20]), guessed.step([18])] == ["open", "close"]
+    decoding = TokenRule(Window(20, 40, unit="tokens"))
+    assert [decoding.step([20, 20]), decoding.step([0, 0], decodes=True)] == ["open", "close"]
+
+
 def test_an_open_window_records_while_tokens_come() -> None:
     steps = simulate([0, 2], [5, 5])
     assert run(Window(3, None, unit="tokens"), steps) == [3, 4, 5, 6]

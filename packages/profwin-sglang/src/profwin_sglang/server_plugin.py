@@ -158,10 +158,14 @@ def _output(success: bool, message: str) -> Any:
     return ProfileReqOutput(success=success, message=message)
 
 
-def _batch_tokens(batch: Any, pairs: list[tuple[str, int]] | None = None) -> tuple[list[int], int, int]:
+def _batch_tokens(batch: Any, pairs: list[tuple[str, int]] | None = None) -> tuple[list[int], int, int, bool]:
     """What one SGLang batch computes, read before it runs: the response-token index of every
-    token it produces, how many requests have prompt tokens in it, and how many. ``pairs``, when
-    given, receives ``(rid, index)`` for each of those tokens (the session timeline's record).
+    token it produces, how many requests have prompt tokens in it, how many, and whether a request
+    decodes in it (produces a token from a row that does not prefill). ``pairs``, when given,
+    receives ``(rid, index)`` for each of those tokens (the session timeline's record).
+
+    A request retracted and recomputed produces its token ``k`` from a prefill row: the batch
+    that recomputes it decodes nothing, as one that admits a request.
 
     A request's sequence after the batch is ``seq_lens_cpu[i]`` long (the prompt plus the tokens
     produced before, plus the one this batch feeds); it produces the token of index
@@ -176,7 +180,7 @@ def _batch_tokens(batch: Any, pairs: list[tuple[str, int]] | None = None) -> tup
     reqs = batch.reqs
     seq_lens = batch.seq_lens_cpu
     if seq_lens is None or len(reqs) == 0:
-        return [], 0, 0
+        return [], 0, 0, False
     lengths = seq_lens.tolist()
     mode = batch.forward_mode
     extending = bool(mode.is_extend()) if hasattr(mode, "is_extend") else False
@@ -185,15 +189,18 @@ def _batch_tokens(batch: Any, pairs: list[tuple[str, int]] | None = None) -> tup
     decoding = {id(r) for r in getattr(batch, "decoding_reqs", None) or ()} if extending else set()
     produced: list[int] = []
     prefilling = prefill_tokens = 0
+    decodes = False
     for i, (req, length) in enumerate(zip(reqs, lengths, strict=False)):
-        if i < len(extend_lens) and id(req) not in decoding and extend_lens[i] > 0:
+        prefills = i < len(extend_lens) and id(req) not in decoding and extend_lens[i] > 0
+        if prefills:
             prefilling += 1
             prefill_tokens += int(extend_lens[i])
         if req is not chunked:
             produced.append(length - len(req.origin_input_ids))
+            decodes = decodes or not prefills
             if pairs is not None:
                 pairs.append((req.rid, produced[-1]))
-    return produced, prefilling, prefill_tokens
+    return produced, prefilling, prefill_tokens, decodes
 
 
 _MAX_ERROR = 2000
@@ -289,9 +296,9 @@ class _Window:
             elif self.recording and self.count and forward_ct >= self.first + self.count:  # type: ignore[operator]
                 self.finish()
             return
-        produced, prefilling, prefill_tokens = _batch_tokens(batch)
+        produced, prefilling, prefill_tokens, decodes = _batch_tokens(batch)
         session_step = self.rule.steps
-        decision = self.rule.step(produced)
+        decision = self.rule.step(produced, decodes)
         if decision == "close":
             self.finish()
             return
@@ -397,7 +404,7 @@ class _Timeline:
     def _begin(self, batch: Any) -> None:
         scheduler, recorder = self.scheduler, self.recorder
         pairs: list[tuple[str, int]] = []
-        _, prefilling, prefill_tokens = _batch_tokens(batch, pairs)
+        _, prefilling, prefill_tokens, _ = _batch_tokens(batch, pairs)
         seen = self.seen
         admitted = [r.rid for r in batch.reqs if r.rid not in seen]
         seen.update(admitted)

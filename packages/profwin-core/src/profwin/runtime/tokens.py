@@ -234,8 +234,12 @@ class TokenRule:
         self.steps += 1
         return True
 
-    def step(self, produced: Sequence[int]) -> Decision:
-        """What to do before the step that produces the tokens ``produced`` (their indices)."""
+    def step(self, produced: Sequence[int], decodes: bool | None = None) -> Decision:
+        """What to do before the step that produces the tokens ``produced`` (their indices).
+        ``decodes``: whether a request decodes in it, from an engine that knows which of its
+        requests prefill: a request recomputed after a preemption or retraction produces its
+        token ``k`` from a prefill. By default a step decodes when a token is past its request's
+        first (:func:`prefill_only`)."""
         step, self.steps = self.steps, self.steps + 1
         if self.state == "closed":
             return "skip"
@@ -250,7 +254,7 @@ class TokenRule:
             if cap is not None and self.recorded - self.held >= cap:
                 self.state = "closed"
                 return "close"
-        elif not prefill_only(produced) or (cap is not None and self.held >= cap):
+        elif decodes or (decodes is None and not prefill_only(produced)) or (cap is not None and self.held >= cap):
             self.state = "closed"
             return "close"
         else:
