@@ -21,6 +21,7 @@ import shutil
 import threading
 import urllib.request
 import warnings
+from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -391,6 +392,62 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
     print(
         f"window {window}: session started at token {decoded_before}, recorded {recorded.start}:{recorded.stop}, admitted at {admitted}"
     )
+
+
+def _outputs(server: Server, texts: list[str], params: list[dict[str, Any]]) -> list[list[int]]:
+    """One /generate of ``texts``: each result's token ids."""
+    body = json.dumps({"text": texts, "sampling_params": params}).encode()
+    request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        return [list(r["output_ids"]) for r in json.loads(reply.read())]
+
+
+def test_a_request_that_stops_on_a_stop_token_is_counted_once_more(recorded_server: Server, tmp_path: Path) -> None:
+    """docs/window.md, "Tokens an engine computes and discards": under SGLang's overlap scheduler
+    a request that stopped on a stop token is in the batch after it too, where SGLang computes one
+    more token for it and drops it; profwin counts that token. Four greedy requests are run once
+    to learn the tokens of the first: a token it produces for the first time at some index k >= 10
+    becomes its stop token, and the window is ``k-5:k+5``. Run again with that stop token, the
+    request ends at token k, and the batch after holds its dropped token k+1: the steps recorded
+    and every annotation are what SGLang's record says it computed (:func:`_computed`)."""
+    server = recorded_server
+    texts, params = _prompts([(30, 40, 1)] * 4, seed=11)
+    for p in params:
+        p["ignore_eos"] = False
+    first = _outputs(server, texts, params)[0]
+    if len(first) < 40:  # it ended on the model's own EOS: that is the stop token
+        k = len(first) - 1
+    else:
+        k = next(i for i in range(10, len(first)) if first[i] not in first[:i])
+        params[0] = {**params[0], "stop_token_ids": [first[k]]}
+    assert k >= 10, first
+    window = f"{k - 5}:{k + 5}"
+    spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix="stop")
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        before = server.forward_ct()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with session(server.url, spec, api_key=server.api_key) as s:
+                result["outputs"] = _outputs(server, texts, params)
+        result.update(session=s, warnings=[str(w.message) for w in caught], before=before)
+
+    server.retry_on_kineto_crash(run)
+    assert result["outputs"][0] == first[: k + 1]  # the same greedy tokens, ending on the stop token
+    record = _record(Path(str(server.workdir / "batches.txt")), result["before"])
+    result["record"] = record
+    result["mode"] = "mixed-chunk" if "--enable-mixed-chunk" in server.extra_args else "stock-chunking"
+    _check(result, window)
+    kept = produced_by_step([counts for _, _, counts, _ in record])
+    computed = _computed(record)
+    dropped = [
+        (step, sorted((Counter(computed[step]) - Counter(kept[step])).elements()))
+        for step in result["recorded"]
+        if len(computed[step]) > len(kept[step])
+    ]
+    assert [indices for _, indices in dropped] == [[k + 1]], (k, dropped)
+    print(f"window {window}: the first request stopped at token {k}; its dropped token {k + 1} at step {dropped[0][0]}")
 
 
 def test_token_window_without_the_plugin_is_the_step_window(recorded_server: Server, tmp_path: Path) -> None:
