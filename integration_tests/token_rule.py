@@ -4,7 +4,7 @@ code under test. Standard library only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 
 def parse(window: str) -> tuple[int, int | None]:
@@ -13,16 +13,24 @@ def parse(window: str) -> tuple[int, int | None]:
     return int(first), int(last) if last else None
 
 
-def produced_by_step(counts: Iterable[Mapping[str, int]]) -> list[list[int]]:
+def produced_by_step(counts: Iterable[Mapping[str, int]], decoding: Iterable[Collection[str]] | None = None) -> list[list[int]]:
     """Each step's produced token indices, from the engine's per-step count of each request's
-    tokens so far (after the step): a request whose count grew produced the indices in between."""
+    tokens so far (after the step): a request whose count grew produced the indices in between.
+    ``decoding``, when given, names each step's requests that decode in it: one whose count did
+    not grow computed a token the engine dropped (docs/window.md, "Tokens an engine computes and
+    discards"), whose index is its count."""
+    counts = list(counts)
+    decoders_by_step = [()] * len(counts) if decoding is None else list(decoding)
     made: dict[str, int] = {}
     steps = []
-    for step in counts:
+    for step, decoders in zip(counts, decoders_by_step, strict=True):
         indices = []
         for request, total in step.items():
             before = made.get(request, 0)
-            indices.extend(range(before, total))
+            if total > before:
+                indices.extend(range(before, total))
+            elif request in decoders:
+                indices.append(total)
             made[request] = max(before, total)
         steps.append(indices)
     return steps

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,12 +21,11 @@ from typing import Any
 import pytest
 
 from profwin import ProfileSpec, Window
-from profwin_sglang import session
 from profwin_traces.provenance import read_sidecar
 
 from ..token_rule import produced_by_step
-from .conftest import ADMIN_KEY, HERE, Server, _serve
-from .test_token_windows import _generate, _record
+from .conftest import Server
+from .test_token_windows import _generate, _recorded, _recorded_session
 
 pytestmark = [pytest.mark.sglang, pytest.mark.slow]
 
@@ -47,24 +44,8 @@ def recorded_server(
     request: pytest.FixtureRequest, tiny_model: Path, plugin_site: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Server]:
     """A server with profwin's plugin and SGLang's batch record (and queues), in one of :data:`MODES`."""
-    site = tmp_path_factory.mktemp("timeline-site")
-    shutil.copytree(plugin_site, site, dirs_exist_ok=True)
-    info = site / "profwin_batch_record-0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: profwin-batch-record\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[sglang.srt.plugins]\nprofwin_batch_record = batch_record:register\n")
-    shutil.copy(HERE / "batch_record.py", site / "batch_record.py")
-    work = tmp_path_factory.mktemp(f"timeline-server-{request.param}")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("PROFWIN_BATCH_RECORD", str(work / "batches.txt"))
-        env.setenv("PROFWIN_BATCH_QUEUES", str(work / "queues.txt"))
-        yield from _serve(
-            tiny_model,
-            work,
-            plugin_site=site,
-            api_key=ADMIN_KEY,
-            extra_args=("--chunked-prefill-size", "64", "--max-running-requests", "4", *MODES[request.param]),
-        )
+    mode = ("--max-running-requests", "4", *MODES[request.param])
+    yield from _recorded(f"timeline-{request.param}", mode, {}, tiny_model, plugin_site, tmp_path_factory, queues=True)
 
 
 def _queues(path: Path, after: int) -> dict[int, tuple[int, int]]:
@@ -79,18 +60,7 @@ def _queues(path: Path, after: int) -> dict[int, tuple[int, int]]:
 def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
     window, batch = SCENARIOS[name]
     spec = ProfileSpec(window=Window.parse(window), output_dir=tmp_path, activities=("cpu",), prefix=name, timeline=True)
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        before = server.forward_ct()  # the server is idle: session step k is batch before + 1 + k
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            with session(server.url, spec, api_key=server.api_key) as s:
-                result["generated"] = _generate(server, batch, seed=len(name))
-        result.update(session=s, warnings=[str(w.message) for w in caught], before=before)
-
-    server.retry_on_kineto_crash(run)
-    result["record"] = _record(Path(str(server.workdir / "batches.txt")), result["before"])
+    result = _recorded_session(server, spec, lambda: _generate(server, batch, seed=len(name)))
     result["queues"] = _queues(Path(str(server.workdir / "queues.txt")), result["before"])
     return result
 

@@ -24,7 +24,7 @@ import threading
 import urllib.request
 import warnings
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,11 @@ def _recorded(
     tiny_model: Path,
     plugin_site: Path,
     tmp_path_factory: pytest.TempPathFactory,
+    *,
+    queues: bool = False,
 ) -> Iterator[Server]:
+    """A server ``name`` with profwin's plugin, SGLang's batch record (``batches.txt`` in its
+    work folder) and, with ``queues``, its queues before each batch (``queues.txt``)."""
     site = tmp_path_factory.mktemp("token-site")
     shutil.copytree(plugin_site, site, dirs_exist_ok=True)
     info = site / "profwin_batch_record-0.dist-info"
@@ -103,6 +107,8 @@ def _recorded(
     record = work / "batches.txt"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("PROFWIN_BATCH_RECORD", str(record))
+        if queues:
+            env.setenv("PROFWIN_BATCH_QUEUES", str(work / "queues.txt"))
         for key, value in environment.items():
             env.setenv(key, value)
         yield from _serve(
@@ -123,14 +129,18 @@ def _prompts(batch: list[tuple[int, int, int]], seed: int) -> tuple[list[str], l
     return texts, params
 
 
-def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> list[int]:
-    """One /generate of the whole batch (one list request); the tokens each output got."""
-    texts, params = _prompts(batch, seed)
+def _results(server: Server, texts: list[str], params: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One /generate of ``texts`` (one list request): SGLang's result for each."""
     body = json.dumps({"text": texts, "sampling_params": params}).encode()
     request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(request, timeout=300) as reply:
         results: list[dict[str, Any]] = json.loads(reply.read())
-    return sorted(r["meta_info"]["completion_tokens"] for r in results)
+    return results
+
+
+def _generate(server: Server, batch: list[tuple[int, int, int]], seed: int) -> list[int]:
+    """One /generate of the whole batch; the tokens each output got."""
+    return sorted(r["meta_info"]["completion_tokens"] for r in _results(server, *_prompts(batch, seed)))
 
 
 def _streamed(server: Server, words: int, tokens: int, seed: int) -> Iterator[int]:
@@ -164,9 +174,10 @@ def _record(path: Path, after: int) -> list[Row]:
     return sorted(rows)
 
 
-def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
-    window, batch = SCENARIOS[name] if name in SCENARIOS else RETRACTION[name]
-    spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix=name)
+def _recorded_session(server: Server, spec: ProfileSpec, send: Callable[[], Any]) -> dict[str, Any]:
+    """``send()`` inside a session of ``spec`` on the idle ``server`` (again after a kineto crash):
+    what it returned (``generated``), the session, its warnings, and SGLang's record of every
+    batch after it started (``record``, one row per batch, none missing)."""
     result: dict[str, Any] = {}
 
     def run() -> None:
@@ -174,7 +185,7 @@ def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             with session(server.url, spec, api_key=server.api_key) as s:
-                result["generated"] = _generate(server, batch, seed=len(name))
+                result["generated"] = send()
         result.update(session=s, warnings=[str(w.message) for w in caught], before=before)
 
     server.retry_on_kineto_crash(run)
@@ -185,27 +196,26 @@ def _run(server: Server, name: str, tmp_path: Path) -> dict[str, Any]:
     return result
 
 
+def _run(server: Server, name: str, window: str, batch: list[tuple[int, int, int]], tmp_path: Path) -> dict[str, Any]:
+    """One scenario: ``batch`` sent at once inside a session of the token window ``window``."""
+    spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix=name)
+    return _recorded_session(server, spec, lambda: _generate(server, batch, seed=len(name)))
+
+
+def _decoding(record: list[Row]) -> list[set[str]]:
+    """Each batch's requests that decode in it, from SGLang's record: those without an extend
+    length (every row of a DECODE batch, the rows a MIXED batch does not prefill). A request
+    recomputed after a retraction prefills."""
+    return [set(counts) - set(prefilled) for _, _, counts, prefilled in record]
+
+
 def _computed(record: list[Row]) -> list[list[int]]:
-    """Each batch's token indices as SGLang computed them, from its record alone: the tokens each
-    request kept (its count grew), and the one it computed and then dropped. SGLang's overlap
-    scheduler (on here, as on CUDA) schedules a batch before the last one's tokens are processed,
-    so a request retracted (or stopped on a stop token) meanwhile is in that batch, and SGLang
-    drops its token there (docs/window.md, "Tokens an engine computes and discards"): in the
-    record, a request that decodes in the batch (every row of a DECODE batch, a row a MIXED batch
-    does not prefill) and whose count did not grow. Its index is its count."""
-    made: dict[str, int] = {}
-    steps = []
-    for _, _, counts, prefilled in record:
-        indices = []
-        for rid, total in counts.items():
-            before = made.get(rid, 0)
-            if total > before:
-                indices.extend(range(before, total))
-            elif rid not in prefilled:
-                indices.append(total)
-            made[rid] = max(before, total)
-        steps.append(indices)
-    return steps
+    """Each batch's token indices as SGLang computed them: the tokens each request kept, and the
+    one it computed and dropped. SGLang's overlap scheduler (on here, as on CUDA) schedules a batch
+    before the last one's tokens are processed, so a request retracted (or stopped on a stop
+    token) meanwhile decodes in that batch, and SGLang drops its token there: in the record, its
+    count does not grow (:func:`~integration_tests.token_rule.produced_by_step`)."""
+    return produced_by_step([counts for _, _, counts, _ in record], _decoding(record))
 
 
 def _session_starts(path: Path, after: int) -> list[int]:
@@ -221,9 +231,7 @@ def _check(result: dict[str, Any], window: str) -> None:
     record = result["record"]
     first = result.get("first", 0)
     produced = _computed(record)
-    # A batch decodes when a request that does not prefill in it is in it (SGLang's record: a
-    # row without an extend length; a request recomputed after a retraction prefills).
-    decodes = [any(rid not in prefilled for rid in counts) for _, _, counts, prefilled in record]
+    decodes = [bool(decoders) for decoders in _decoding(record)]
     steps = expected_steps(window, produced[first:], decodes[first:])
     s = result["session"]
     traces = [a for a in s.artifacts if a.kind == "trace"]
@@ -273,8 +281,8 @@ def _sglang_spans(path: Path) -> list[tuple[str, int, int]]:
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_token_window(recorded_server: Server, tmp_path: Path, name: str) -> None:
-    result = _run(recorded_server, name, tmp_path)
-    window = SCENARIOS[name][0]
+    window, batch = SCENARIOS[name]
+    result = _run(recorded_server, name, window, batch, tmp_path)
     _check(result, window)
     record = result["record"]
     produced = produced_by_step([counts for _, _, counts, _ in record])
@@ -298,8 +306,8 @@ def test_token_window_with_retractions(retracting_server: Server, tmp_path: Path
     step's annotation are what SGLang computed, its record says (:func:`_computed`), a token it
     dropped included; and there were retractions inside the window (a request's dropped token,
     and its recomputation: a prefill of a request that had tokens already)."""
-    result = _run(retracting_server, name, tmp_path)
-    window = RETRACTION[name][0]
+    window, batch = RETRACTION[name]
+    result = _run(retracting_server, name, window, batch, tmp_path)
     _check(result, window)
     record, recorded = result["record"], result["recorded"]
     kept, computed = produced_by_step([counts for _, _, counts, _ in record]), _computed(record)
@@ -396,14 +404,6 @@ def test_a_session_opened_while_requests_decode(recorded_server: Server, tmp_pat
     )
 
 
-def _outputs(server: Server, texts: list[str], params: list[dict[str, Any]]) -> list[list[int]]:
-    """One /generate of ``texts``: each result's token ids."""
-    body = json.dumps({"text": texts, "sampling_params": params}).encode()
-    request = urllib.request.Request(server.url + "/generate", data=body, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=300) as reply:
-        return [list(r["output_ids"]) for r in json.loads(reply.read())]
-
-
 def test_a_request_that_stops_on_a_stop_token_is_counted_once_more(recorded_server: Server, tmp_path: Path) -> None:
     """docs/window.md, "Tokens an engine computes and discards": under SGLang's overlap scheduler
     a request that stopped on a stop token is in the batch after it too, where SGLang computes one
@@ -416,7 +416,7 @@ def test_a_request_that_stops_on_a_stop_token_is_counted_once_more(recorded_serv
     texts, params = _prompts([(30, 40, 1)] * 4, seed=11)
     for p in params:
         p["ignore_eos"] = False
-    first = _outputs(server, texts, params)[0]
+    first = _results(server, texts, params)[0]["output_ids"]
     if len(first) < 40:  # it ended on the model's own EOS: that is the stop token
         k = len(first) - 1
     else:
@@ -425,22 +425,10 @@ def test_a_request_that_stops_on_a_stop_token_is_counted_once_more(recorded_serv
     assert k >= 10, first
     window = f"{k - 5}:{k + 5}"
     spec = ProfileSpec(window=Window.parse(f"{window} tokens"), output_dir=tmp_path, activities=("cpu",), prefix="stop")
-    result: dict[str, Any] = {}
-
-    def run() -> None:
-        before = server.forward_ct()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            with session(server.url, spec, api_key=server.api_key) as s:
-                result["outputs"] = _outputs(server, texts, params)
-        result.update(session=s, warnings=[str(w.message) for w in caught], before=before)
-
-    server.retry_on_kineto_crash(run)
-    assert result["outputs"][0] == first[: k + 1]  # the same greedy tokens, ending on the stop token
-    record = _record(Path(str(server.workdir / "batches.txt")), result["before"])
-    result["record"] = record
-    result["mode"] = "mixed-chunk" if "--enable-mixed-chunk" in server.extra_args else "stock-chunking"
+    result = _recorded_session(server, spec, lambda: _results(server, texts, params))
+    assert result["generated"][0]["output_ids"] == first[: k + 1]  # the same greedy tokens, ending on the stop token
     _check(result, window)
+    record = result["record"]
     kept = produced_by_step([counts for _, _, counts, _ in record])
     computed = _computed(record)
     dropped = [
